@@ -1,0 +1,40 @@
+"""Rewards: the quantity training maximises, always a float in [0, 1].
+
+``synalinks.rewards.ExactMatch(in_mask=["answer"])`` and friends; see
+``docs/ARCHITECTURE.md`` for the shared ``Reward`` interface.
+"""
+
+from training.engine.rewards.cosine_similarity import CosineSimilarity
+from training.engine.rewards.exact_match import ExactMatch
+from training.engine.rewards.judging import JudgeInput, JudgeScore
+from training.engine.rewards.lm_as_judge import LMAsJudge
+from training.engine.rewards.mean_reward_wrapper import MeanRewardWrapper
+from training.engine.rewards.program_as_judge import ProgramAsJudge
+from training.engine.rewards.reward import Reward
+from training.engine.saving import deserialize
+
+
+def get(identifier):
+    """A Reward from an instance, a registered name/config, or a registered async function."""
+    if identifier is None or isinstance(identifier, Reward):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str):
+        return deserialize({"class_name": identifier, "config": {}})
+    if callable(identifier):
+        return MeanRewardWrapper(fn=identifier)
+    raise ValueError(f"Cannot interpret {identifier!r} as a reward")
+
+
+__all__ = [
+    "CosineSimilarity",
+    "ExactMatch",
+    "JudgeInput",
+    "JudgeScore",
+    "LMAsJudge",
+    "MeanRewardWrapper",
+    "ProgramAsJudge",
+    "Reward",
+    "get",
+]

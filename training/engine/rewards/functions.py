@@ -1,0 +1,67 @@
+"""Custom reward/metric functions are saved by their registered name, never as code.
+
+``MeanRewardWrapper(fn=my_reward)`` stores ``"fn": "Custom>my_reward"`` in its
+config; loading looks that name up in the registry (or ``custom_objects``), so a
+saved program can never make us import or execute anything it names itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from training.engine.saving import (
+    UnknownObjectError,
+    get_registered_name,
+    get_registered_object,
+)
+
+__all__ = ["call_function", "function_name", "registered_function_name", "resolve_function"]
+
+
+def function_name(fn: Callable) -> str:
+    """A readable name for ``fn`` (used as default reward/metric name and in errors)."""
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def check_callable(fn: Any, owner: str) -> Callable:
+    if not callable(fn):
+        raise TypeError(f"{owner}(fn=...) expects an async function, got {fn!r:.80}")
+    return fn
+
+
+def registered_function_name(fn: Callable, owner: str) -> str:
+    """The registered name of ``fn``, or a clear error saying how to register it."""
+    try:
+        return get_registered_name(fn)
+    except UnknownObjectError:
+        raise UnknownObjectError(
+            f"{owner} cannot save function {function_name(fn)!r}: it is not registered. "
+            "Decorate it with @synalinks.saving.register_synalinks_serializable() so the "
+            "saved config can name it (code is never saved)."
+        ) from None
+
+
+def resolve_function(name: Any, owner: str, custom_objects: dict | None = None) -> Callable:
+    """Inverse of :func:`registered_function_name`; refuses anything but a registered callable."""
+    if callable(name):  # already resolved (e.g. ``from_config`` after ``deserialize``)
+        return name
+    if isinstance(name, dict) and "function" in name:
+        name = name["function"]
+    if not isinstance(name, str):
+        raise ValueError(
+            f"{owner}: config 'fn' must be a registered function name, got {name!r:.80}"
+        )
+    fn = get_registered_object(name, custom_objects)
+    if not callable(fn) or inspect.isclass(fn):
+        raise UnknownObjectError(f"{owner}: {name!r} is registered but is not a function")
+    return fn
+
+
+async def call_function(fn: Callable, *args: Any) -> Any:
+    """Call a sync or async function and await its result when needed."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
