@@ -1,0 +1,105 @@
+"""Offline local models as the litellm custom provider `local`.
+
+Importing this package registers the provider with litellm (idempotently) and nothing heavier:
+llama.cpp, torch and the weights load on the first real call. After that
+
+    await litellm.acompletion(model="local/smollm2", messages=..., response_format=...)
+    await litellm.aembedding(model="local/minilm", input=[...])
+
+work like any remote model. `check_available(model)` tells, without loading anything, whether
+a local model can run here (for fail-fast construction and the Settings page).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402  (the env var above must be set first)
+
+from training.engine.local import minilm, smollm2  # noqa: E402
+from training.engine.local.errors import (  # noqa: E402
+    INSTALL_COMMAND,
+    LOCAL_MODELS,
+    LocalModelError,
+    local_models_hint,
+    unknown_model,
+)
+from training.engine.local.provider import PROVIDER, LocalProvider  # noqa: E402
+
+__all__ = [
+    "INSTALL_COMMAND",
+    "LOCAL_MODELS",
+    "PROVIDER",
+    "LocalModelError",
+    "LocalProvider",
+    "check_available",
+    "is_local_model",
+    "local_models_hint",
+    "register",
+]
+
+_FREE = {
+    "litellm_provider": PROVIDER,
+    "input_cost_per_token": 0.0,
+    "output_cost_per_token": 0.0,
+    "cache_creation_input_token_cost": 0.0,
+    "cache_read_input_token_cost": 0.0,
+}
+
+#: What litellm's model map should know: free, and smollm2 honours response_format json_schema
+#: (so `litellm.supports_response_schema("local/smollm2")` is True).
+MODEL_INFO = {
+    smollm2.MODEL_NAME: {
+        **_FREE,
+        "mode": "chat",
+        "max_input_tokens": smollm2.DEFAULT_N_CTX,
+        "max_output_tokens": smollm2.DEFAULT_N_CTX,
+        "max_tokens": smollm2.DEFAULT_N_CTX,
+        "supports_response_schema": True,
+        "supports_system_messages": True,
+    },
+    minilm.MODEL_NAME: {
+        **_FREE,
+        "mode": "embedding",
+        "max_input_tokens": 256,
+        "output_vector_size": minilm.DIMENSIONS,
+    },
+}
+
+_REGISTER_LOCK = threading.Lock()
+
+
+def register() -> None:
+    """Add the `local` provider to litellm once; safe to call any number of times."""
+    with _REGISTER_LOCK:
+        if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+            litellm.custom_provider_map = [
+                *litellm.custom_provider_map,
+                {"provider": PROVIDER, "custom_handler": LocalProvider()},
+            ]
+        if smollm2.MODEL_NAME not in litellm.model_cost:
+            litellm.register_model(MODEL_INFO)
+
+
+def is_local_model(model: str) -> bool:
+    """Whether a model string is served by this provider."""
+    return model.startswith(PROVIDER + "/")
+
+
+def check_available(model: str) -> None:
+    """Raise LocalModelError (what is missing + the install command) unless `model` can run.
+
+    Loads nothing; imports the runtime and finds the weights.
+    """
+    if model == smollm2.MODEL_NAME:
+        smollm2.check_available()
+    elif model == minilm.MODEL_NAME:
+        minilm.check_available()
+    else:
+        raise unknown_model(model, "local")
+
+
+register()

@@ -1,0 +1,208 @@
+"""The litellm custom provider `local`: routes `local/smollm2` and `local/minilm` in-process.
+
+Every layer above calls `litellm.acompletion` / `litellm.aembedding` the same way for local and
+remote models; this class is what litellm dispatches to for the `local/` prefix. It translates
+OpenAI-style arguments to the in-process runtimes, runs the blocking work in a worker thread,
+and fills litellm's ModelResponse / EmbeddingResponse with usage just like a remote provider.
+Errors come out as litellm exceptions (BadRequestError, NotFoundError,
+ContextWindowExceededError) whose message says what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.llms.custom_llm import CustomLLMError
+
+from training.engine.local import minilm, smollm2
+from training.engine.local.errors import LocalModelError, unknown_model
+
+PROVIDER = "local"
+CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}
+EMBEDDING_MODELS = {"minilm": minilm.MODEL_NAME}
+
+
+def _short_name(model: str) -> str:
+    """litellm strips the provider prefix, but accept 'local/smollm2' too."""
+    prefix = PROVIDER + "/"
+    return model[len(prefix) :] if model.startswith(prefix) else model
+
+
+def _as_litellm_error(error: LocalModelError, status_code: int = 400) -> CustomLLMError:
+    """litellm maps CustomLLMError by status: 400 → BadRequestError, 404 → NotFoundError."""
+    return CustomLLMError(status_code=status_code, message=str(error))
+
+
+def _text_content(content: Any) -> str:
+    """Flatten OpenAI content parts ([{"type": "text", "text": ...}]) to the plain string
+    the GGUF chat template expects; non-text parts cannot be read by a text-only model."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            parts.append(part.get("text", ""))
+        elif isinstance(part, str):
+            parts.append(part)
+        else:
+            raise LocalModelError(
+                f"{smollm2.MODEL_NAME} reads text only; got a content part {part!r:.80}"
+            )
+    return "".join(parts)
+
+
+def _chat_messages(messages: list[dict]) -> list[dict]:
+    """Keep role + text: tool calls, names and images are not something a 135M model does."""
+    return [{"role": m["role"], "content": _text_content(m.get("content"))} for m in messages]
+
+
+def _chat_kwargs(optional_params: dict) -> dict:
+    """The OpenAI parameters llama.cpp honours; max_completion_tokens is max_tokens' new name."""
+    max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
+    return {
+        "temperature": optional_params.get("temperature"),
+        "max_tokens": max_tokens,
+        "seed": optional_params.get("seed"),
+        "top_p": optional_params.get("top_p"),
+        "stop": optional_params.get("stop"),
+        "response_format": optional_params.get("response_format"),
+    }
+
+
+def _fill_model_response(model_response: Any, result: dict) -> Any:
+    """Copy llama.cpp's OpenAI-shaped answer into litellm's ModelResponse (content + usage)."""
+    choice = result["choices"][0]
+    model_response.choices[0].message.content = choice["message"].get("content") or ""
+    model_response.choices[0].finish_reason = choice.get("finish_reason") or "stop"
+    model_response.created = int(time.time())
+    model_response.model = smollm2.MODEL_NAME
+    usage = result.get("usage") or {}
+    prompt = int(usage.get("prompt_tokens", 0))
+    completion = int(usage.get("completion_tokens", 0))
+    model_response.usage = litellm.Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
+    return model_response
+
+
+def _fill_embedding_response(model_response: Any, vectors: list, tokens: int) -> Any:
+    model_response.model = minilm.MODEL_NAME
+    model_response.object = "list"
+    model_response.data = [
+        {"object": "embedding", "index": i, "embedding": vector} for i, vector in enumerate(vectors)
+    ]
+    model_response.usage = litellm.Usage(
+        prompt_tokens=tokens, completion_tokens=0, total_tokens=tokens
+    )
+    return model_response
+
+
+def _run_chat(model: str, messages: list, optional_params: dict) -> dict:
+    """Blocking: validate the name, then generate. Raises litellm-mappable errors."""
+    if _short_name(model) not in CHAT_MODELS:
+        raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "chat"), 404)
+    try:
+        return smollm2.complete(_chat_messages(messages), **_chat_kwargs(optional_params))
+    except LocalModelError as error:
+        raise _as_litellm_error(error) from error
+    except ValueError as error:
+        if "context window" in str(error):
+            raise litellm.ContextWindowExceededError(
+                message=f"{smollm2.MODEL_NAME}: {error}",
+                model=smollm2.MODEL_NAME,
+                llm_provider=PROVIDER,
+            ) from error
+        raise
+
+
+def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
+    if _short_name(model) not in EMBEDDING_MODELS:
+        raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "embedding"), 404)
+    try:
+        return minilm.embed(texts)
+    except LocalModelError as error:
+        raise _as_litellm_error(error) from error
+
+
+class LocalProvider(CustomLLM):
+    """litellm handler for `local/…` models (registered by `training.engine.local`)."""
+
+    def completion(
+        self,
+        model,
+        messages,
+        api_base,
+        custom_prompt_dict,
+        model_response,
+        print_verbose,
+        encoding,
+        api_key,
+        logging_obj,
+        optional_params,
+        acompletion=None,
+        litellm_params=None,
+        logger_fn=None,
+        headers=None,
+        timeout=None,
+        client=None,
+    ):
+        result = _run_chat(model, messages, optional_params)
+        return _fill_model_response(model_response, result)
+
+    async def acompletion(
+        self,
+        model,
+        messages,
+        api_base,
+        custom_prompt_dict,
+        model_response,
+        print_verbose,
+        encoding,
+        api_key,
+        logging_obj,
+        optional_params,
+        acompletion=None,
+        litellm_params=None,
+        logger_fn=None,
+        headers=None,
+        timeout=None,
+        client=None,
+    ):
+        result = await asyncio.to_thread(_run_chat, model, messages, optional_params)
+        return _fill_model_response(model_response, result)
+
+    def embedding(
+        self,
+        model,
+        input,
+        model_response,
+        print_verbose,
+        logging_obj,
+        optional_params,
+        api_key=None,
+        api_base=None,
+        timeout=None,
+        litellm_params=None,
+    ):
+        vectors, tokens = _run_embedding(model, input)
+        return _fill_embedding_response(model_response, vectors, tokens)
+
+    async def aembedding(
+        self,
+        model,
+        input,
+        model_response,
+        print_verbose,
+        logging_obj,
+        optional_params,
+        api_key=None,
+        api_base=None,
+        timeout=None,
+        litellm_params=None,
+    ):
+        vectors, tokens = await asyncio.to_thread(_run_embedding, model, input)
+        return _fill_embedding_response(model_response, vectors, tokens)
