@@ -1,0 +1,1 @@
+"""Engine tests: no Django, no network (fake LMs), except those marked slow."""

@@ -1,0 +1,65 @@
+"""Shared test helpers for the engine core tests (fake LMs, tiny datasets)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import training.engine as synalinks
+
+
+class Query(synalinks.DataModel):
+    query: str
+
+
+class Answer(synalinks.DataModel):
+    answer: str
+
+
+TRUTH = {
+    "What is 2+2?": "4",
+    "Capital of France?": "Paris",
+    "Who wrote Hamlet?": "William Shakespeare",
+    "Color of the sky?": "blue",
+    "What is 3+3?": "6",
+    "Capital of Italy?": "Rome",
+    "Largest planet?": "Jupiter",
+    "Boiling point of water in C?": "100",
+    "Author of 1984?": "George Orwell",
+    "Square root of 9?": "3",
+}
+
+
+def dataset(n: int | None = None):
+    items = list(TRUTH.items())[:n]
+    x = np.array([Query(query=q) for q, _ in items], dtype="object")
+    y = np.array([Answer(answer=a) for _, a in items], dtype="object")
+    return x, y
+
+
+def oracle_lm(**kwargs):
+    """Answers every question right."""
+    return synalinks.testing.FakeLanguageModel(
+        responses={q: {"answer": a} for q, a in TRUTH.items()}, **kwargs
+    )
+
+
+def few_shot_learner(**kwargs):
+    """Answers right only when its prompt holds at least one few-shot example; else 'unknown'.
+
+    Also right for any question that appears verbatim among its examples. A simple model of
+    "examples help", to check that RandomFewShot finds and keeps helpful examples.
+    """
+
+    def respond(request):
+        if request.examples:
+            return {"answer": TRUTH.get(request.inputs["query"], "unknown")}
+        return {"answer": "unknown"}
+
+    return synalinks.testing.FakeLanguageModel(responder=respond, **kwargs)
+
+
+async def build_program(lm, module=None, name=None):
+    module_cls = module or synalinks.Generator
+    inputs = synalinks.Input(data_model=Query)
+    outputs = await module_cls(data_model=Answer, language_model=lm)(inputs)
+    return synalinks.Program(inputs=inputs, outputs=outputs, name=name)

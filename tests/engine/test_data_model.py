@@ -1,0 +1,79 @@
+"""DataModel helpers: get/get_json/schema, building classes from fields and from schemas."""
+
+import pytest
+
+import training.engine as synalinks
+from training.engine.data_model import data_model_fields, is_same_schema
+
+
+class Answer(synalinks.DataModel):
+    answer: str
+    confidence: float = 0.5
+
+
+def test_get_and_get_json():
+    item = Answer(answer="4")
+    assert item.get("answer") == "4"
+    assert item.get("missing", "default") == "default"
+    assert item.get_json() == {"answer": "4", "confidence": 0.5}
+    schema = Answer.get_schema()
+    assert schema["title"] == "Answer" and schema["required"] == ["answer"]
+
+
+def test_extra_fields_are_refused():
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError, match="other"):
+        Answer(answer="4", other=1)
+
+
+def test_create_data_model_and_back():
+    fields = [
+        {"name": "question", "type": "str", "description": "What is asked"},
+        {"name": "n", "type": "int", "description": ""},
+        {"name": "tags", "type": "list[str]", "description": "labels", "required": False},
+    ]
+    Q = synalinks.create_data_model("Question", fields)
+    item = Q(question="q", n=2)
+    assert item.get_json() == {"question": "q", "n": 2, "tags": None}
+    assert Q.get_schema()["properties"]["question"]["description"] == "What is asked"
+    assert [f["name"] for f in data_model_fields(Q)] == ["question", "n", "tags"]
+    assert data_model_fields(Q)[2]["required"] is False
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ([{"name": "bad name", "type": "str"}], "not a valid identifier"),
+        ([{"name": "x", "type": "dict"}], "not one of"),
+        ([{"name": "get", "type": "str"}], "reserved"),
+        ([{"name": "x"}, {"name": "x"}], "duplicate"),
+        ([], "at least one field"),
+    ],
+)
+def test_create_data_model_errors(fields, message):
+    with pytest.raises(ValueError, match=message):
+        synalinks.create_data_model("Thing", fields)
+
+
+def test_schema_round_trip_without_code():
+    class Inner(synalinks.DataModel):
+        label: str
+
+    class Outer(synalinks.DataModel):
+        items: list[Inner]
+        choice: str | None = None
+        count: int = 3
+
+    rebuilt = synalinks.data_model_from_schema(Outer.get_schema())
+    assert rebuilt.__name__ == "Outer"
+    assert is_same_schema(rebuilt, Outer)
+    value = rebuilt.model_validate({"items": [{"label": "a"}]})
+    assert value.get("items") == [{"label": "a"}] and value.get("count") == 3
+
+
+def test_schema_rebuild_refuses_unknown_types():
+    with pytest.raises(ValueError, match="unsupported"):
+        synalinks.data_model_from_schema(
+            {"title": "T", "type": "object", "properties": {"x": {"type": "weird"}}}
+        )

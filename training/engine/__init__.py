@@ -1,0 +1,65 @@
+"""Trainboard's training engine: a pure-Python re-implementation of the Synalinks API.
+
+``import training.engine as synalinks`` runs the snippets of the training guide. Never imports
+Django. litellm's cost map is read from the local copy (no network at import); litellm itself
+is imported lazily, on the first real LM call.
+"""
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from training.engine import (  # noqa: E402
+    callbacks,
+    datasets,
+    metrics,
+    optimizers,
+    rewards,
+    saving,
+    testing,
+    usage,
+    utils,
+)
+from training.engine.data_model import (  # noqa: E402
+    DataModel,
+    create_data_model,
+    data_model_from_schema,
+)
+from training.engine.embedding_model import EmbeddingModel  # noqa: E402
+from training.engine.history import History  # noqa: E402
+from training.engine.language_model import (  # noqa: E402
+    LanguageModel,
+    LanguageModelError,
+    LanguageModelUnreachable,
+)
+from training.engine.modules import ChainOfThought, Generator, Module  # noqa: E402
+from training.engine.program import Program, Sequential  # noqa: E402
+from training.engine.symbolic import Input  # noqa: E402
+from training.engine.variables import Variable  # noqa: E402
+
+__all__ = [
+    "ChainOfThought",
+    "DataModel",
+    "EmbeddingModel",
+    "Generator",
+    "History",
+    "Input",
+    "LanguageModel",
+    "LanguageModelError",
+    "LanguageModelUnreachable",
+    "Module",
+    "Program",
+    "Sequential",
+    "Variable",
+    "callbacks",
+    "create_data_model",
+    "data_model_from_schema",
+    "datasets",
+    "metrics",
+    "optimizers",
+    "rewards",
+    "saving",
+    "testing",
+    "usage",
+    "utils",
+]

@@ -1,0 +1,129 @@
+"""Opt-in response cache for deterministic LM calls (temperature 0).
+
+Why our own keyed cache rather than ``litellm.cache``: litellm's cache is one process-global
+setting shared by every call, so it cannot be switched on for one LanguageModel and off for
+another (the dashboard runs several programs in one worker); its hit detection and key
+derivation change between litellm releases; and we must see hits to count them in usage.
+Here the key is a SHA-256 of the canonical request (model, api_base, messages, schema,
+temperature, max_tokens), the value the raw completion text and its token counts. Backends:
+in-memory (tests), disk through ``diskcache`` (default), or Redis (``redis://…``). Values are
+JSON, never pickled objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import OrderedDict
+from typing import Any
+
+DEFAULT_CACHE_DIR = os.environ.get(
+    "TRAINBOARD_LM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "trainboard", "lm")
+)
+
+
+def request_key(payload: dict[str, Any]) -> str:
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Base: ``get(key) -> dict | None`` and ``set(key, value: dict)``."""
+
+    spec: str = "memory"
+
+    def get(self, key: str) -> dict | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def set(self, key: str, value: dict) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class MemoryCache(ResponseCache):
+    spec = "memory"
+
+    def __init__(self, max_entries: int = 100_000):
+        self._data: OrderedDict[str, dict] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, key: str) -> dict | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def set(self, key: str, value: dict) -> None:
+        self._data[key] = value
+        if len(self._data) > self._max:
+            self._data.popitem(last=False)
+
+
+class DiskCache(ResponseCache):
+    def __init__(self, directory: str = DEFAULT_CACHE_DIR):
+        import diskcache
+
+        self.spec = f"disk:{directory}"
+        os.makedirs(directory, exist_ok=True)
+        self._cache = diskcache.Cache(directory)
+
+    def get(self, key: str) -> dict | None:
+        raw = self._cache.get(key)
+        return json.loads(raw) if isinstance(raw, str) else None
+
+    def set(self, key: str, value: dict) -> None:
+        self._cache.set(key, json.dumps(value))
+
+
+class RedisCache(ResponseCache):
+    def __init__(self, url: str, prefix: str = "trainboard:lm:", ttl: int | None = 30 * 86400):
+        import redis
+
+        self.spec = url
+        self._client = redis.Redis.from_url(url)
+        self._prefix = prefix
+        self._ttl = ttl
+
+    def get(self, key: str) -> dict | None:
+        raw = self._client.get(self._prefix + key)
+        return json.loads(raw) if raw else None
+
+    def set(self, key: str, value: dict) -> None:
+        self._client.set(self._prefix + key, json.dumps(value), ex=self._ttl)
+
+
+_SHARED: dict[str, ResponseCache] = {}
+
+
+def make_cache(spec: Any) -> ResponseCache | None:
+    """``False/None`` → no cache; ``True``/``"disk"`` → disk at the default dir; ``"memory"``;
+    ``"disk:/path"`` or a directory path; ``"redis://…"``; or a ResponseCache instance."""
+    if spec is None or spec is False:
+        return None
+    if isinstance(spec, ResponseCache):
+        return spec
+    if spec is True:
+        spec = "disk"
+    if not isinstance(spec, str):
+        raise ValueError(
+            f"cache must be True/False, 'memory', 'disk[:dir]', 'redis://…', got {spec!r}"
+        )
+    if spec in _SHARED:
+        return _SHARED[spec]
+    if spec == "memory":
+        cache: ResponseCache = MemoryCache()
+    elif spec == "disk":
+        cache = DiskCache()
+    elif spec.startswith("disk:"):
+        cache = DiskCache(spec[5:])
+    elif spec.startswith(("redis://", "rediss://", "unix://")):
+        cache = RedisCache(spec)
+    else:
+        cache = DiskCache(spec)
+    _SHARED[spec] = cache
+    return cache
+
+
+def cache_spec(cache: ResponseCache | None) -> Any:
+    """JSON form of a cache setting, for get_config."""
+    return cache.spec if cache is not None else False

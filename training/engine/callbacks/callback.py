@@ -1,0 +1,104 @@
+"""Callback base class and the CallbackList that fans events out.
+
+Besides the Keras-style hooks, ``on_event(event)`` receives the structured, JSON-serialisable
+events the dashboard streams (epoch_begin, batch_end, epoch_end, candidate, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Callback:
+    """Override any of the async hooks. ``self.program`` is set by ``set_program``."""
+
+    def __init__(self) -> None:
+        self.program = None
+        self.params: dict[str, Any] = {}
+
+    def set_program(self, program: Any) -> None:
+        self.program = program
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    async def on_train_begin(self, logs=None): ...
+    async def on_train_end(self, logs=None): ...
+    async def on_epoch_begin(self, epoch, logs=None): ...
+    async def on_epoch_end(self, epoch, logs=None): ...
+    async def on_batch_begin(self, batch, logs=None): ...
+    async def on_batch_end(self, batch, logs=None): ...
+    async def on_test_begin(self, logs=None): ...
+    async def on_test_end(self, logs=None): ...
+    async def on_test_batch_end(self, batch, logs=None): ...
+    async def on_predict_begin(self, logs=None): ...
+    async def on_predict_end(self, logs=None): ...
+    async def on_event(self, event: dict[str, Any]): ...
+
+
+class CallbackList(Callback):
+    """Calls every callback in order, awaiting each (so a slow one applies back-pressure)."""
+
+    def __init__(self, callbacks: list[Callback] | None = None, program: Any = None):
+        super().__init__()
+        self.callbacks = list(callbacks or [])
+        for callback in self.callbacks:
+            if not isinstance(callback, Callback):
+                raise TypeError(f"callbacks must be Callback instances, got {callback!r}")
+        if program is not None:
+            self.set_program(program)
+
+    def append(self, callback: Callback) -> None:
+        self.callbacks.append(callback)
+        if self.program is not None:
+            callback.set_program(self.program)
+
+    def set_program(self, program: Any) -> None:
+        super().set_program(program)
+        for callback in self.callbacks:
+            callback.set_program(program)
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        super().set_params(params)
+        for callback in self.callbacks:
+            callback.set_params(params)
+
+    async def _all(self, method: str, *args: Any) -> None:
+        for callback in self.callbacks:
+            await getattr(callback, method)(*args)
+
+    async def on_train_begin(self, logs=None):
+        await self._all("on_train_begin", logs)
+
+    async def on_train_end(self, logs=None):
+        await self._all("on_train_end", logs)
+
+    async def on_epoch_begin(self, epoch, logs=None):
+        await self._all("on_epoch_begin", epoch, logs)
+
+    async def on_epoch_end(self, epoch, logs=None):
+        await self._all("on_epoch_end", epoch, logs)
+
+    async def on_batch_begin(self, batch, logs=None):
+        await self._all("on_batch_begin", batch, logs)
+
+    async def on_batch_end(self, batch, logs=None):
+        await self._all("on_batch_end", batch, logs)
+
+    async def on_test_begin(self, logs=None):
+        await self._all("on_test_begin", logs)
+
+    async def on_test_end(self, logs=None):
+        await self._all("on_test_end", logs)
+
+    async def on_test_batch_end(self, batch, logs=None):
+        await self._all("on_test_batch_end", batch, logs)
+
+    async def on_predict_begin(self, logs=None):
+        await self._all("on_predict_begin", logs)
+
+    async def on_predict_end(self, logs=None):
+        await self._all("on_predict_end", logs)
+
+    async def on_event(self, event):
+        await self._all("on_event", event)

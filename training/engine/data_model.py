@@ -1,0 +1,243 @@
+"""DataModel: the typed JSON objects that flow through programs.
+
+A DataModel is a pydantic model with a few conveniences (``get``, ``get_json``, ``get_schema``).
+Classes can also be built from plain data — ``create_data_model(name, fields)`` for the dashboard
+and ``data_model_from_schema(schema)`` for ``Program.load`` — so no code is ever executed to
+rebuild a saved program's types.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any, Literal
+
+import pydantic
+from pydantic import ConfigDict, Field
+
+FIELD_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list[str]": list[str],
+}
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+class DataModel(pydantic.BaseModel):
+    """Base class of every input, output and example object."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def get(self, field: str, default: Any = None) -> Any:
+        """The value of ``field`` (JSON form), or ``default`` when the field does not exist."""
+        if field in type(self).model_fields:
+            value = getattr(self, field)
+            if value is None or isinstance(value, str | int | float | bool):
+                return value
+            return self.model_dump(mode="json", include={field})[field]
+        return default
+
+    def get_json(self) -> dict[str, Any]:
+        """The object as a JSON-able dict."""
+        return self.model_dump(mode="json")
+
+    def keys(self) -> list[str]:
+        return list(type(self).model_fields)
+
+    @classmethod
+    def get_schema(cls) -> dict[str, Any]:
+        """JSON schema of the class (title = class name, field descriptions kept)."""
+        cache = cls.__dict__.get("_schema_cache")
+        if cache is None:
+            cache = cls.model_json_schema()
+            type.__setattr__(cls, "_schema_cache", cache)
+        return cache
+
+    @classmethod
+    def prettify_schema(cls) -> str:
+        import json
+
+        return json.dumps(cls.get_schema(), indent=2)
+
+
+_RESERVED = set(dir(DataModel)) | {"model_config", "schema", "json", "dict", "copy", "fields"}
+
+
+def _check_field_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"{where}: field name {name!r} is not a valid identifier")
+    if name.startswith("_"):
+        raise ValueError(f"{where}: field name {name!r} may not start with '_'")
+    if name in _RESERVED:
+        raise ValueError(f"{where}: field name {name!r} is reserved by DataModel; choose another")
+    return name
+
+
+def _check_class_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"DataModel name {name!r} is not a valid identifier")
+    return name
+
+
+def create_data_model(name: str, fields: list[dict[str, Any]]) -> type[DataModel]:
+    """Build a DataModel class from ``[{"name", "type", "description", "required"?}]``.
+
+    ``type`` is one of ``str``, ``int``, ``float``, ``bool``, ``list[str]``. Fields are required
+    unless ``"required": false`` (then they default to ``None``).
+    """
+    _check_class_name(name)
+    if not fields:
+        raise ValueError(f"create_data_model({name!r}): at least one field is required")
+    definitions: dict[str, Any] = {}
+    for index, spec in enumerate(fields):
+        where = f"create_data_model({name!r}) field #{index}"
+        if not isinstance(spec, dict) or "name" not in spec:
+            raise ValueError(f"{where}: expected a dict with 'name' and 'type', got {spec!r}")
+        field_name = _check_field_name(spec["name"], where)
+        if field_name in definitions:
+            raise ValueError(f"{where}: duplicate field {field_name!r}")
+        type_name = spec.get("type", "str")
+        if type_name not in FIELD_TYPES:
+            raise ValueError(f"{where}: type {type_name!r} is not one of {sorted(FIELD_TYPES)}")
+        annotation = FIELD_TYPES[type_name]
+        description = spec.get("description") or None
+        if spec.get("required", True):
+            definitions[field_name] = (annotation, Field(..., description=description))
+        else:
+            definitions[field_name] = (annotation | None, Field(None, description=description))
+    return pydantic.create_model(name, __base__=DataModel, **definitions)
+
+
+def data_model_fields(data_model: type[DataModel]) -> list[dict[str, Any]]:
+    """Inverse of :func:`create_data_model` for simple classes (for forms and the dashboard)."""
+    result = []
+    for field_name, info in data_model.model_fields.items():
+        type_name = next(
+            (key for key, value in FIELD_TYPES.items() if value == info.annotation),
+            None,
+        )
+        if type_name is None:
+            type_name = next(
+                (k for k, v in FIELD_TYPES.items() if info.annotation == (v | None)), "str"
+            )
+        result.append(
+            {
+                "name": field_name,
+                "type": type_name,
+                "description": info.description or "",
+                "required": info.is_required(),
+            }
+        )
+    return result
+
+
+def data_model_from_schema(schema: dict[str, Any], name: str | None = None) -> type[DataModel]:
+    """Rebuild a DataModel class from its JSON schema (as written by ``get_schema``).
+
+    Supports string/integer/number/boolean, arrays of those or of objects, nested objects
+    (inline or through ``$defs``/``$ref``), enums (as ``Literal``) and optional (``anyOf`` with
+    null) fields. Anything else is refused with an error naming the field.
+    """
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise ValueError(f"data_model_from_schema: expected an object schema, got {schema!r}")
+    defs = schema.get("$defs", {})
+    built: dict[str, type[DataModel]] = {}
+    return _object_from_schema(schema, name or schema.get("title") or "DataModel", defs, built)
+
+
+def _object_from_schema(
+    schema: dict[str, Any], name: str, defs: dict, built: dict[str, type[DataModel]]
+) -> type[DataModel]:
+    class_name = _check_class_name(name.replace(" ", ""))
+    required = set(schema.get("required", []))
+    definitions: dict[str, Any] = {}
+    for field_name, field_schema in (schema.get("properties") or {}).items():
+        where = f"schema {class_name!r} field {field_name!r}"
+        _check_field_name(field_name, where)
+        annotation = _type_from_schema(field_schema, where, defs, built, field_name)
+        description = field_schema.get("description") if isinstance(field_schema, dict) else None
+        if field_name in required:
+            definitions[field_name] = (annotation, Field(..., description=description))
+        else:
+            default = field_schema.get("default") if isinstance(field_schema, dict) else None
+            if default is not None or "anyOf" in field_schema:
+                definitions[field_name] = (annotation, Field(default, description=description))
+            else:
+                definitions[field_name] = (annotation | None, Field(None, description=description))
+    return pydantic.create_model(class_name, __base__=DataModel, **definitions)
+
+
+def _type_from_schema(
+    field_schema: Any, where: str, defs: dict, built: dict, field_name: str
+) -> Any:
+    if not isinstance(field_schema, dict):
+        raise ValueError(f"{where}: invalid schema {field_schema!r}")
+    if "$ref" in field_schema:
+        ref = field_schema["$ref"]
+        key = ref.rsplit("/", 1)[-1]
+        if not ref.startswith("#/$defs/") or key not in defs:
+            raise ValueError(f"{where}: unresolvable $ref {ref!r}")
+        if key not in built:
+            built[key] = _object_from_schema(defs[key], defs[key].get("title", key), defs, built)
+        return built[key]
+    if "anyOf" in field_schema:
+        options = [opt for opt in field_schema["anyOf"] if opt.get("type") != "null"]
+        if len(options) != 1:
+            raise ValueError(f"{where}: only 'X or null' unions are supported")
+        return _type_from_schema(options[0], where, defs, built, field_name) | None
+    if "enum" in field_schema:
+        values = tuple(field_schema["enum"])
+        return Literal[values]  # type: ignore[valid-type]
+    json_type = field_schema.get("type")
+    if json_type in _JSON_TYPES:
+        return _JSON_TYPES[json_type]
+    if json_type == "array":
+        items = field_schema.get("items", {"type": "string"})
+        return list[_type_from_schema(items, where, defs, built, field_name)]
+    if json_type == "object":
+        if field_schema.get("properties"):
+            title = field_schema.get("title") or field_name.title().replace("_", "")
+            return _object_from_schema(field_schema, title, defs, built)
+        return dict[str, Any]
+    raise ValueError(f"{where}: unsupported JSON schema type {json_type!r}")
+
+
+def schema_signature(schema: dict[str, Any]) -> tuple:
+    """A comparable summary of a schema (field names, types, required) ignoring titles/descriptions."""
+
+    ignored = ("title", "description", "default", "examples")
+
+    def strip(node: Any, is_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return tuple(
+                sorted(
+                    (key, strip(value, key == "properties" and not is_properties))
+                    for key, value in node.items()
+                    if is_properties or key not in ignored
+                )
+            )
+        if isinstance(node, list):
+            return tuple(strip(item) for item in node)
+        return node
+
+    return strip(schema)
+
+
+def is_same_schema(a: type[DataModel] | dict, b: type[DataModel] | dict) -> bool:
+    schema_a = a if isinstance(a, dict) else a.get_schema()
+    schema_b = b if isinstance(b, dict) else b.get_schema()
+    return schema_signature(schema_a) == schema_signature(schema_b)
+
+
+def extend_data_model(
+    name: str, base: type[DataModel], before: dict[str, tuple[Any, Any]]
+) -> type[DataModel]:
+    """A new class whose fields are ``before`` followed by ``base``'s fields (ChainOfThought)."""
+    definitions: dict[str, Any] = dict(before)
+    for field_name, info in base.model_fields.items():
+        if field_name in definitions:
+            raise ValueError(f"{base.__name__} already has a field {field_name!r}")
+        definitions[field_name] = (info.annotation, info)
+    return pydantic.create_model(name, __base__=DataModel, **definitions)

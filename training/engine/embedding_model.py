@@ -1,0 +1,142 @@
+"""EmbeddingModel: batched text embeddings over ``litellm.aembedding``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from training.engine import usage as usage_mod
+from training.engine.language_model import (
+    LanguageModelError,
+    LanguageModelUnreachable,
+    _is_connection_error,
+    _is_transient,
+    _semaphore,
+    _short,
+)
+from training.engine.saving import register_synalinks_serializable
+
+
+@register_synalinks_serializable(package="synalinks")
+class EmbeddingModel:
+    """``await em(["text", ...]) -> [[float, ...], ...]``, batched ``batch_size`` texts a request."""
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None = None,
+        batch_size: int = 64,
+        max_concurrency: int = 4,
+        retries: int = 3,
+        backoff: float = 0.5,
+    ):
+        if not isinstance(model, str) or not model:
+            raise ValueError("EmbeddingModel(model=...) needs a model string")
+        self.model = model
+        self.api_base = api_base
+        self.batch_size = int(batch_size)
+        self.max_concurrency = int(max_concurrency)
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        if model.startswith("local/"):
+            try:
+                import training.engine.local  # noqa: F401
+            except ImportError as exc:
+                raise LanguageModelError(
+                    f"EmbeddingModel({model!r}): local provider unavailable: {exc}"
+                ) from exc
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "api_base": self.api_base,
+            "batch_size": self.batch_size,
+            "max_concurrency": self.max_concurrency,
+            "retries": self.retries,
+            "backoff": self.backoff,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> EmbeddingModel:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+    def _describe(self) -> str:
+        return f"embedding model {self.model!r}" + (
+            f" at api_base {self.api_base!r}" if self.api_base else ""
+        )
+
+    async def __call__(self, texts: list[str] | str) -> list[list[float]]:
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        if not items:
+            return []
+        batches = [items[i : i + self.batch_size] for i in range(0, len(items), self.batch_size)]
+        results = await asyncio.gather(*(self._embed_batch(batch) for batch in batches))
+        vectors = [vector for batch in results for vector in batch]
+        return vectors
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return await self(texts)
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        sem = _semaphore(("embedding", self.model, self.api_base), self.max_concurrency)
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            async with sem:
+                started = time.perf_counter()
+                try:
+                    vectors, tokens, cost = await self._raw_embed(texts)
+                except Exception as exc:
+                    usage_mod.record(
+                        usage_mod.UsageRecord(
+                            model=self.model,
+                            kind="embedding",
+                            failed=True,
+                            latency=time.perf_counter() - started,
+                            error=_short(exc),
+                        )
+                    )
+                    if not _is_transient(exc) or attempt == self.retries:
+                        cls = (
+                            LanguageModelUnreachable
+                            if _is_connection_error(exc)
+                            else LanguageModelError
+                        )
+                        raise cls(
+                            f"{self._describe()} failed: {type(exc).__name__}: {_short(exc)}"
+                        ) from exc
+                else:
+                    usage_mod.record(
+                        usage_mod.UsageRecord(
+                            model=self.model,
+                            kind="embedding",
+                            prompt_tokens=tokens,
+                            cost=cost,
+                            latency=time.perf_counter() - started,
+                        )
+                    )
+                    return vectors
+            await asyncio.sleep(delay)
+            delay *= 2
+        raise LanguageModelError(f"{self._describe()} failed")  # pragma: no cover
+
+    async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
+        import litellm
+
+        kwargs: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        response = await litellm.aembedding(**kwargs)
+        data = response.data if hasattr(response, "data") else response["data"]
+        vectors = [item["embedding"] if isinstance(item, dict) else item.embedding for item in data]
+        usage = getattr(response, "usage", None)
+        tokens = getattr(usage, "prompt_tokens", 0) or 0
+        try:
+            cost = litellm.completion_cost(completion_response=response, call_type="aembedding")
+        except Exception:
+            cost = None
+        return vectors, tokens, cost

@@ -1,0 +1,7 @@
+"""Optimizers: update trainable variables to maximise the reward."""
+
+from training.engine.optimizers.omega import OMEGA
+from training.engine.optimizers.optimizer import Optimizer
+from training.engine.optimizers.random_few_shot import RandomFewShot
+
+__all__ = ["OMEGA", "Optimizer", "RandomFewShot"]

@@ -1,0 +1,266 @@
+"""Optimizer base: the hooks fit calls, candidate bookkeeping, scoring and events.
+
+Lifecycle (called by ``Program.fit``)::
+
+    attach(program, callbacks, scorer, seed)
+    on_train_begin(trainable_variables)     # seeds: the starting values become candidates
+    for each epoch:
+        on_epoch_begin(epoch)
+        for each batch:
+            on_batch_begin(batch)
+            on_batch_end(batch, x, y, y_pred, rewards)   # self.batch_traces is set just before
+        on_epoch_end(epoch)                 # score pending candidates, propose(), select best
+    on_train_end()                          # assign the best candidate of every variable
+
+A candidate is a dict kept on its variable (``variable.candidates``): ``id, epoch, operation
+(seed|few_shot|mutation|crossover), parent_ids, value, reward, novelty, status``. Subclasses
+(RandomFewShot, OMEGA) mostly override ``propose`` and, for a competition, ``select``.
+``score(values)`` evaluates the program on the validation data with ``values`` assigned
+(predictions are memoised, so re-scoring unchanged values costs no LM call).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from training.engine.saving import register_synalinks_serializable
+from training.engine.variables import Variable
+
+logger = logging.getLogger(__name__)
+
+OPERATIONS = ("seed", "few_shot", "mutation", "crossover")
+
+
+@register_synalinks_serializable(package="synalinks")
+class Optimizer:
+    """Base optimizer. On its own it keeps the starting variables (a no-op that still scores)."""
+
+    def __init__(
+        self,
+        few_shot_learning: bool = False,
+        nb_min_examples: int = 1,
+        nb_max_examples: int = 3,
+        seed: int | None = None,
+        name: str | None = None,
+    ):
+        if nb_min_examples < 0 or nb_max_examples < nb_min_examples:
+            raise ValueError(
+                f"{type(self).__name__}: need 0 <= nb_min_examples <= nb_max_examples, got "
+                f"{nb_min_examples}..{nb_max_examples}"
+            )
+        self.few_shot_learning = few_shot_learning
+        self.nb_min_examples = int(nb_min_examples)
+        self.nb_max_examples = int(nb_max_examples)
+        self.seed = seed
+        self.name = name or type(self).__name__.lower()
+        self.rng = random.Random(seed)
+        self.program: Any = None
+        self.callbacks: Any = None
+        self._scorer: Callable[[dict[str, dict]], Awaitable[float]] | None = None
+        self.trainable_variables: list[Variable] = []
+        self.batch_traces: list[list[dict]] | None = None
+        self.epoch = 0
+        self.iterations = 0
+        self.candidate_count = 0
+        self.example_pool: dict[str, list[dict]] = {}
+
+    # -- wiring (trainer) ------------------------------------------------------------------
+    def attach(
+        self, program: Any, callbacks: Any, scorer: Callable, seed: int | None = None
+    ) -> None:
+        self.program = program
+        self.callbacks = callbacks
+        self._scorer = scorer
+        if self.seed is None and seed is not None:
+            self.rng = random.Random(seed)
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        if self.callbacks is not None:
+            await self.callbacks.on_event(event)
+
+    def new_candidate_id(self) -> str:
+        self.candidate_count += 1
+        return f"c{self.candidate_count}"
+
+    def variable(self, name: str) -> Variable:
+        for variable in self.trainable_variables:
+            if variable.name == name:
+                return variable
+        raise KeyError(f"{type(self).__name__}: no trainable variable named {name!r}")
+
+    # -- candidates ------------------------------------------------------------------------
+    def add_candidate(
+        self,
+        variable: Variable,
+        value: dict[str, Any],
+        operation: str,
+        parent_ids: list[str] | None = None,
+        candidate_id: str | None = None,
+        reward: float | None = None,
+    ) -> dict[str, Any]:
+        if operation not in OPERATIONS:
+            raise ValueError(f"candidate operation must be one of {OPERATIONS}, got {operation!r}")
+        candidate = {
+            "id": candidate_id or self.new_candidate_id(),
+            "epoch": self.epoch,
+            "operation": operation,
+            "parent_ids": list(parent_ids or []),
+            "value": copy.deepcopy(value),
+            "reward": reward,
+            "novelty": None,
+            "status": "pending",
+        }
+        return variable.add_candidate(candidate)
+
+    async def emit_candidate(self, variable: Variable, candidate: dict[str, Any]) -> None:
+        await self.emit(
+            {
+                "type": "candidate",
+                "epoch": candidate["epoch"],
+                "variable": variable.name,
+                "candidate_id": candidate["id"],
+                "parent_ids": candidate["parent_ids"],
+                "operation": candidate["operation"],
+                "value": candidate["value"],
+                "reward": candidate["reward"],
+                "novelty": candidate.get("novelty"),
+                "status": candidate["status"],
+            }
+        )
+
+    async def score(self, values: dict[str, dict[str, Any]]) -> float:
+        """Validation reward of the program with ``values`` ({variable name: value}) assigned."""
+        if self._scorer is None:
+            raise RuntimeError(f"{type(self).__name__} is not attached to a program (call fit)")
+        return await self._scorer(values)
+
+    async def score_candidates(self, group: list[tuple[Variable, dict[str, Any]]]) -> float:
+        """Score candidates that go together (one joint assignment), record and emit them."""
+        values = {variable.name: candidate["value"] for variable, candidate in group}
+        reward = await self.score(values)
+        for variable, candidate in group:
+            candidate["reward"] = reward
+            candidate["status"] = "scored"
+            await self.emit_candidate(variable, candidate)
+        return reward
+
+    async def score_pending(self) -> None:
+        """Score every candidate still pending, grouped by candidate id."""
+        groups: dict[str, list[tuple[Variable, dict]]] = {}
+        for variable in self.trainable_variables:
+            for candidate in variable.candidates:
+                if candidate.get("reward") is None:
+                    groups.setdefault(candidate["id"], []).append((variable, candidate))
+        for group in groups.values():
+            await self.score_candidates(group)
+
+    # -- hooks -----------------------------------------------------------------------------
+    async def on_train_begin(self, trainable_variables: list[Variable]) -> None:
+        self.trainable_variables = list(trainable_variables)
+        if all(not variable.candidates for variable in self.trainable_variables):
+            seed_id = self.new_candidate_id()
+            for variable in self.trainable_variables:
+                self.add_candidate(variable, variable.get_json(), "seed", candidate_id=seed_id)
+
+    async def on_epoch_begin(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    async def on_batch_begin(self, batch: int) -> None:
+        pass
+
+    async def on_batch_end(
+        self, batch: int, x: Any, y: Any, y_pred: Any, rewards: list[float]
+    ) -> None:
+        self.iterations += 1
+        self.collect_examples(x, y, y_pred, rewards, self.batch_traces)
+
+    async def propose(self, epoch: int) -> list[list[tuple[Variable, dict[str, Any]]]]:
+        """New candidates for this epoch, as groups scored together. Base: none."""
+        return []
+
+    async def on_epoch_end(self, epoch: int) -> None:
+        self.epoch = epoch
+        await self.score_pending()
+        for group in await self.propose(epoch):
+            await self.score_candidates(group)
+        await self.select(epoch)
+
+    async def select(self, epoch: int) -> None:
+        """Assign each variable its best candidate so far (ties: the earliest)."""
+        for variable in self.trainable_variables:
+            best = variable.best_candidate()
+            if best is not None and best["value"] != variable.value:
+                variable.assign(best["value"])
+
+    async def on_train_end(self) -> None:
+        for variable in self.trainable_variables:
+            best = variable.best_candidate()
+            if best is None:
+                continue
+            variable.assign(best["value"])
+            best["status"] = "best"
+            await self.emit_candidate(variable, best)
+
+    # -- examples (few-shot) ---------------------------------------------------------------
+    def collect_examples(self, x, y, y_pred, rewards, traces) -> None:
+        """Pool demonstrations: ground truth, or the traces of predictions with full reward."""
+        if self.program is None:
+            return
+        for index, reward in enumerate(rewards):
+            trace = traces[index] if traces else []
+            for example_module, example in self.program.ground_truth_examples(
+                x[index], y[index], trace
+            ):
+                self._add_example(f"{example_module}/state", example)
+            if reward is not None and reward >= 1.0 and y_pred[index] is not None:
+                for step in trace:
+                    self._add_example(
+                        f"{step['module']}/state",
+                        {"inputs": step["inputs"], "outputs": step["outputs"]},
+                    )
+
+    def _add_example(self, variable_name: str, example: dict[str, Any]) -> None:
+        pool = self.example_pool.setdefault(variable_name, [])
+        if not any(existing["inputs"] == example["inputs"] for existing in pool):
+            pool.append(copy.deepcopy(example))
+
+    def sample_examples(self, variable_name: str) -> list[dict[str, Any]] | None:
+        pool = self.example_pool.get(variable_name) or []
+        if not pool or self.nb_max_examples == 0:
+            return None
+        high = min(self.nb_max_examples, len(pool))
+        low = min(self.nb_min_examples, high)
+        return self.rng.sample(pool, self.rng.randint(low, high))
+
+    # -- saving ----------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "few_shot_learning": self.few_shot_learning,
+            "nb_min_examples": self.nb_min_examples,
+            "nb_max_examples": self.nb_max_examples,
+            "seed": self.seed,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Optimizer:
+        return cls(**config)
+
+    def get_state(self) -> dict[str, Any]:
+        """JSON state saved with the program so a fit can resume (``initial_epoch``)."""
+        return {
+            "iterations": self.iterations,
+            "candidate_count": self.candidate_count,
+            "epoch": self.epoch,
+            "example_pool": copy.deepcopy(self.example_pool),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.iterations = int(state.get("iterations", 0))
+        self.candidate_count = int(state.get("candidate_count", 0))
+        self.epoch = int(state.get("epoch", 0))
+        self.example_pool = copy.deepcopy(state.get("example_pool", {}))

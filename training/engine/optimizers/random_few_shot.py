@@ -1,0 +1,75 @@
+"""RandomFewShot: sample few-shot examples from the training data, keep what scores best.
+
+Examples only ever show correct outputs: the ground truth, or a prediction that earned full
+reward (see ``Optimizer.collect_examples``). Each epoch it proposes ``nb_candidates`` new
+example sets (for every variable at once), scores them on the validation data, and keeps the
+best candidate so far — the starting variables are a candidate too, so the validation reward
+never ends below where it began. It makes no LM call of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from training.engine.optimizers.optimizer import Optimizer
+from training.engine.saving import register_synalinks_serializable
+
+
+@register_synalinks_serializable(package="synalinks")
+class RandomFewShot(Optimizer):
+    """``RandomFewShot(few_shot_learning=False, nb_min_examples=1, nb_max_examples=3)``.
+
+    ``few_shot_learning`` is accepted for parity with the guide; sampling examples is what this
+    optimizer does, so it always does it.
+    """
+
+    def __init__(
+        self,
+        few_shot_learning: bool = False,
+        nb_min_examples: int = 1,
+        nb_max_examples: int = 3,
+        nb_candidates: int = 1,
+        seed: int | None = None,
+        name: str | None = None,
+    ):
+        super().__init__(
+            few_shot_learning=few_shot_learning,
+            nb_min_examples=nb_min_examples,
+            nb_max_examples=nb_max_examples,
+            seed=seed,
+            name=name,
+        )
+        if nb_candidates < 1:
+            raise ValueError("RandomFewShot: nb_candidates must be >= 1")
+        self.nb_candidates = int(nb_candidates)
+
+    async def propose(self, epoch: int) -> list[list[tuple[Any, dict[str, Any]]]]:
+        groups = []
+        for _ in range(self.nb_candidates):
+            candidate_id = self.new_candidate_id()
+            group = []
+            for variable in self.trainable_variables:
+                if "examples" not in variable.value:
+                    continue
+                examples = self.sample_examples(variable.name)
+                if examples is None:
+                    continue
+                parent = variable.best_candidate()
+                value = dict(variable.value)
+                value["examples"] = examples
+                candidate = self.add_candidate(
+                    variable,
+                    value,
+                    "few_shot",
+                    parent_ids=[parent["id"]] if parent else [],
+                    candidate_id=candidate_id,
+                )
+                group.append((variable, candidate))
+            if group:
+                groups.append(group)
+        return groups
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config["nb_candidates"] = self.nb_candidates
+        return config

@@ -1,0 +1,23 @@
+"""Saving: the registry of serializable names and JSON (de)serialization."""
+
+from training.engine.saving.json_io import read_json, write_json
+from training.engine.saving.registry import (
+    UnknownObjectError,
+    get_registered_name,
+    get_registered_object,
+    register_synalinks_serializable,
+    registered_names,
+)
+from training.engine.saving.serialization import deserialize, serialize
+
+__all__ = [
+    "UnknownObjectError",
+    "deserialize",
+    "get_registered_name",
+    "get_registered_object",
+    "read_json",
+    "register_synalinks_serializable",
+    "registered_names",
+    "serialize",
+    "write_json",
+]

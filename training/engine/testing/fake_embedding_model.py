@@ -1,0 +1,61 @@
+"""FakeEmbeddingModel: deterministic hashed bag-of-words vectors (cosine ~ word overlap)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import re
+from typing import Any
+
+from training.engine.embedding_model import EmbeddingModel
+from training.engine.saving import register_synalinks_serializable
+
+_WORD = re.compile(r"\w+")
+
+
+def hashed_vector(text: str, dimensions: int) -> list[float]:
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(str(text).lower()):
+        digest = hashlib.md5(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0:
+        vector[0] = 1.0
+        return vector
+    return [v / norm for v in vector]
+
+
+@register_synalinks_serializable(package="synalinks")
+class FakeEmbeddingModel(EmbeddingModel):
+    """Same text → same vector; texts sharing words → high cosine similarity."""
+
+    def __init__(
+        self,
+        model: str = "fake/embedding",
+        dimensions: int = 64,
+        latency: float = 0.0,
+        **kwargs: Any,
+    ):
+        kwargs.setdefault("backoff", 0.0)
+        super().__init__(model=model, **kwargs)
+        self.dimensions = int(dimensions)
+        self.latency = float(latency)
+        self.calls = 0
+        self.texts_embedded = 0
+
+    async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        return (
+            [hashed_vector(t, self.dimensions) for t in texts],
+            sum(len(t.split()) for t in texts),
+            0.0,
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update({"dimensions": self.dimensions, "latency": self.latency})
+        return config

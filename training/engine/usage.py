@@ -1,0 +1,119 @@
+"""LM usage accounting: one record per call, totalled by ``usage.track()``.
+
+``track()`` pushes a tracker on a contextvar; every LM/embedding call records into all trackers
+active in its context (asyncio tasks inherit the context), so nested tracks each see their share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class UsageRecord:
+    """One LM or embedding call (or a cache/memo hit that avoided one)."""
+
+    model: str
+    kind: str = "completion"  # completion | embedding | parse (an unusable output)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency: float = 0.0
+    failed: bool = False
+    cache_hit: bool = False
+    memo_hit: bool = False
+    error: str | None = None
+
+
+@dataclass
+class Usage:
+    """Totals over many records. ``calls`` counts real (paid) requests only; ``failures`` counts
+    failed requests plus outputs that did not parse (``parse_failures``)."""
+
+    calls: int = 0
+    embedding_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_known: bool = True
+    latency: float = 0.0
+    failures: int = 0
+    parse_failures: int = 0
+    cache_hits: int = 0
+    memo_hits: int = 0
+    by_model: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, record: UsageRecord) -> None:
+        with self._lock:
+            if record.memo_hit:
+                self.memo_hits += 1
+                return
+            if record.cache_hit:
+                self.cache_hits += 1
+                return
+            if record.kind == "parse":  # the call was counted already; its output was unusable
+                self.failures += 1
+                self.parse_failures += 1
+                return
+            if record.kind == "embedding":
+                self.embedding_calls += 1
+            else:
+                self.calls += 1
+            if record.failed:
+                self.failures += 1
+            self.prompt_tokens += record.prompt_tokens
+            self.completion_tokens += record.completion_tokens
+            self.latency += record.latency
+            if record.cost is None:
+                if not record.failed:
+                    self.cost_known = False
+            else:
+                self.cost += record.cost
+            per = self.by_model.setdefault(
+                record.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+            )
+            per["calls"] += 1
+            per["prompt_tokens"] += record.prompt_tokens
+            per["completion_tokens"] += record.completion_tokens
+            per["cost"] += record.cost or 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+        data["by_model"] = {model: dict(values) for model, values in self.by_model.items()}
+        data["total_tokens"] = self.total_tokens
+        data["cost"] = self.cost if self.cost_known else (self.cost or None)
+        return data
+
+
+_ACTIVE: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar(
+    "synalinks_usage_trackers", default=()
+)
+GLOBAL_USAGE = Usage()
+
+
+def record(entry: UsageRecord) -> None:
+    """Add a record to the process total and to every tracker active in this context."""
+    GLOBAL_USAGE.add(entry)
+    for tracker in _ACTIVE.get():
+        tracker.add(entry)
+
+
+@contextlib.contextmanager
+def track() -> Iterator[Usage]:
+    """``with synalinks.usage.track() as usage: await program.fit(...)`` → ``usage.calls`` ..."""
+    tracker = Usage()
+    token = _ACTIVE.set(_ACTIVE.get() + (tracker,))
+    try:
+        yield tracker
+    finally:
+        _ACTIVE.reset(token)

@@ -1,0 +1,126 @@
+"""Variable: a named, trainable JSON object (e.g. a Generator's instructions and examples).
+
+Optimizers read and write variables; each variable also keeps the candidates an optimizer
+scored for it (value, reward, lineage), so the best one can be assigned at the end and the
+dashboard can show the evolution. Values are validated against the variable's JSON schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from training.engine.saving import register_synalinks_serializable
+
+
+class VariableError(ValueError):
+    """A value does not fit its variable's schema, or variables don't match a saved file."""
+
+
+@register_synalinks_serializable(package="synalinks")
+class Variable:
+    """A trainable JSON object with a schema and a description of what it is for."""
+
+    def __init__(
+        self,
+        initializer: dict[str, Any] | None = None,
+        name: str = "variable",
+        schema: dict[str, Any] | None = None,
+        description: str = "",
+        trainable: bool = True,
+        data_model: Any = None,
+        value: dict[str, Any] | None = None,
+    ):
+        if data_model is not None and schema is None:
+            schema = data_model.get_schema()
+        self.name = name
+        self.schema = schema
+        self.description = description
+        self.trainable = trainable
+        self.candidates: list[dict[str, Any]] = []
+        self._value: dict[str, Any] = {}
+        self._hash: str | None = None
+        initial = value if value is not None else initializer
+        self.assign(initial if initial is not None else {})
+
+    # -- value -----------------------------------------------------------------------------
+    @property
+    def value(self) -> dict[str, Any]:
+        return self._value
+
+    def get_json(self) -> dict[str, Any]:
+        return copy.deepcopy(self._value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._value.get(key, default)
+
+    def assign(self, value: dict[str, Any]) -> None:
+        """Replace the value (validated against the schema; the variable keeps a copy)."""
+        if not isinstance(value, dict):
+            raise VariableError(
+                f"Variable {self.name!r}: value must be a JSON object, got {type(value).__name__}"
+            )
+        value = json.loads(json.dumps(value))  # JSON only, and a private copy
+        if self.schema is not None:
+            self._validate(value)
+        self._value = value
+        self._hash = None
+
+    def _validate(self, value: dict[str, Any]) -> None:
+        import jsonschema
+
+        try:
+            jsonschema.validate(value, self.schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
+            raise VariableError(
+                f"Variable {self.name!r}: value does not match its schema at {where}: {exc.message}"
+            ) from None
+
+    @property
+    def hash(self) -> str:
+        """Content hash of the value (memo keys; cached until the next assign)."""
+        if self._hash is None:
+            canonical = json.dumps(self._value, sort_keys=True, separators=(",", ":"))
+            self._hash = hashlib.sha1(canonical.encode()).hexdigest()[:16]
+        return self._hash
+
+    # -- candidates ------------------------------------------------------------------------
+    def add_candidate(self, candidate: dict[str, Any]) -> dict[str, Any]:
+        self.candidates.append(candidate)
+        return candidate
+
+    def best_candidate(self) -> dict[str, Any] | None:
+        """Highest reward; ties go to the earliest (so the starting value wins ties)."""
+        scored = [c for c in self.candidates if c.get("reward") is not None]
+        if not scored:
+            return None
+        return max(enumerate(scored), key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
+
+    # -- saving ----------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.get_json(),
+            "schema": self.schema,
+            "description": self.description,
+            "trainable": self.trainable,
+            "candidates": copy.deepcopy(self.candidates),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Variable:
+        variable = cls(
+            value=config.get("value", {}),
+            name=config.get("name", "variable"),
+            schema=config.get("schema"),
+            description=config.get("description", ""),
+            trainable=config.get("trainable", True),
+        )
+        variable.candidates = list(config.get("candidates", []))
+        return variable
+
+    def __repr__(self) -> str:
+        return f"Variable(name={self.name!r}, value={json.dumps(self._value)[:80]})"
