@@ -1,0 +1,23 @@
+# Trainboard: `make run` starts the dashboard, `make test` runs the whole test suite.
+PYTHON ?= python3
+VENV_PY := .venv/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: run test setup lint format
+
+setup:
+	@$(PYTHON) scripts/setup_env.py
+	@[ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund
+
+run: setup
+	@$(VENV_PY) scripts/run.py
+
+test: setup
+	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+lint:
+	$(VENV_PY) -m ruff check .
+	$(VENV_PY) -m ruff format --check .
+
+format:
+	$(VENV_PY) -m ruff format .

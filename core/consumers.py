@@ -1,0 +1,56 @@
+"""WebSocket consumers that refuse anonymous users, and a small echo consumer.
+
+Reuse ``LoginRequiredJsonConsumer`` for every app consumer: it closes the socket (code
+4401) before accepting when the scope's user is anonymous, then calls
+``on_authenticated()``, where a subclass checks ownership, joins its groups and accepts.
+Groups joined through ``self.join(group)`` are left automatically on disconnect.
+"""
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+class LoginRequiredJsonConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        self.joined_groups: list[str] = []
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.user = user
+        await self.on_authenticated()
+
+    async def on_authenticated(self):
+        """Override to check access and join groups; call ``await self.accept()``."""
+        await self.accept()
+
+    async def join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined_groups.append(group)
+
+    async def disconnect(self, code):
+        for group in getattr(self, "joined_groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+
+def echo_group(user_id: int, name: str) -> str:
+    """Group name for a user's echo channel (groups are per user: nobody hears others)."""
+    return f"echo.u{user_id}.{name}"
+
+
+class EchoConsumer(LoginRequiredJsonConsumer):
+    """ws/echo/<name>/: relays group messages of type "echo.message" to the client and
+    echoes what the client sends. Used by the plumbing tests and as an example."""
+
+    async def on_authenticated(self):
+        name = self.scope["url_route"]["kwargs"]["name"]
+        await self.join(echo_group(self.user.pk, name))
+        await self.accept()
+
+    async def receive_json(self, content, **kwargs):
+        await self.send_json({"echo": content})
+
+    async def echo_message(self, event):
+        await self.send_json(event["payload"])

@@ -1,0 +1,7 @@
+from django.urls import re_path
+
+from core.consumers import EchoConsumer
+
+websocket_urlpatterns = [
+    re_path(r"^ws/echo/(?P<name>[A-Za-z0-9_-]{1,50})/$", EchoConsumer.as_asgi()),
+]

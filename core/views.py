@@ -1,0 +1,47 @@
+"""Core pages: home, settings, the worker indicator fragment and /healthz."""
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from core.health import run_checks
+from core.providers import configured_providers
+from core.worker_status import worker_status as get_worker_status
+
+
+@require_GET
+def home(request):
+    return render(request, "core/home.html")
+
+
+@require_GET
+def settings_page(request):
+    context = {
+        "default_lm": settings.TRAINBOARD_LM,
+        "default_embedding_model": settings.TRAINBOARD_EMBEDDING_MODEL,
+        "upload_max_bytes": settings.TRAINBOARD_UPLOAD_MAX_BYTES,
+        "providers": configured_providers(),
+    }
+    return render(request, "core/settings.html", context)
+
+
+@require_GET
+@never_cache
+def worker_status(request):
+    return render(request, "core/partials/worker_status.html", {"status": get_worker_status()})
+
+
+@login_not_required  # monitors must reach it; it reveals only up/down per component
+@require_GET
+@never_cache
+def healthz(request):
+    results = run_checks()
+    down = sorted(name for name, problem in results.items() if problem)
+    body = {name: ("down" if problem else "up") for name, problem in results.items()}
+    body["status"] = "down" if down else "up"
+    if down:
+        body["down"] = down
+    return JsonResponse(body, status=503 if down else 200)

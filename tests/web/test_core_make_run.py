@@ -1,0 +1,95 @@
+"""scripts/run.py (what `make run` runs): faults stop it with one line; stale files are
+cleaned; Ctrl-C stops every process it started."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core import launcher
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+def run_script(env_overrides, tmp_path, timeout=30):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(TRAINBOARD_VAR_DIR=str(tmp_path / "var"), TRAINBOARD_PORT=str(launcher.free_port()))
+    env.update(env_overrides)
+    return subprocess.run(
+        [sys.executable, "scripts/run.py"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    "variable,url,address",
+    [
+        ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/nope", "127.0.0.1:1"),
+        ("REDIS_URL", "redis://127.0.0.1:1/0", "127.0.0.1:1"),
+        ("REDIS_URL", "unix:///nonexistent/dir/redis.sock", "/nonexistent/dir/redis.sock"),
+    ],
+)
+def test_unreachable_service_stops_with_one_line(tmp_path, variable, url, address):
+    result = run_script({variable: url}, tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert variable in lines[0] and address in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_make_run_cleans_stale_files_starts_and_stops_everything(tmp_path):
+    var = tmp_path / "var"
+    (var / "run").mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (var / "run" / "trainboard.pid").write_text(f"{dead.pid}\nrun.py\n")
+    (var / "run" / "web.pid").write_text(f"{dead.pid}\ndaphne\n")
+    (var / "redis.sock").write_text("")  # a socket file nobody listens on
+    port = launcher.free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port))
+    proc = subprocess.Popen(
+        [sys.executable, "scripts/run.py"],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "is up at" in line:
+                break
+        output = "".join(lines)
+        assert f"is up at http://127.0.0.1:{port}/" in output, output
+        assert "removed stale trainboard.pid" in output and "removed stale web.pid" in output
+        assert "First user created -> username: admin" in output
+        child_pids = [
+            int((var / "run" / f"{n}.pid").read_text().split()[0])
+            for n in ("redis", "web", "worker")
+        ]
+        assert all(launcher.pid_alive(pid) for pid in child_pids)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, rest
+    assert "Stopped." in rest
+    assert not any(launcher.pid_alive(pid) for pid in child_pids)
+    assert not (var / "redis.sock").exists()
+    assert not list((var / "run").glob("*.pid"))
