@@ -1,0 +1,267 @@
+"""OMEGA's genetic operators: LM programs that rewrite a trainable variable.
+
+Mutation and crossover are each a ``ChainOfThought`` whose output DataModel is built from the
+variable's own JSON schema (``data_model_from_schema``), so the LM reasons first and then can
+only emit a value of that shape. They call the optimizer's ``LanguageModel`` like any module,
+so their calls are counted by ``usage.track()``.
+
+Few-shot ``examples`` are never written by the LM: a demonstration must be a correct output
+(the ground truth or a full-reward prediction), and an LM inventing one cannot guarantee that.
+So the ``examples`` field is held out of the LM's schema, and the new value keeps the parent's
+examples (or freshly sampled ones, with ``few_shot_learning``). A variable with nothing else to
+edit can only evolve through its examples.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from pydantic import Field
+
+from training.engine.data_model import DataModel, data_model_from_schema, extend_data_model
+from training.engine.modules.chain_of_thought import THINKING_DESCRIPTION, ChainOfThought
+
+#: Fields the LM never writes (see the module docstring).
+FROZEN_FIELDS = ("examples",)
+#: At most this many batch items are shown to the LM (the worst first), each field clipped.
+MAX_BATCH_ITEMS = 8
+MAX_FIELD_CHARS = 400
+#: The reasoning is capped (in the output schema, so grammar-constrained local models obey it):
+#: a small model that rambles would otherwise hit max_tokens and return truncated JSON.
+MAX_THINKING_CHARS = 600
+
+MUTATION_INSTRUCTIONS = (
+    "You improve one trainable variable of a language-model program. `variable_description` "
+    "says what the variable is for; `current_variable` is its current value, which earned "
+    "`reward` (0 = worst, 1 = best) on validation data. `batch` lists recent inputs with the "
+    "program's `prediction`, the expected `ground_truth` and the `reward` of each. First work "
+    "out why the predictions differ from the ground truth, then write an improved value of the "
+    "variable: the same fields, better content, general rules rather than copied answers."
+)
+
+CROSSOVER_INSTRUCTIONS = (
+    "You merge two versions of one trainable variable of a language-model program into a better "
+    "one. `variable_description` says what the variable is for; `candidate_a` and `candidate_b` "
+    "are two good versions with the reward each earned (0 = worst, 1 = best) on validation "
+    "data. `batch` lists recent inputs with the program's `prediction`, the expected "
+    "`ground_truth` and the `reward` of each. First work out what makes each version work, then "
+    "write one value that combines their strengths: the same fields, general rules rather than "
+    "copied answers."
+)
+
+
+class MutationInputs(DataModel):
+    """What the mutation program sees."""
+
+    variable_description: str = Field(..., description="What the variable is for")
+    current_variable: dict[str, Any] = Field(..., description="The variable's current value")
+    reward: float = Field(..., description="Validation reward of the current value, 0 to 1")
+    batch: list[dict[str, Any]] = Field(
+        ..., description="Inputs, predictions, ground truth, rewards"
+    )
+
+
+class CrossoverInputs(DataModel):
+    """What the crossover program sees."""
+
+    variable_description: str = Field(..., description="What the variable is for")
+    candidate_a: dict[str, Any] = Field(..., description="First parent value")
+    reward_a: float = Field(..., description="Validation reward of candidate_a, 0 to 1")
+    candidate_b: dict[str, Any] = Field(..., description="Second parent value")
+    reward_b: float = Field(..., description="Validation reward of candidate_b, 0 to 1")
+    batch: list[dict[str, Any]] = Field(
+        ..., description="Inputs, predictions, ground truth, rewards"
+    )
+
+
+def editable_schema(
+    schema: dict[str, Any] | None, frozen: tuple[str, ...] = FROZEN_FIELDS
+) -> dict | None:
+    """The variable's schema without the frozen fields; None when nothing is left to edit."""
+    if not schema or schema.get("type", "object") != "object":
+        return None
+    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k not in frozen}
+    if not properties:
+        return None
+    result = copy.deepcopy(schema)
+    result["properties"] = copy.deepcopy(properties)
+    result["required"] = [name for name in schema.get("required", []) if name in properties]
+    return result
+
+
+def _clip(value: Any) -> Any:
+    """Shorten long strings (recursively) so one huge field cannot fill the LM's context."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_FIELD_CHARS else value[:MAX_FIELD_CHARS] + "…"
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v) for v in value[:MAX_BATCH_ITEMS]]
+    return value
+
+
+def _json(item: Any) -> Any:
+    if item is None:
+        return None
+    if hasattr(item, "get_json"):
+        return item.get_json()
+    if isinstance(item, list | tuple):
+        merged: dict[str, Any] = {}
+        for part in item:
+            merged.update(_json(part) or {})
+        return merged
+    return item
+
+
+def batch_report(
+    x: Any, y: Any, y_pred: Any, rewards: list[float], limit: int = MAX_BATCH_ITEMS
+) -> list[dict]:
+    """The batch as the operators see it: the worst-rewarded items first, at most ``limit``."""
+    rows = []
+    for index, reward in enumerate(rewards):
+        rows.append(
+            {
+                "inputs": _clip(_json(x[index])),
+                "prediction": _clip(_json(y_pred[index]))
+                if y_pred[index] is not None
+                else "(failed)",
+                "ground_truth": _clip(_json(y[index])) if y is not None else None,
+                "reward": round(float(reward), 4),
+            }
+        )
+    rows.sort(key=lambda row: row["reward"])  # stable: equal rewards keep the batch order
+    return rows[:limit]
+
+
+class VariableEvolver:
+    """The mutation and crossover programs of one variable (built lazily, reused all fit)."""
+
+    def __init__(
+        self,
+        variable: Any,
+        language_model: Any,
+        mutation_temperature: float,
+        crossover_temperature: float,
+        instructions: str | None = None,
+    ):
+        self.variable_name = variable.name
+        self.description = variable.description or f"Trainable variable {variable.name!r}"
+        self.schema = editable_schema(
+            variable.schema if variable.schema else _schema_of(variable.value)
+        )
+        self.language_model = language_model
+        self.mutation_temperature = mutation_temperature
+        self.crossover_temperature = crossover_temperature
+        self.instructions = instructions
+        self._output_model: type[DataModel] | None = None
+        self._mutation: ChainOfThought | None = None
+        self._crossover: ChainOfThought | None = None
+
+    @property
+    def editable(self) -> bool:
+        return self.schema is not None
+
+    def editable_part(self, value: dict[str, Any]) -> dict[str, Any]:
+        fields = (self.schema or {}).get("properties", {})
+        return {k: v for k, v in value.items() if k in fields}
+
+    def _guidance(self, base: str) -> str:
+        if self.instructions:
+            return f"{base}\n\nTask-specific guidance:\n{self.instructions}"
+        return base
+
+    def output_model(self) -> type[DataModel]:
+        if self._output_model is None:
+            model = data_model_from_schema(self.schema, name="ImprovedVariable")
+            if "thinking" not in model.model_fields:  # ChainOfThought then keeps this one
+                thinking = Field(
+                    ..., description=THINKING_DESCRIPTION, max_length=MAX_THINKING_CHARS
+                )
+                model = extend_data_model("ImprovedVariable", model, {"thinking": (str, thinking)})
+            self._output_model = model
+        return self._output_model
+
+    def _program(self, kind: str) -> ChainOfThought:
+        slug = "".join(ch if ch.isalnum() else "_" for ch in self.variable_name)
+        if kind == "mutation":
+            if self._mutation is None:
+                self._mutation = ChainOfThought(
+                    data_model=self.output_model(),
+                    language_model=self.language_model,
+                    instructions=self._guidance(MUTATION_INSTRUCTIONS),
+                    temperature=self.mutation_temperature,
+                    name=f"omega_mutation_{slug}",
+                    trainable=False,
+                )
+            return self._mutation
+        if self._crossover is None:
+            self._crossover = ChainOfThought(
+                data_model=self.output_model(),
+                language_model=self.language_model,
+                instructions=self._guidance(CROSSOVER_INSTRUCTIONS),
+                temperature=self.crossover_temperature,
+                name=f"omega_crossover_{slug}",
+                trainable=False,
+            )
+        return self._crossover
+
+    def _fields(self, output: DataModel) -> dict[str, Any]:
+        data = output.get_json()
+        keep = set((self.schema or {}).get("properties", {}))
+        return {k: v for k, v in data.items() if k in keep}
+
+    async def mutate(
+        self, parent: dict[str, Any], reward: float, batch: list[dict]
+    ) -> dict[str, Any]:
+        """New values of the editable fields (raises whatever the LM call raises)."""
+        inputs = MutationInputs(
+            variable_description=self.description,
+            current_variable=self.editable_part(parent),
+            reward=round(float(reward), 4),
+            batch=batch,
+        )
+        output = await self._program("mutation")(inputs)
+        if output is None:
+            raise RuntimeError("mutation program returned nothing")
+        return self._fields(output)
+
+    async def crossover(
+        self,
+        parent_a: dict[str, Any],
+        reward_a: float,
+        parent_b: dict[str, Any],
+        reward_b: float,
+        batch: list[dict],
+    ) -> dict[str, Any]:
+        inputs = CrossoverInputs(
+            variable_description=self.description,
+            candidate_a=self.editable_part(parent_a),
+            reward_a=round(float(reward_a), 4),
+            candidate_b=self.editable_part(parent_b),
+            reward_b=round(float(reward_b), 4),
+            batch=batch,
+        )
+        output = await self._program("crossover")(inputs)
+        if output is None:
+            raise RuntimeError("crossover program returned nothing")
+        return self._fields(output)
+
+
+def _schema_of(value: dict[str, Any]) -> dict[str, Any]:
+    """A minimal schema for a variable created without one (strings, numbers, booleans)."""
+    kinds = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    properties = {}
+    for key, item in value.items():
+        kind = kinds.get(type(item))
+        if kind is not None:
+            properties[key] = {"type": kind}
+        elif isinstance(item, list) and all(isinstance(v, str) for v in item):
+            properties[key] = {"type": "array", "items": {"type": "string"}}
+    return {"type": "object", "properties": properties, "required": sorted(properties)}
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON text of a value (cache keys, duplicate checks, embedding input)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

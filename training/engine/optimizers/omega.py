@@ -1,0 +1,470 @@
+"""OMEGA (OptiMizEr as Genetic Algorithm): LLM mutation/crossover + Dominated Novelty Search.
+
+How a fit goes (the hooks of :class:`Optimizer`):
+
+- ``on_train_begin``: the starting variables become the seed candidates.
+- every batch (``on_batch_end``): pick a variable (p ∝ exp(−its population's mean reward)),
+  pick parent(s) from its population (``selection``), and make one new candidate — a crossover
+  of two parents with probability ``merging_rate × epoch`` (falls back to mutation with fewer
+  than two candidates), else a mutation. Both are ChainOfThought programs that reason on the
+  batch (inputs, predictions, ground truth, rewards) and the variable's description, and emit a
+  value constrained to the variable's JSON schema (see ``mutation.py``). With
+  ``few_shot_learning`` the new value also gets freshly sampled examples. The candidate is
+  scored on the validation data at once, so the next batch can already build on it. A failed
+  LM call is logged, reported as an ``optimizer_error`` event and skipped.
+- ``on_epoch_end``: the competition. ``algorithm="dns"``: Dominated Novelty Search over each
+  variable's population (``dns.py``); distances are cosine distances between candidate
+  embeddings, each distinct value embedded once (cached by content hash) and all pairs computed
+  in one numpy operation, or a custom async ``distance_function``. ``algorithm="ga"``: the top
+  ``population_size`` by reward. Every competitor is emitted as ``kept`` or ``dropped``; each
+  variable is then assigned its best candidate.
+- ``on_train_end``: the best candidates are assigned and emitted as ``best``.
+
+Construction refuses the guide's pitfalls with clear errors (see ``__init__``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import logging
+import time
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+from training.engine.optimizers import dns
+from training.engine.optimizers import selection as sel
+from training.engine.optimizers.mutation import (
+    FROZEN_FIELDS,
+    VariableEvolver,
+    batch_report,
+    canonical,
+)
+from training.engine.optimizers.optimizer import Optimizer
+from training.engine.saving import deserialize, register_synalinks_serializable, serialize
+from training.engine.variables import Variable
+
+logger = logging.getLogger(__name__)
+
+ALGORITHMS = ("dns", "ga")
+SELECTIONS = sel.SELECTIONS
+TEMPERATURES = (
+    "mutation_temperature",
+    "crossover_temperature",
+    "selection_temperature",
+    "sampling_temperature",
+)
+
+
+def _is_async_callable(function: Any) -> bool:
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@register_synalinks_serializable(package="synalinks")
+class OMEGA(Optimizer):
+    """``OMEGA(language_model=lm, embedding_model=em, ...)`` — every parameter of the guide."""
+
+    def __init__(
+        self,
+        language_model: Any = None,
+        embedding_model: Any = None,
+        k_nearest_fitter: int = 5,
+        distance_function: Any = None,
+        mutation_temperature: float = 0.3,
+        crossover_temperature: float = 0.3,
+        selection_temperature: float = 0.3,
+        sampling_temperature: float = 0.3,
+        few_shot_learning: bool = False,
+        nb_min_examples: int = 1,
+        nb_max_examples: int = 3,
+        merging_rate: float = 0.02,
+        population_size: int = 10,
+        algorithm: str = "dns",
+        selection: str = "softmax",
+        instructions: str | None = None,
+        seed: int | None = None,
+        name: str | None = None,
+    ):
+        super().__init__(
+            few_shot_learning=few_shot_learning,
+            nb_min_examples=nb_min_examples,
+            nb_max_examples=nb_max_examples,
+            seed=seed,
+            name=name,
+        )
+        if algorithm not in ALGORITHMS:
+            raise ValueError(
+                f"OMEGA: algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}"
+            )
+        if selection not in SELECTIONS:
+            raise ValueError(
+                f"OMEGA: selection must be one of {list(SELECTIONS)}, got {selection!r}"
+            )
+        if language_model is None:
+            raise ValueError(
+                "OMEGA needs language_model=... (the LM that reasons about mutations and crossovers)"
+            )
+        if algorithm == "dns" and embedding_model is None and distance_function is None:
+            raise ValueError(
+                "OMEGA(algorithm='dns') needs embedding_model=... to measure how different "
+                "candidates are (or a custom distance_function, or algorithm='ga' without DNS)"
+            )
+        temperatures = {
+            "mutation_temperature": mutation_temperature,
+            "crossover_temperature": crossover_temperature,
+            "selection_temperature": selection_temperature,
+            "sampling_temperature": sampling_temperature,
+        }
+        for key, value in temperatures.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(
+                    f"OMEGA: {key} must be a number > 0 (0 breaks the softmax), got {value!r}"
+                )
+        if distance_function is not None and not _is_async_callable(distance_function):
+            raise TypeError(
+                "OMEGA: distance_function must be an async function "
+                "`async def distance(c1, c2, embedding_model=None, **kwargs) -> float`, got "
+                f"{distance_function!r}"
+            )
+        if (
+            isinstance(k_nearest_fitter, bool)
+            or not isinstance(k_nearest_fitter, int)
+            or k_nearest_fitter < 1
+        ):
+            raise ValueError(
+                f"OMEGA: k_nearest_fitter must be an integer >= 1, got {k_nearest_fitter!r}"
+            )
+        if (
+            isinstance(population_size, bool)
+            or not isinstance(population_size, int)
+            or population_size < 1
+        ):
+            raise ValueError(
+                f"OMEGA: population_size must be an integer >= 1, got {population_size!r}"
+            )
+        if not isinstance(merging_rate, int | float) or not 0.0 <= merging_rate <= 1.0:
+            raise ValueError(f"OMEGA: merging_rate must be in [0, 1], got {merging_rate!r}")
+        self.language_model = language_model
+        self.embedding_model = embedding_model
+        self.k_nearest_fitter = k_nearest_fitter
+        self.distance_function = distance_function
+        self.mutation_temperature = float(mutation_temperature)
+        self.crossover_temperature = float(crossover_temperature)
+        self.selection_temperature = float(selection_temperature)
+        self.sampling_temperature = float(sampling_temperature)
+        self.merging_rate = float(merging_rate)
+        self.population_size = population_size
+        self.algorithm = algorithm
+        self.selection = selection
+        self.instructions = instructions
+        self._evolvers: dict[str, VariableEvolver] = {}
+        self._embeddings: dict[str, np.ndarray] = {}
+        #: {variable name: {canonical inputs: weight}}: how hard each pooled example's input was.
+        self.example_weights: dict[str, dict[str, float]] = {}
+        self.failed_operations = 0
+        #: Texts sent to the embedding model over this optimizer's life (each value once).
+        self.texts_embedded = 0
+        #: Measurements of the last competitions (bench/omega.py reads them).
+        self.competition_stats: list[dict[str, Any]] = []
+
+    # -- population ------------------------------------------------------------------------
+    @staticmethod
+    def population(variable: Variable) -> list[dict[str, Any]]:
+        """Scored candidates still in the running (not dropped by a competition)."""
+        return [
+            c
+            for c in variable.candidates
+            if c.get("reward") is not None and c.get("status") != "dropped"
+        ]
+
+    def average_reward(self, variable: Variable) -> float:
+        return sel.mean([c["reward"] for c in self.population(variable)])
+
+    def evolver(self, variable: Variable) -> VariableEvolver:
+        found = self._evolvers.get(variable.name)
+        if found is None:
+            found = VariableEvolver(
+                variable,
+                self.language_model,
+                self.mutation_temperature,
+                self.crossover_temperature,
+                self.instructions,
+            )
+            self._evolvers[variable.name] = found
+        return found
+
+    def evolvable(self, variable: Variable) -> bool:
+        """Can this variable change at all: editable fields, or examples to resample."""
+        if self.evolver(variable).editable:
+            return True
+        return self.few_shot_learning and "examples" in variable.value
+
+    # -- hooks -----------------------------------------------------------------------------
+    async def on_batch_end(
+        self, batch: int, x: Any, y: Any, y_pred: Any, rewards: list[float]
+    ) -> None:
+        await super().on_batch_end(batch, x, y, y_pred, rewards)
+        await self.score_pending()  # the seeds, on the first batch
+        candidates = [
+            v for v in self.trainable_variables if self.evolvable(v) and self.population(v)
+        ]
+        if not candidates:
+            return
+        index = sel.select_variable([self.average_reward(v) for v in candidates], self.rng)
+        await self.evolve(candidates[index], batch_report(x, y, y_pred, rewards))
+
+    async def evolve(self, variable: Variable, batch: list[dict]) -> dict[str, Any] | None:
+        """Make, score and return one new candidate for ``variable`` (None when skipped)."""
+        population = self.population(variable)
+        rewards = [c["reward"] for c in population]
+        evolver = self.evolver(variable)
+        operation = "mutation"
+        if len(population) >= 2 and self.rng.random() < sel.crossover_probability(
+            self.merging_rate, self.epoch
+        ):
+            operation = "crossover"
+        if operation == "crossover":
+            picks = sel.select_indices(
+                rewards, 2, self.selection, self.selection_temperature, self.rng
+            )
+            parents = [population[i] for i in picks]
+        else:
+            parents = [
+                population[
+                    sel.select_index(rewards, self.selection, self.selection_temperature, self.rng)
+                ]
+            ]
+        value = dict(parents[0]["value"])
+        if evolver.editable:
+            try:
+                if operation == "crossover":
+                    a, b = parents
+                    edited = await evolver.crossover(
+                        a["value"], a["reward"], b["value"], b["reward"], batch
+                    )
+                else:
+                    edited = await evolver.mutate(parents[0]["value"], parents[0]["reward"], batch)
+            except Exception as exc:  # a failed LM call never kills fit
+                await self._failed(variable, operation, exc)
+                return None
+            value.update(edited)
+        elif operation == "mutation":
+            operation = "few_shot"
+        if self.few_shot_learning and "examples" in value:
+            examples = self.sample_examples(variable.name)
+            if examples is not None:
+                value["examples"] = examples
+        try:
+            jsonschema.validate(value, variable.schema or {})
+        except jsonschema.ValidationError as exc:
+            await self._failed(
+                variable, operation, f"the new value does not fit the schema: {exc.message}"
+            )
+            return None
+        if any(canonical(c["value"]) == canonical(value) for c in population):
+            logger.debug(
+                "OMEGA: %s of %s gave a value already in the population", operation, variable.name
+            )
+            return None
+        candidate = self.add_candidate(
+            variable, value, operation, parent_ids=[p["id"] for p in parents]
+        )
+        await self.score_candidates([(variable, candidate)])
+        return candidate
+
+    async def _failed(self, variable: Variable, operation: str, error: Any) -> None:
+        self.failed_operations += 1
+        message = (
+            f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+        )
+        logger.warning("OMEGA: %s of variable %r skipped: %s", operation, variable.name, message)
+        await self.emit(
+            {
+                "type": "optimizer_error",
+                "epoch": self.epoch,
+                "variable": variable.name,
+                "operation": operation,
+                "error": message[:500],
+            }
+        )
+
+    async def select(self, epoch: int) -> None:
+        """The competition of every variable's population, then assign each variable its best."""
+        for variable in self.trainable_variables:
+            await self.compete(variable)
+        self._prune_embeddings()
+        await super().select(epoch)
+
+    def _prune_embeddings(self) -> None:
+        """Forget the vectors of dropped candidates (the cache stays population-sized)."""
+        alive = {
+            hashlib.sha1(canonical(c["value"]).encode()).hexdigest()
+            for variable in self.trainable_variables
+            for c in self.population(variable)
+        }
+        self._embeddings = {k: v for k, v in self._embeddings.items() if k in alive}
+
+    # -- competition -----------------------------------------------------------------------
+    async def compete(self, variable: Variable) -> list[dict[str, Any]]:
+        """Run DNS (or GA elitism) on ``variable``'s population; emit kept/dropped; return kept."""
+        population = self.population(variable)
+        if not population:
+            return []
+        rewards = [c["reward"] for c in population]
+        started = time.perf_counter()
+        texts_before = self.texts_embedded
+        scores: np.ndarray | None = None
+        if self.algorithm == "dns" and len(population) > 1:
+            try:
+                distances = await self.distance_matrix([c["value"] for c in population], rewards)
+                kept, scores = dns.dns_select(
+                    rewards, distances, self.k_nearest_fitter, self.population_size
+                )
+            except Exception as exc:  # no distances: keep the fittest rather than stop fit
+                await self._failed(variable, "competition", exc)
+                kept = dns.elitism(rewards, self.population_size)
+        else:
+            kept = dns.elitism(rewards, self.population_size)
+        self.competition_stats.append(
+            {
+                "epoch": self.epoch,
+                "variable": variable.name,
+                "population": len(population),
+                "kept": len(kept),
+                "embedding_texts": self.texts_embedded - texts_before,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+        kept_set = set(kept)
+        for index, candidate in enumerate(population):
+            candidate["novelty"] = None if scores is None else round(float(scores[index]), 6)
+            candidate["status"] = "kept" if index in kept_set else "dropped"
+            await self.emit_candidate(variable, candidate)
+        return [population[i] for i in kept]
+
+    async def embed(self, values: list[dict[str, Any]]) -> np.ndarray:
+        """One vector per value; each distinct value is embedded once for the whole fit."""
+        keys = [hashlib.sha1(canonical(v).encode()).hexdigest() for v in values]
+        missing: dict[str, str] = {}
+        for key, value in zip(keys, values, strict=True):
+            if key not in self._embeddings and key not in missing:
+                missing[key] = canonical(value)
+        if missing:
+            vectors = await self.embedding_model(list(missing.values()))
+            if len(vectors) != len(missing):
+                raise RuntimeError(
+                    f"embedding model returned {len(vectors)} vectors for {len(missing)} texts"
+                )
+            self.texts_embedded += len(missing)
+            for key, vector in zip(missing, vectors, strict=True):
+                self._embeddings[key] = np.asarray(vector, dtype=float)
+        return np.stack([self._embeddings[key] for key in keys])
+
+    async def distance_matrix(
+        self, values: list[dict[str, Any]], rewards: list[float]
+    ) -> np.ndarray:
+        """N×N distances: cosine over embeddings (one numpy op), or the custom function on the
+        pairs DNS reads (those with different rewards; the function is taken as symmetric)."""
+        if self.distance_function is None:
+            return dns.cosine_distance_matrix(await self.embed(values))
+        count = len(values)
+        pairs = [
+            (i, j) for i in range(count) for j in range(i + 1, count) if rewards[i] != rewards[j]
+        ]
+        results = await asyncio.gather(
+            *(
+                self.distance_function(values[i], values[j], embedding_model=self.embedding_model)
+                for i, j in pairs
+            )
+        )
+        distances = np.full((count, count), np.nan)
+        np.fill_diagonal(distances, 0.0)
+        for (i, j), value in zip(pairs, results, strict=True):
+            distances[i, j] = distances[j, i] = float(value)
+        return distances
+
+    # -- few-shot examples -----------------------------------------------------------------
+    def collect_examples(self, x, y, y_pred, rewards, traces) -> None:
+        """As the base (ground truth, or full-reward traces), and remember how hard each input
+        was (1 − the reward the program earned on it) to weigh the sampling."""
+        super().collect_examples(x, y, y_pred, rewards, traces)
+        if self.program is None:
+            return
+        for index, reward in enumerate(rewards):
+            difficulty = 1.0 - float(reward if reward is not None else 0.0)
+            trace = traces[index] if traces else []
+            for module, example in self.program.ground_truth_examples(x[index], y[index], trace):
+                self._weigh(f"{module}/state", example["inputs"], difficulty)
+            if reward is not None and reward >= 1.0 and y_pred[index] is not None:
+                for step in trace:
+                    self._weigh(f"{step['module']}/state", step["inputs"], 0.0)
+
+    def _weigh(self, variable_name: str, inputs: Any, difficulty: float) -> None:
+        weights = self.example_weights.setdefault(variable_name, {})
+        key = canonical(inputs)
+        weights[key] = max(weights.get(key, 0.0), difficulty)
+
+    def sample_examples(self, variable_name: str) -> list[dict[str, Any]] | None:
+        """``nb_min..nb_max`` pooled examples, drawn by a softmax at ``sampling_temperature``
+        over how hard each input was (the ones the program got wrong teach the most)."""
+        pool = self.example_pool.get(variable_name) or []
+        if not pool or self.nb_max_examples == 0:
+            return None
+        weights = self.example_weights.get(variable_name, {})
+        return sel.sample_examples(
+            pool,
+            [weights.get(canonical(e["inputs"]), 0.0) for e in pool],
+            self.nb_min_examples,
+            self.nb_max_examples,
+            self.sampling_temperature,
+            self.rng,
+        )
+
+    # -- saving ----------------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(
+            {
+                "language_model": serialize(self.language_model),
+                "embedding_model": serialize(self.embedding_model),
+                "k_nearest_fitter": self.k_nearest_fitter,
+                "distance_function": serialize(self.distance_function),
+                "mutation_temperature": self.mutation_temperature,
+                "crossover_temperature": self.crossover_temperature,
+                "selection_temperature": self.selection_temperature,
+                "sampling_temperature": self.sampling_temperature,
+                "merging_rate": self.merging_rate,
+                "population_size": self.population_size,
+                "algorithm": self.algorithm,
+                "selection": self.selection,
+                "instructions": self.instructions,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> OMEGA:
+        config = dict(config)
+        for key in ("language_model", "embedding_model", "distance_function"):
+            config[key] = deserialize(config.get(key), custom_objects)
+        return cls(**config)
+
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        state["example_weights"] = {k: dict(v) for k, v in self.example_weights.items()}
+        state["failed_operations"] = self.failed_operations
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        self.example_weights = {k: dict(v) for k, v in (state.get("example_weights") or {}).items()}
+        self.failed_operations = int(state.get("failed_operations", 0))
+
+
+__all__ = ["ALGORITHMS", "FROZEN_FIELDS", "OMEGA", "SELECTIONS", "TEMPERATURES"]
