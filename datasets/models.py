@@ -1,0 +1,123 @@
+"""Datasets: an uploaded file waiting for its mapping, a dataset, and its stored rows.
+
+Rows are stored one per DatasetRow with their split, already converted to the field types,
+so a run reads ``get_split`` with one indexed query and no file parsing. The original file
+is kept in storage (MEDIA_ROOT) for provenance and re-download.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+def upload_path(instance, filename: str) -> str:
+    # A random folder per file: names never collide and are not guessable.
+    return f"datasets/{instance.owner_id}/{uuid.uuid4().hex}/{filename}"
+
+
+FORMAT_CHOICES = [
+    ("csv", "CSV"),
+    ("tsv", "TSV"),
+    ("jsonl", "JSON Lines"),
+    ("json", "JSON array"),
+]
+
+
+class Upload(models.Model):
+    """A file that was uploaded and profiled, waiting for the user's field mapping."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="dataset_uploads"
+    )
+    file = models.FileField(upload_to=upload_path, max_length=500)
+    original_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=10, choices=FORMAT_CHOICES)
+    encoding = models.CharField(max_length=20, default="utf-8")
+    size_bytes = models.BigIntegerField()
+    profile = models.JSONField()  # see datasets.ingest.profile.profile_records
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return self.original_name
+
+    @property
+    def columns(self) -> list[str]:
+        return [column["name"] for column in self.profile["columns"]]
+
+
+class Dataset(models.Model):
+    SOURCE_UPLOAD = "upload"
+    SOURCE_BUILTIN = "builtin"
+    SOURCE_CHOICES = [(SOURCE_UPLOAD, "Upload"), (SOURCE_BUILTIN, "Built-in")]
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="datasets"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=10, choices=SOURCE_CHOICES, default=SOURCE_UPLOAD)
+    builtin_key = models.CharField(max_length=50, blank=True)
+    original_file = models.FileField(upload_to=upload_path, max_length=500)
+    original_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=10, choices=FORMAT_CHOICES)
+    encoding = models.CharField(max_length=20, default="utf-8")
+    size_bytes = models.BigIntegerField(default=0)
+    row_count = models.PositiveIntegerField(default=0)
+    train_count = models.PositiveIntegerField(default=0)
+    test_count = models.PositiveIntegerField(default=0)
+    skipped_rows = models.PositiveIntegerField(default=0)
+    # Lists of {"name", "type", "description"}: a program's input and output DataModels.
+    input_fields = models.JSONField(default=list)
+    target_fields = models.JSONField(default=list)
+    column_map = models.JSONField(default=dict)  # field name -> column in the original file
+    test_ratio = models.FloatField(default=0.2)
+    seed = models.IntegerField(default=42)
+    stats = models.JSONField(default=dict)  # the upload profile's columns and counts
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def input_schema_fields(self) -> list[dict[str, str]]:
+        """Input fields as ``[{"name", "type", "description"}]`` for create_data_model."""
+        return [dict(field) for field in self.input_fields]
+
+    def target_schema_fields(self) -> list[dict[str, str]]:
+        """Target (expected output) fields, same shape as input_schema_fields."""
+        return [dict(field) for field in self.target_fields]
+
+    @property
+    def input_names(self) -> list[str]:
+        return [field["name"] for field in self.input_fields]
+
+    @property
+    def target_names(self) -> list[str]:
+        return [field["name"] for field in self.target_fields]
+
+
+class DatasetRow(models.Model):
+    TRAIN = "train"
+    TEST = "test"
+    SPLIT_CHOICES = [(TRAIN, "Train"), (TEST, "Test")]
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="rows")
+    index = models.PositiveIntegerField()  # position among the dataset's rows, file order
+    split = models.CharField(max_length=5, choices=SPLIT_CHOICES, default=TRAIN)
+    data = models.JSONField()  # field name -> value, input and target fields together
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "index"], name="datasetrow_unique_index")
+        ]
+        indexes = [models.Index(fields=["dataset", "split", "index"])]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id}#{self.index}"

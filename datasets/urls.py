@@ -1,0 +1,19 @@
+from django.urls import path
+
+from datasets import views
+
+app_name = "datasets"
+urlpatterns = [
+    path("", views.dataset_list, name="list"),
+    path("upload/", views.upload, name="upload"),
+    path("uploads/<int:pk>/", views.upload_preview, name="preview"),
+    path("uploads/<int:pk>/mapping-preview/", views.mapping_preview, name="mapping-preview"),
+    path("uploads/<int:pk>/create/", views.create_dataset, name="create"),
+    path("uploads/<int:pk>/discard/", views.discard_upload, name="discard"),
+    path("builtin/<slug:key>/import/", views.import_builtin, name="import-builtin"),
+    path("<int:pk>/", views.dataset_detail, name="detail"),
+    path("<int:pk>/rows/", views.dataset_rows, name="rows"),
+    path("<int:pk>/download/", views.download_jsonl, name="download"),
+    path("<int:pk>/original/", views.download_original, name="original"),
+    path("<int:pk>/delete/", views.delete_dataset, name="delete"),
+]
