@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections import OrderedDict
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_DIR = os.environ.get(
     "TRAINBOARD_LM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "trainboard", "lm")
@@ -76,20 +79,55 @@ class DiskCache(ResponseCache):
 
 
 class RedisCache(ResponseCache):
-    def __init__(self, url: str, prefix: str = "trainboard:lm:", ttl: int | None = 30 * 86400):
+    """Keys ``<prefix><sha256>``, JSON values, a TTL (default 30 days).
+
+    A cache is an optimisation: when Redis is down or refuses a command, the call goes to the
+    LM as if the entry were missing (logged once per outage), never a failed prediction.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "trainboard:lm:",
+        ttl: int | None = 30 * 86400,
+        socket_timeout: float = 5.0,
+    ):
         import redis
 
         self.spec = url
-        self._client = redis.Redis.from_url(url)
-        self._prefix = prefix
+        self._client = redis.Redis.from_url(
+            url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
+        )
+        self._errors = (redis.RedisError, OSError)
+        self.prefix = prefix
         self._ttl = ttl
+        self._down = False
+
+    def _failed(self, action: str, exc: BaseException) -> None:
+        if not self._down:
+            logger.warning(
+                "LM response cache %s: %s failed (%s: %s); calling the LM without the cache",
+                self.spec,
+                action,
+                type(exc).__name__,
+                exc,
+            )
+        self._down = True
 
     def get(self, key: str) -> dict | None:
-        raw = self._client.get(self._prefix + key)
+        try:
+            raw = self._client.get(self.prefix + key)
+        except self._errors as exc:
+            self._failed("get", exc)
+            return None
+        self._down = False
         return json.loads(raw) if raw else None
 
     def set(self, key: str, value: dict) -> None:
-        self._client.set(self._prefix + key, json.dumps(value), ex=self._ttl)
+        try:
+            self._client.set(self.prefix + key, json.dumps(value), ex=self._ttl)
+        except self._errors as exc:
+            self._failed("set", exc)
 
 
 _SHARED: dict[str, ResponseCache] = {}

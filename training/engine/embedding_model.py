@@ -9,11 +9,12 @@ from typing import Any
 from training.engine import usage as usage_mod
 from training.engine.language_model import (
     LanguageModelError,
-    LanguageModelUnreachable,
-    _is_connection_error,
+    _call_error,
     _is_transient,
     _semaphore,
     _short,
+    get_litellm,
+    load_local_provider,
 )
 from training.engine.saving import register_synalinks_serializable
 
@@ -40,12 +41,7 @@ class EmbeddingModel:
         self.retries = int(retries)
         self.backoff = float(backoff)
         if model.startswith("local/"):
-            try:
-                import training.engine.local  # noqa: F401
-            except ImportError as exc:
-                raise LanguageModelError(
-                    f"EmbeddingModel({model!r}): local provider unavailable: {exc}"
-                ) from exc
+            load_local_provider(f"EmbeddingModel({model!r})", model)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -101,14 +97,7 @@ class EmbeddingModel:
                         )
                     )
                     if not _is_transient(exc) or attempt == self.retries:
-                        cls = (
-                            LanguageModelUnreachable
-                            if _is_connection_error(exc)
-                            else LanguageModelError
-                        )
-                        raise cls(
-                            f"{self._describe()} failed: {type(exc).__name__}: {_short(exc)}"
-                        ) from exc
+                        raise _call_error(self._describe(), exc, attempt + 1) from exc
                 else:
                     usage_mod.record(
                         usage_mod.UsageRecord(
@@ -125,8 +114,7 @@ class EmbeddingModel:
         raise LanguageModelError(f"{self._describe()} failed")  # pragma: no cover
 
     async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
-        import litellm
-
+        litellm = get_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "input": texts}
         if self.api_base:
             kwargs["api_base"] = self.api_base

@@ -4,8 +4,12 @@ One object per model configuration. Each call:
 1. waits on a per-model asyncio semaphore (``max_concurrency``);
 2. answers from the opt-in response cache when the call is deterministic (temperature 0);
 3. asks for structured output — ``response_format`` json_schema when litellm says the provider
-   supports it, otherwise the schema is spelled out in the prompt;
-4. retries transient errors (timeouts, 429, 5xx, connection) with exponential backoff;
+   supports it, otherwise the (compact) schema is spelled out in the prompt; either way the
+   system prompt names the output fields with their types and descriptions (output_format.py);
+4. retries transient errors (timeouts, 429, 5xx, connection) with exponential backoff, and
+   never retries requests that cannot succeed (400 bad request, 401/403 authentication, 404
+   unknown model, context window exceeded, unknown provider): those fail at once with a
+   message saying what to fix;
 5. parses forgivingly and validates strictly; a deterministic call whose output does not parse
    is retried at a small temperature (never identically), then counted as failed;
 6. records usage (tokens, cost when litellm knows it, latency) into ``usage``.
@@ -14,9 +18,8 @@ One object per model configuration. Each call:
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 import random
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ import pydantic
 
 from training.engine import usage as usage_mod
 from training.engine.cache import ResponseCache, cache_spec, make_cache, request_key
+from training.engine.output_format import output_note, schema_note, with_output_note
 from training.engine.parsing import OutputParseError, parse_output
 from training.engine.saving import register_synalinks_serializable
 
@@ -36,6 +40,31 @@ class LanguageModelError(RuntimeError):
 
 class LanguageModelUnreachable(LanguageModelError):
     """The LM endpoint could not be reached at all: training should stop, not count failures."""
+
+
+class LanguageModelConfigError(LanguageModelError):
+    """A request that can never succeed as configured (unknown provider or model, bad API key):
+    not retried, and training stops on it instead of counting every prediction as failed."""
+
+
+_LITELLM_LOCK = threading.Lock()
+_LITELLM_READY = False
+
+
+def get_litellm():
+    """litellm, imported once by the engine with its debug banners off.
+
+    litellm prints a "Give Feedback / Get Help" banner (and a provider list) on every error
+    unless ``suppress_debug_info`` is set; in a training log that is noise on each failure.
+    """
+    global _LITELLM_READY
+    import litellm
+
+    if not _LITELLM_READY:
+        with _LITELLM_LOCK:
+            litellm.suppress_debug_info = True
+            _LITELLM_READY = True
+    return litellm
 
 
 @dataclass
@@ -65,7 +94,36 @@ def _semaphore(key: tuple, limit: int) -> asyncio.Semaphore:
     return sem
 
 
+#: litellm/openai exception classes (matched by name anywhere in the MRO, so the fakes and the
+#: tests need not import litellm) for requests that fail the same way every time.
+_NON_TRANSIENT_TYPES = {
+    "BadRequestError",
+    "NotFoundError",
+    "ContextWindowExceededError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "UnprocessableEntityError",
+    "ContentPolicyViolationError",
+    "UnsupportedParamsError",
+}
+_NON_TRANSIENT_STATUS = {400, 401, 403, 404, 422}
+
+
+def _type_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _is_non_transient(exc: BaseException) -> bool:
+    """Errors that retrying cannot fix: the same request fails the same way."""
+    if _type_names(exc) & _NON_TRANSIENT_TYPES:
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and status in _NON_TRANSIENT_STATUS
+
+
 def _is_transient(exc: BaseException) -> bool:
+    if _is_non_transient(exc):
+        return False
     if isinstance(exc, _TransientError | asyncio.TimeoutError | TimeoutError | ConnectionError):
         return True
     status = getattr(exc, "status_code", None)
@@ -130,6 +188,7 @@ class LanguageModel:
         cache: Any = False,
         parse_retry_temperature: float = 0.3,
         structured_output: str = "auto",
+        seed: int | None = None,
     ):
         if not isinstance(model, str) or not model:
             raise ValueError("LanguageModel(model=...) needs a model string like 'provider/name'")
@@ -139,6 +198,8 @@ class LanguageModel:
             raise ValueError(f"LanguageModel({model!r}): max_concurrency must be >= 1")
         if structured_output not in ("auto", "response_format", "prompt"):
             raise ValueError("structured_output must be 'auto', 'response_format' or 'prompt'")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"LanguageModel({model!r}): seed must be an integer or None")
         self.model = model
         self.api_base = api_base
         self.temperature = float(temperature)
@@ -149,6 +210,7 @@ class LanguageModel:
         self.timeout = timeout
         self.parse_retry_temperature = float(parse_retry_temperature)
         self.structured_output = structured_output
+        self.seed = seed
         self.cache: ResponseCache | None = make_cache(cache)
         self._supports_schema: bool | None = None
         if model.startswith("local/"):
@@ -156,13 +218,7 @@ class LanguageModel:
 
     # -- configuration -------------------------------------------------------------------
     def _load_local_provider(self) -> None:
-        try:
-            import training.engine.local  # noqa: F401  (registers the litellm provider)
-        except ImportError as exc:
-            raise LanguageModelError(
-                f"LanguageModel({self.model!r}): the local provider training.engine.local "
-                f"cannot be imported: {exc}"
-            ) from exc
+        load_local_provider(f"LanguageModel({self.model!r})", self.model)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -177,6 +233,7 @@ class LanguageModel:
             "cache": cache_spec(self.cache),
             "parse_retry_temperature": self.parse_retry_temperature,
             "structured_output": self.structured_output,
+            "seed": self.seed,
         }
 
     @classmethod
@@ -196,8 +253,7 @@ class LanguageModel:
             return self.structured_output == "response_format"
         if self._supports_schema is None:
             try:
-                import litellm
-
+                litellm = get_litellm()
                 self._supports_schema = bool(litellm.supports_response_schema(self.model))
             except Exception:
                 self._supports_schema = False
@@ -224,8 +280,9 @@ class LanguageModel:
             else data_model.model_json_schema()
         )
         use_format = self.supports_response_schema()
-        if not use_format:
-            messages = _with_schema_in_prompt(messages, schema)
+        messages = with_output_note(
+            messages, output_note(schema, with_schema=not use_format, key=data_model)
+        )
         attempts = [temperature]
         if temperature == 0.0:
             attempts.append(self.parse_retry_temperature)  # never retry a parse identically
@@ -247,16 +304,17 @@ class LanguageModel:
         raise LanguageModelError(f"{self._describe()}: {last_error}")
 
     def _key(self, messages: list, schema: dict | None, temperature: float) -> str:
-        return request_key(
-            {
-                "model": self.model,
-                "api_base": self.api_base,
-                "messages": messages,
-                "schema": schema,
-                "temperature": temperature,
-                "max_tokens": self.max_tokens,
-            }
-        )
+        payload = {
+            "model": self.model,
+            "api_base": self.api_base,
+            "messages": messages,
+            "schema": schema,
+            "temperature": temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:  # absent when unset, so older cache entries stay valid
+            payload["seed"] = self.seed
+        return request_key(payload)
 
     def _drop_cached(self, messages: list, schema: dict | None, temperature: float) -> None:
         if self.cache is not None and temperature == 0.0:
@@ -302,15 +360,7 @@ class LanguageModel:
                         )
                     )
                     if not _is_transient(exc) or attempt == self.retries:
-                        if _is_connection_error(exc):
-                            raise LanguageModelUnreachable(
-                                f"Language model unreachable: {self._describe()} "
-                                f"({type(exc).__name__}: {_short(exc)})"
-                            ) from exc
-                        raise LanguageModelError(
-                            f"{self._describe()} failed after {attempt + 1} attempt(s): "
-                            f"{type(exc).__name__}: {_short(exc)}"
-                        ) from exc
+                        raise _call_error(self._describe(), exc, attempt + 1) from exc
                     last = exc
                 else:
                     usage_mod.record(
@@ -331,8 +381,7 @@ class LanguageModel:
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
     ) -> RawCompletion:
         """One provider request through litellm (overridden by the testing fakes)."""
-        import litellm
-
+        litellm = get_litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -345,6 +394,8 @@ class LanguageModel:
             kwargs["max_tokens"] = self.max_tokens
         if self.timeout:
             kwargs["timeout"] = self.timeout
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
         if schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -382,14 +433,83 @@ def _schema_name(schema: dict) -> str:
 
 
 def _with_schema_in_prompt(messages: list[dict], schema: dict) -> list[dict]:
-    """Append the output schema to the system message when the provider can't enforce it."""
-    note = (
-        "Answer with a single JSON object (no prose, no code fences) that follows this JSON "
-        f"schema:\n{json.dumps(schema, ensure_ascii=False)}"
-    )
-    result = copy.copy(messages)
-    if result and result[0].get("role") == "system":
-        result[0] = {"role": "system", "content": f"{result[0]['content']}\n\n{note}"}
-    else:
-        result.insert(0, {"role": "system", "content": note})
-    return result
+    """Append the (compact) output schema to the system message (kept for callers and tests;
+    LanguageModel itself uses :mod:`training.engine.output_format`)."""
+    return with_output_note(messages, schema_note(schema))
+
+
+def load_local_provider(where: str, model: str) -> None:
+    """Register the ``local`` litellm provider and check ``model`` can run here (loads nothing).
+
+    Fails at construction — not on the first call in the middle of a run — with what is missing
+    and the command that installs it, or the list of local models for an unknown name.
+    """
+    get_litellm()
+    try:
+        import training.engine.local as local
+    except ImportError as exc:
+        raise LanguageModelConfigError(
+            f"{where}: the local provider training.engine.local cannot be imported: {exc}"
+        ) from exc
+    try:
+        local.check_available(model)
+    except local.LocalModelError as exc:
+        raise LanguageModelConfigError(f"{where}: {exc}") from exc
+
+
+def _local_models_hint() -> str:
+    try:
+        from training.engine.local import local_models_hint
+    except ImportError:  # pragma: no cover - the local package is part of the engine
+        return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
+    return local_models_hint()
+
+
+def _long(exc: BaseException, limit: int = 600) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit] or type(exc).__name__
+
+
+def _call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelError:
+    """The error a failed provider request becomes: what went wrong, where, and what to do.
+
+    Unknown provider / model and authentication errors are :class:`LanguageModelConfigError`
+    (nothing will work until the configuration changes); an unreachable endpoint is
+    :class:`LanguageModelUnreachable`; anything else is a :class:`LanguageModelError` for this
+    one request (e.g. a prompt longer than the context window).
+    """
+    kind = type(exc).__name__
+    names = _type_names(exc)
+    status = getattr(exc, "status_code", None)
+    text = str(exc)
+    if "LLM Provider NOT provided" in text:
+        return LanguageModelConfigError(
+            f"{where}: litellm does not know this model's provider ({kind}, not retried). "
+            f"litellm says: {_long(exc)} -- {_local_models_hint()}"
+        )
+    if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):
+        return LanguageModelConfigError(
+            f"{where}: the provider refused the credentials ({kind}, not retried). Set the "
+            f"provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY). "
+            f"Provider said: {_long(exc, 300)}"
+        )
+    if "NotFoundError" in names or status == 404:
+        return LanguageModelConfigError(
+            f"{where}: model not found ({kind}, not retried): {_long(exc)} -- "
+            f"{_local_models_hint()}"
+        )
+    if "ContextWindowExceededError" in names:
+        return LanguageModelError(
+            f"{where}: the prompt does not fit the model's context window ({kind}, not "
+            "retried); use fewer or shorter few-shot examples, shorter instructions or shorter "
+            f"inputs: {_long(exc, 300)}"
+        )
+    if _is_non_transient(exc):
+        return LanguageModelError(
+            f"{where}: the provider rejected the request ({kind}, not retried): {_long(exc)}"
+        )
+    if _is_connection_error(exc):
+        return LanguageModelUnreachable(
+            f"Language model unreachable: {where} ({kind}: {_short(exc)})"
+        )
+    return LanguageModelError(f"{where} failed after {attempts} attempt(s): {kind}: {_short(exc)}")

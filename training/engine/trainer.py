@@ -7,6 +7,12 @@
   input JSON) when every generator is deterministic (temperature 0): the same variables on the
   same input are never paid twice — re-scoring an unchanged candidate costs no LM call.
 - ``program.stop_training = True`` (a callback, the dashboard's cancel) stops after the batch.
+- Rewards and metrics see a whole batch at once (``reward.score_batch``, batched
+  ``metric.update_state``), so e.g. CosineSimilarity embeds a batch in one call.
+- Judge rewards (LMAsJudge, ProgramAsJudge) count judgements that gave no usable score in
+  ``reward.failed_judgements``; the trainer records each new one into usage, so
+  ``usage.judge_failures`` (and ``history.usage["judge_failures"]``) tells a run how many of
+  its zero rewards were judge failures.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ import numpy as np
 from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.history import History
-from training.engine.language_model import LanguageModelUnreachable
+from training.engine.language_model import LanguageModelConfigError, LanguageModelUnreachable
+from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 
 logger = logging.getLogger(__name__)
@@ -60,6 +67,8 @@ class Trainer:
         self._memo: dict | None = None
         self.failed_predictions = 0
         self.last_failures = 0
+        self._judge_reward: Any = None
+        self._judge_seen = 0
 
     # -- compile ---------------------------------------------------------------------------
     def compile(
@@ -112,8 +121,8 @@ class Trainer:
         try:
             output = await self.call(item, training=collect)
             failed = output is None
-        except LanguageModelUnreachable:
-            raise
+        except (LanguageModelUnreachable, LanguageModelConfigError):
+            raise  # every call would fail the same way: stop, don't count each one
         except Exception as exc:  # counted failed prediction, never a crashed batch
             logger.warning("%s: prediction failed: %s", self.name, exc)
             output, failed = None, True
@@ -168,17 +177,62 @@ class Trainer:
 
     # -- rewards and metrics ---------------------------------------------------------------
     async def _rewards(self, y_true: list, y_pred: list) -> list[float]:
-        async def one(truth: Any, pred: Any) -> float:
-            value = await self.reward(truth, pred)
+        """One reward per sample: the whole batch in one ``score_batch`` call when the reward
+        has it (a Reward does), else one concurrent call per sample (a plain async function)."""
+        if len(y_true) != len(y_pred):
+            raise ValueError(f"{len(y_true)} targets but {len(y_pred)} predictions")
+        self._sync_judge_baseline()
+        try:
+            score_batch = getattr(self.reward, "score_batch", None)
+            if callable(score_batch):
+                values = list(await score_batch(list(y_true), list(y_pred)))
+                if len(values) != len(y_pred):
+                    raise ValueError(
+                        f"reward {getattr(self.reward, 'name', self.reward)!r}: score_batch "
+                        f"returned {len(values)} scores for {len(y_pred)} predictions"
+                    )
+            else:
+                values = await asyncio.gather(
+                    *(self.reward(t, p) for t, p in zip(y_true, y_pred, strict=True))
+                )
+        finally:
+            self._record_judge_failures()
+        scores = []
+        for value in values:
             value = float(value)
-            if math.isnan(value):
-                return 0.0
-            return value
+            scores.append(0.0 if math.isnan(value) else value)
+        return scores
 
-        return list(await asyncio.gather(*(one(t, p) for t, p in zip(y_true, y_pred, strict=True))))
+    # -- judge failures --------------------------------------------------------------------
+    def _judge_failure_count(self) -> int | None:
+        count = getattr(self.reward, "failed_judgements", None)
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+    def _sync_judge_baseline(self) -> None:
+        """Start counting from the reward's current total when the reward is new to us."""
+        if self._judge_reward is not self.reward:
+            self._judge_reward = self.reward
+            self._judge_seen = self._judge_failure_count() or 0
+
+    def _record_judge_failures(self) -> None:
+        """Record the judge failures since the last look (no await in here: each is counted
+        once even when several evaluations score concurrently)."""
+        now = self._judge_failure_count()
+        if now is None:
+            return
+        new, self._judge_seen = now - self._judge_seen, now
+        judge = getattr(getattr(self.reward, "language_model", None), "model", None)
+        model = judge or str(getattr(self.reward, "name", "judge"))
+        for _ in range(max(0, new)):
+            usage_mod.record(usage_mod.UsageRecord(model=model, kind="judge", failed=True))
 
     async def _update_metrics(self, y_true: list, y_pred: list) -> None:
+        """Metrics built on :class:`Metric` take the batch in one ``update_state`` call; a
+        metric that overrides ``update_state`` gets one call per sample, as before."""
         for metric in self.metrics:
+            if isinstance(metric, Metric) and type(metric).update_state is Metric.update_state:
+                await metric.update_state(list(y_true), list(y_pred))
+                continue
             for truth, pred in zip(y_true, y_pred, strict=True):
                 await metric.update_state(truth, pred)
 

@@ -19,7 +19,8 @@ class UsageRecord:
     """One LM or embedding call (or a cache/memo hit that avoided one)."""
 
     model: str
-    kind: str = "completion"  # completion | embedding | parse (an unusable output)
+    #: completion | embedding | parse (an unusable output) | judge (a failed judgement)
+    kind: str = "completion"
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
@@ -33,7 +34,10 @@ class UsageRecord:
 @dataclass
 class Usage:
     """Totals over many records. ``calls`` counts real (paid) requests only; ``failures`` counts
-    failed requests plus outputs that did not parse (``parse_failures``)."""
+    failed requests plus outputs that did not parse (``parse_failures``). ``judge_failures``
+    counts judgements (LMAsJudge / ProgramAsJudge rewards) that produced no usable score and
+    were scored 0.0: the judge's own LM calls and failures are already in the other counters;
+    this says how many rewards of the run are judge failures rather than real zeros."""
 
     calls: int = 0
     embedding_calls: int = 0
@@ -46,6 +50,7 @@ class Usage:
     parse_failures: int = 0
     cache_hits: int = 0
     memo_hits: int = 0
+    judge_failures: int = 0
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -60,6 +65,9 @@ class Usage:
                 return
             if record.cache_hit:
                 self.cache_hits += 1
+                return
+            if record.kind == "judge":
+                self.judge_failures += 1
                 return
             if record.kind == "parse":  # the call was counted already; its output was unusable
                 self.failures += 1

@@ -1,9 +1,10 @@
 """Generator: one structured LM call, input JSON → output DataModel.
 
 Its trainable variable ``state`` holds ``{"instructions": str, "examples": [{"inputs",
-"outputs"}]}``. The prompt is: a system message (fixed preamble, the instructions, the output
-fields), the few-shot examples as user/assistant turns, then the input JSON. The output schema
-goes to the LM as ``response_format`` or in the prompt (see LanguageModel).
+"outputs"}]}``. The prompt is: a system message (fixed preamble, the instructions), the few-shot
+examples as user/assistant turns, then the input JSON. The LanguageModel appends the output
+fields (names, types, descriptions) to the system message on every call, and sends the schema
+as ``response_format`` or in the prompt (see LanguageModel and output_format.py).
 """
 
 from __future__ import annotations
@@ -138,15 +139,6 @@ class Generator(Module):
         )
 
     # -- prompt ----------------------------------------------------------------------------
-    def _output_fields_text(self) -> str:
-        lines = []
-        for field_name, info in self.output_data_model.model_fields.items():
-            text = f"- {field_name}"
-            if info.description:
-                text += f": {info.description}"
-            lines.append(text)
-        return "\n".join(lines)
-
     def prompt_prefix(self) -> list[dict[str, str]]:
         """System message + example turns, rebuilt only when the state variable changes."""
         key = self.state.hash
@@ -158,9 +150,6 @@ class Generator(Module):
             system += f"\n\nTask: {self.description}"
         if value.get("instructions"):
             system += f"\n\nInstructions:\n{value['instructions']}"
-        system += (
-            f"\n\nOutput fields ({self.output_data_model.__name__}):\n{self._output_fields_text()}"
-        )
         messages = [{"role": "system", "content": system}]
         for example in value.get("examples", []):
             messages.append(
