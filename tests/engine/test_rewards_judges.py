@@ -145,6 +145,15 @@ async def test_unreachable_judge_stops_instead_of_scoring_zero():
         await reward(Answer(answer="4"), Answer(answer="4"))
 
 
+@pytest.mark.asyncio
+async def test_misconfigured_judge_model_stops_instead_of_scoring_zero():
+    lm = synalinks.LanguageModel(model="nosuch-provider/judge", retries=0)
+    reward = synalinks.rewards.LMAsJudge(language_model=lm, criteria="accuracy")
+    with pytest.raises(synalinks.LanguageModelConfigError, match="nosuch-provider/judge"):
+        await reward(Answer(answer="4"), Answer(answer="4"))
+    assert reward.failed_judgements == 0
+
+
 def test_lm_as_judge_config_round_trip():
     reward = synalinks.rewards.LMAsJudge(
         language_model=FakeLanguageModel(), criteria="accuracy and completeness"

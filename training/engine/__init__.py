@@ -29,6 +29,7 @@ from training.engine.embedding_model import EmbeddingModel  # noqa: E402
 from training.engine.history import History  # noqa: E402
 from training.engine.language_model import (  # noqa: E402
     LanguageModel,
+    LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "History",
     "Input",
     "LanguageModel",
+    "LanguageModelConfigError",
     "LanguageModelError",
     "LanguageModelUnreachable",
     "Module",

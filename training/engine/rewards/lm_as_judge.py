@@ -6,7 +6,11 @@ from typing import Any
 
 import pydantic
 
-from training.engine.language_model import LanguageModelError, LanguageModelUnreachable
+from training.engine.language_model import (
+    LanguageModelConfigError,
+    LanguageModelError,
+    LanguageModelUnreachable,
+)
 from training.engine.masking import MaskedDataModel
 from training.engine.rewards.judging import (
     JudgeInput,
@@ -84,7 +88,7 @@ class LMAsJudge(Reward):
         )
         try:
             verdict = await self._judge()(request)
-        except LanguageModelUnreachable:
+        except (LanguageModelUnreachable, LanguageModelConfigError):
             raise  # no judge at all is not a judgement: stop rather than score everything 0
         except (LanguageModelError, pydantic.ValidationError) as exc:
             return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
