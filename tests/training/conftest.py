@@ -1,0 +1,115 @@
+"""Fixtures for the training app: users, the demo dataset, programs on scripted fake LMs.
+
+Runs are executed in-process with ``training.services.execution.execute`` (the function the
+Celery task calls), so these tests need no worker; the ORM work it does from its own thread
+needs committed data, hence ``transactional_db`` for those tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from datasets.services import create_demo_dataset
+from training.models import Program
+from training.services.programs import build_engine_program
+
+
+@pytest.fixture(autouse=True)
+def _media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.VAR_DIR = tmp_path / "var"
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("alice", password="a-long-password-1")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("mallory", password="a-long-password-2")
+
+
+@pytest.fixture
+def client_user(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def demo_dataset(user):
+    return create_demo_dataset(user)
+
+
+def make_program(
+    user, dataset, model="fake/fewshot", module="Generator", name="Router", instructions="Route it."
+):
+    engine = build_engine_program(
+        name=name,
+        input_fields=dataset.input_schema_fields(),
+        target_fields=dataset.target_schema_fields(),
+        module=module,
+        instructions=instructions,
+        model=model,
+    )
+    return Program.objects.create(
+        owner=user,
+        name=name,
+        dataset=dataset,
+        module=module,
+        instructions=instructions,
+        model=model,
+        engine_json=engine.get_config(),
+    )
+
+
+@pytest.fixture
+def program(user, demo_dataset):
+    return make_program(user, demo_dataset)
+
+
+def run_config(**overrides):
+    from training.services.run_config import validate_run_config
+
+    data = {
+        "reward": "ExactMatch",
+        "metrics": ["F1Score"],
+        "optimizer": "RandomFewShot",
+        "rfs_nb_max_examples": 3,
+        "epochs": 2,
+        "batch_size": 8,
+        "validation_split": 0.25,
+        "shuffle": True,
+        "seed": 7,
+        "evaluations_before": 2,
+        "evaluations_after": 2,
+    }
+    data.update(overrides)
+    return validate_run_config(data, ["team"], ["team"], data.pop("model", "fake/fewshot"))
+
+
+def _close_executor_connection() -> None:
+    """Really close the ORM thread's connections.
+
+    Django ignores ``close()`` on an in-memory SQLite test database (it would destroy it), so
+    the base class's close is called: the test thread's own connection keeps the shared
+    in-memory database alive. Left open, a later non-database test whose consumer calls
+    ``close_old_connections`` in this thread would trip pytest-django's database blocker.
+    """
+    from django.db import connections
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None:
+            BaseDatabaseWrapper.close(conn)
+
+
+@pytest.fixture(autouse=True)
+def _no_connection_left_in_the_orm_thread():
+    """Runs use sync_to_async's ORM thread; leave no open connection there for later tests."""
+    yield
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    asyncio.run(sync_to_async(_close_executor_connection)())

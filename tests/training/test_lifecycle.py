@@ -1,0 +1,136 @@
+"""Cancel, resume from the last completed epoch, and the worker-lost reaper."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from training.models import EpochLog, Evaluation, Run
+from training.services import execution, reaper, runs
+
+from .conftest import make_program, run_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_cancel_while_running_stops_after_the_batch_and_keeps_history(user, demo_dataset):
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.02")
+    run = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(epochs=50, evaluations_before=0),
+    )
+    result = {}
+    worker = threading.Thread(
+        target=lambda: result.update(status=execution.execute(run.pk, run.attempt))
+    )
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not EpochLog.objects.filter(run=run).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runs.request_cancel(Run.objects.get(pk=run.pk))
+    worker.join(30)
+    run.refresh_from_db()
+    assert result["status"] == Run.CANCELLED and run.status == Run.CANCELLED
+    assert 1 <= EpochLog.objects.filter(run=run).count() < 50
+    assert run.trained_program_json is not None and run.can_resume
+    assert not Evaluation.objects.filter(run=run, phase="after").exists()
+
+
+def test_cancel_a_queued_run_is_immediate(client_user, user, program, demo_dataset):
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    client_user.post(reverse("training:run-cancel", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == Run.CANCELLED
+    assert execution.execute(run.pk, run.attempt) == "skipped"
+
+
+def test_resume_continues_from_the_last_completed_epoch(
+    user, program, demo_dataset, django_capture_on_commit_callbacks, monkeypatch
+):
+    run = Run.objects.create(
+        owner=user, program=program, dataset=demo_dataset, config=run_config(epochs=3)
+    )
+    # First attempt: run only the first epoch, then "die" (we mark it failed like the reaper).
+    run.config["epochs"] = 1
+    run.save()
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    first_calls = Run.objects.get(pk=run.pk).lm_calls
+    Run.objects.filter(pk=run.pk).update(status=Run.FAILED, error="failed: worker lost (test)")
+    run.refresh_from_db()
+    run.config["epochs"] = 3
+    run.save()
+    sent = []
+    monkeypatch.setattr(
+        "training.tasks.execute_run.apply_async",
+        lambda args: sent.append(args) or type("R", (), {"id": "t"})(),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run = runs.resume(run)
+    assert run.status == Run.QUEUED and run.attempt == 2 and sent == [[run.pk, 2]]
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert list(EpochLog.objects.filter(run=run).values_list("epoch", flat=True)) == [0, 1, 2]
+    # baseline evaluations were not repeated; usage kept counting across attempts
+    assert Evaluation.objects.filter(run=run, phase="before").count() == 2
+    assert run.lm_calls > first_calls
+
+
+def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, client_user, settings):
+    settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30
+    stale = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now() - timedelta(seconds=45),
+        checkpoint_json=program.engine_json,
+        checkpoint_epoch=0,
+    )
+    fresh = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    html = client_user.get(reverse("training:run-poll", args=[stale.pk])).content.decode()
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert stale.status == Run.FAILED and stale.error.startswith("failed: worker lost")
+    assert "worker lost" in html and "Resume from epoch 1" in html
+    assert fresh.status == Run.RUNNING
+
+
+def test_worker_restart_reaps_its_own_runs(user, program, demo_dataset):
+    mine = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        worker="w1@host",
+        heartbeat_at=timezone.now(),
+    )
+    other = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        worker="w2@host",
+        heartbeat_at=timezone.now(),
+    )
+    assert reaper.reap_stale(worker="w1@host") == [mine.pk]
+    other.refresh_from_db()
+    assert other.status == Run.RUNNING

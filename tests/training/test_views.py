@@ -1,0 +1,348 @@
+"""Pages with the Django test client: programs (create, import, export), launch form
+validation, run page rendered from the DB, runs list filters, compare, downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+import training.engine as synalinks
+from training.models import Candidate, EpochLog, Evaluation, Program, Run
+
+from .conftest import make_program, run_config
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_program_in_the_form_stores_engine_json_that_loads(
+    client_user, user, demo_dataset, tmp_path
+):
+    response = client_user.post(
+        reverse("training:program-create"),
+        {
+            "name": "Support router",
+            "dataset": demo_dataset.pk,
+            "module": "ChainOfThought",
+            "instructions": "Pick the team.",
+            "model": "fake/fewshot",
+            "temperature": "0",
+        },
+    )
+    program = Program.objects.get(owner=user, name="Support router")
+    assert response.status_code == 302 and response["Location"] == program.get_absolute_url()
+    exported = client_user.get(reverse("training:program-export", args=[program.pk]))
+    path = tmp_path / "exported.json"
+    path.write_bytes(exported.content)
+    loaded = synalinks.Program.load(str(path))
+    assert isinstance(loaded.modules[0], synalinks.ChainOfThought)
+    assert loaded.get_variables()["chain_of_thought/state"]["instructions"] == "Pick the team."
+    assert list(loaded.inputs[0].data_model.model_fields) == ["message"]
+
+
+def test_program_form_rejects_a_bad_model_string(client_user, demo_dataset):
+    response = client_user.post(
+        reverse("training:program-create"),
+        {
+            "name": "x",
+            "dataset": demo_dataset.pk,
+            "module": "Generator",
+            "model": "fake/nonsense",
+            "temperature": "0",
+        },
+    )
+    assert response.status_code == 200
+    assert "unknown fake model" in response.content.decode()
+    assert not Program.objects.filter(name="x").exists()
+
+
+def test_import_a_program_saved_in_code(client_user, user, demo_dataset, tmp_path):
+    lm = synalinks.testing.FakeLanguageModel(model="fake/echo")
+    Query = synalinks.create_data_model(
+        "Query", [{"name": "message", "type": "str", "description": "m"}]
+    )
+    Answer = synalinks.create_data_model(
+        "Answer", [{"name": "team", "type": "str", "description": "t"}]
+    )
+    program = synalinks.Sequential(
+        [
+            synalinks.Input(data_model=Query),
+            synalinks.Generator(data_model=Answer, language_model=lm, instructions="Be brief."),
+        ],
+        name="from_code",
+    )
+    path = tmp_path / "saved.json"
+    program.save(str(path))
+    upload = SimpleUploadedFile("saved.json", path.read_bytes(), content_type="application/json")
+    response = client_user.post(
+        reverse("training:program-import"), {"file": upload, "dataset": demo_dataset.pk}
+    )
+    imported = Program.objects.get(owner=user, source=Program.SOURCE_IMPORT)
+    assert response.status_code == 302
+    assert (
+        imported.name == "from_code"
+        and imported.instructions == "Be brief."
+        and imported.model == "fake/echo"
+    )
+    assert imported.engine_json["graph"] == program.get_config()["graph"]
+
+
+def test_import_rejects_garbage_with_a_reason(client_user):
+    upload = SimpleUploadedFile("bad.json", b'{"format": "nope"}', content_type="application/json")
+    response = client_user.post(reverse("training:program-import"), {"file": upload})
+    assert response.status_code == 400
+    assert "not a program saved by program.save()" in response.content.decode()
+    upload = SimpleUploadedFile("bad.json", b"{not json", content_type="application/json")
+    response = client_user.post(reverse("training:program-import"), {"file": upload})
+    assert "line 1, column 2" in response.content.decode()
+
+
+def launch_data(program, dataset, **overrides):
+    data = {
+        "program": program.pk,
+        "dataset": dataset.pk,
+        "reward": "ExactMatch",
+        "optimizer": "RandomFewShot",
+        "rfs_nb_min_examples": "1",
+        "rfs_nb_max_examples": "3",
+        "rfs_nb_candidates": "1",
+        "epochs": "2",
+        "batch_size": "8",
+        "validation_split": "0.2",
+        "shuffle": "on",
+        "seed": "",
+        "evaluations_before": "1",
+        "evaluations_after": "1",
+        "omega_algorithm": "dns",
+        "omega_selection": "softmax",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_launch_creates_a_queued_run_and_enqueues_it(
+    client_user, user, program, demo_dataset, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(
+        "training.tasks.execute_run.apply_async",
+        lambda args: sent.append(args) or type("R", (), {"id": "t1"})(),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_user.post(
+            reverse("training:run-create"), launch_data(program, demo_dataset, metrics=["F1Score"])
+        )
+    run = Run.objects.get(owner=user)
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert run.status == Run.QUEUED and sent == [[run.pk, 1]]
+    assert run.config["optimizer"] == {
+        "name": "RandomFewShot",
+        "params": {
+            "few_shot_learning": False,
+            "nb_min_examples": 1,
+            "nb_max_examples": 3,
+            "nb_candidates": 1,
+        },
+    }
+    assert run.config["reward"]["in_mask"] == ["team"] and isinstance(run.config["seed"], int)
+    assert run.config["metrics"] == [{"name": "F1Score", "in_mask": ["team"]}]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "text"),
+    [
+        ({"epochs": "0"}, "epochs", "must be between 1 and 1000"),
+        ({"validation_split": "1.5"}, "validation_split", "must be at least 0 and below 1"),
+        (
+            {"rfs_nb_min_examples": "4", "rfs_nb_max_examples": "2"},
+            "rfs_nb_max_examples",
+            "must be at least nb_min_examples (4)",
+        ),
+        (
+            {"optimizer": "OMEGA", "omega_mutation_temperature": "0"},
+            "omega_mutation_temperature",
+            "must be greater than 0",
+        ),
+        (
+            {"optimizer": "OMEGA", "omega_merging_rate": "2"},
+            "omega_merging_rate",
+            "between 0 and 1",
+        ),
+        (
+            {"optimizer": "OMEGA", "omega_population_size": "1"},
+            "omega_population_size",
+            "at least 2",
+        ),
+        (
+            {"optimizer": "OMEGA", "omega_algorithm": "nope"},
+            "omega_algorithm",
+            "Select a valid choice",
+        ),
+        ({"reward_in_mask": "answer"}, "reward_in_mask", "unknown field(s) ['answer']"),
+        ({"batch_size": "abc"}, "batch_size", "must be a whole number"),
+    ],
+)
+def test_launch_form_reports_each_bad_parameter_on_its_field(
+    client_user, program, demo_dataset, overrides, field, text
+):
+    response = client_user.post(
+        reverse("training:run-create"), launch_data(program, demo_dataset, **overrides)
+    )
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert field in errors, errors
+    assert text in " ".join(errors[field])
+    assert not Run.objects.exists()
+
+
+def test_launch_form_refuses_a_dataset_without_the_programs_fields(client_user, user, demo_dataset):
+    from datasets.services import import_builtin
+
+    gsm8k = import_builtin(user, "gsm8k")
+    program = make_program(user, demo_dataset)
+    response = client_user.post(reverse("training:run-create"), launch_data(program, gsm8k))
+    assert "input needs field(s) ['message']" in " ".join(
+        response.context["form"].errors["dataset"]
+    )
+
+
+def make_finished_run(
+    user, program, dataset, rewards=(0.2, 0.5), before=(0.1, 0.2), after=(0.6, 0.7), **fields
+):
+    fields.setdefault("status", Run.SUCCEEDED)
+    run = Run.objects.create(
+        owner=user, program=program, dataset=dataset, config=run_config(), **fields
+    )
+    for epoch, reward in enumerate(rewards):
+        EpochLog.objects.create(
+            run=run, epoch=epoch, logs={"reward": reward, "val_reward": reward - 0.1}
+        )
+    for index, value in enumerate(before):
+        Evaluation.objects.create(run=run, phase="before", index=index, metrics={"reward": value})
+    for index, value in enumerate(after):
+        Evaluation.objects.create(run=run, phase="after", index=index, metrics={"reward": value})
+    run.checkpoint_epoch = len(rewards) - 1
+    run.baseline_reward, run.final_reward, run.best_reward = (
+        sum(before) / len(before),
+        sum(after) / len(after),
+        max(rewards),
+    )
+    run.save()
+    return run
+
+
+def test_run_page_renders_everything_so_far_from_the_db(client_user, user, program, demo_dataset):
+    run = make_finished_run(user, program, demo_dataset, status=Run.RUNNING)
+    Candidate.objects.create(
+        run=run,
+        variable="generator/state",
+        candidate_id="c1",
+        operation="seed",
+        value={"instructions": "x", "examples": []},
+        reward=0.4,
+        status="scored",
+    )
+    html = client_user.get(run.get_absolute_url()).content.decode()
+    assert f'ws-connect="/ws/runs/{run.pk}/"' in html and 'hx-ext="ws"' in html
+    assert html.count("<tr data-epoch=") == 2
+    assert "0.150 ± 0.071" in html and "0.650 ± 0.071" in html and "+0.500" in html
+    assert "c1" in html and "Cancel" in html
+    history = json.loads(html.split('data-history="', 1)[1].split('"', 1)[0].replace("&quot;", '"'))
+    assert history["series"]["reward"] == [0.2, 0.5]
+
+
+def test_runs_list_filters_and_sorts(client_user, user, program, demo_dataset):
+    low = make_finished_run(user, program, demo_dataset, rewards=(0.1,))
+    high = make_finished_run(user, program, demo_dataset, rewards=(0.9,))
+    failed = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.FAILED,
+        error="boom",
+    )
+    response = client_user.get(reverse("training:run-list"), {"sort": "-best"})
+    assert [run.pk for run in response.context["runs"]][:2] == [high.pk, low.pk]
+    response = client_user.get(reverse("training:run-list"), {"sort": "best"})
+    assert [run.pk for run in response.context["runs"]][:2] == [low.pk, high.pk]
+    response = client_user.get(reverse("training:run-list"), {"status": "failed"})
+    assert [run.pk for run in response.context["runs"]] == [failed.pk]
+    html = client_user.get(reverse("training:run-list")).content.decode()
+    assert "RandomFewShot" in html and "fake/fewshot" in html and "boom" in html
+
+
+def test_compare_two_runs(client_user, user, program, demo_dataset):
+    a = make_finished_run(user, program, demo_dataset)
+    b = make_finished_run(user, program, demo_dataset, rewards=(0.3, 0.4, 0.8))
+    b.config["epochs"] = 3
+    b.save()
+    response = client_user.get(reverse("training:compare"), {"runs": [a.pk, b.pk]})
+    html = response.content.decode()
+    assert 'id="compare-history-chart"' in html and 'id="compare-bars-chart"' in html
+    differing = [row["key"] for row in response.context["config_rows"] if row["differs"]]
+    assert differing == ["epochs"]
+    assert 'class="config-differs"' in html
+    data = json.loads(
+        html.split('<script id="compare-data" type="application/json">', 1)[1].split(
+            "</script>", 1
+        )[0]
+    )
+    assert [len(run["history"]["epochs"]) for run in data["runs"]] == [2, 3]
+
+
+def test_downloads(client_user, user, program, demo_dataset):
+    run = make_finished_run(user, program, demo_dataset)
+    run.trained_program_json = program.engine_json
+    run.save()
+    document = json.loads(
+        client_user.get(reverse("training:run-program-json", args=[run.pk])).content
+    )
+    assert document["format"] == "synalinks-program"
+    rows = list(
+        csv.reader(
+            io.StringIO(
+                client_user.get(reverse("training:run-history-csv", args=[run.pk])).content.decode()
+            )
+        )
+    )
+    assert rows[0] == ["epoch", "reward", "val_reward"] and rows[1][:2] == ["0", "0.2"]
+    for kind in ("history", "evaluation"):
+        response = client_user.get(reverse("training:run-plot", args=[run.pk, kind]))
+        assert response.status_code == 200 and response["Content-Type"] == "image/png"
+        assert b"".join(response.streaming_content)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_candidate_view_diffs_against_its_parent(client_user, user, program, demo_dataset):
+    run = make_finished_run(user, program, demo_dataset)
+    Candidate.objects.create(
+        run=run,
+        variable="generator/state",
+        candidate_id="c1",
+        operation="seed",
+        value={"instructions": "Route it.", "examples": []},
+        reward=0.1,
+        status="scored",
+    )
+    child = Candidate.objects.create(
+        run=run,
+        variable="generator/state",
+        candidate_id="c2",
+        parent_ids=["c1"],
+        operation="few_shot",
+        value={
+            "instructions": "Route it.",
+            "examples": [{"inputs": {"message": "<b>hi</b>"}, "outputs": {"team": "ledger"}}],
+        },
+        reward=0.5,
+        status="best",
+    )
+    html = client_user.get(child.get_absolute_url()).content.decode()
+    assert (
+        'class="diff-add"' in html and "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
+    )
+    assert "c1" in html and "0.500" in html

@@ -1,0 +1,227 @@
+"""Programs, runs and what a run produces (epoch logs, candidates, evaluations).
+
+A Program row stores the engine's own JSON document (``Program.get_config()``), so what the
+dashboard exports is exactly what ``Program.load`` reads in code. A Run stores its validated
+configuration as JSON plus everything the worker persists while it trains; the run page is
+rendered from these rows alone, which is why a page opened mid-run shows everything so far.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+
+class Program(models.Model):
+    GENERATOR = "Generator"
+    CHAIN_OF_THOUGHT = "ChainOfThought"
+    MODULE_CHOICES = [(GENERATOR, "Generator"), (CHAIN_OF_THOUGHT, "ChainOfThought")]
+    SOURCE_FORM = "form"
+    SOURCE_IMPORT = "import"
+    SOURCE_RUN = "run"
+    SOURCE_CHOICES = [
+        (SOURCE_FORM, "Built in the dashboard"),
+        (SOURCE_IMPORT, "Imported JSON"),
+        (SOURCE_RUN, "Trained by a run"),
+    ]
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="programs"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    dataset = models.ForeignKey(
+        "datasets.Dataset",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="programs",
+    )
+    module = models.CharField(max_length=20, choices=MODULE_CHOICES, default=GENERATOR)
+    instructions = models.TextField(blank=True)
+    model = models.CharField(max_length=200)
+    api_base = models.CharField(max_length=300, blank=True)
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=10, choices=SOURCE_CHOICES, default=SOURCE_FORM)
+    # The engine's saved-program document (Program.get_config()).
+    engine_json = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("training:program-detail", args=[self.pk])
+
+
+class Run(models.Model):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STATUS_CHOICES = [
+        (QUEUED, "Queued"),
+        (RUNNING, "Running"),
+        (SUCCEEDED, "Succeeded"),
+        (FAILED, "Failed"),
+        (CANCELLED, "Cancelled"),
+    ]
+    ACTIVE = (QUEUED, RUNNING)
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="runs")
+    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="runs")
+    # Validated launch configuration (see training.services.run_config).
+    config = models.JSONField()
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    # Which phase the worker is in: "baseline", "training", "final", "" (not started / done).
+    phase = models.CharField(max_length=20, blank=True)
+    # Incremented by every launch/resume; a task whose attempt differs is stale and exits.
+    attempt = models.PositiveIntegerField(default=1)
+    task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    worker_pid = models.IntegerField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Progress
+    current_epoch = models.IntegerField(default=0)  # epochs completed
+    current_batch = models.IntegerField(default=0)  # batches completed in the current epoch
+    batches_per_epoch = models.IntegerField(default=0)
+    # Usage totals (training.engine.usage.Usage.to_dict(), summed over attempts).
+    usage = models.JSONField(default=dict)
+    lm_calls = models.IntegerField(default=0)
+    lm_failures = models.IntegerField(default=0)
+    failed_predictions = models.IntegerField(default=0)
+    # Results
+    baseline_reward = models.FloatField(null=True, blank=True)
+    final_reward = models.FloatField(null=True, blank=True)
+    best_reward = models.FloatField(null=True, blank=True)
+    trained_program_json = models.JSONField(null=True, blank=True)
+    # A few test-split answers of the trained program: [{"inputs", "expected", "predicted"}].
+    samples = models.JSONField(default=list, blank=True)
+    # Resume: the program (variables + optimizer state) after the last completed epoch.
+    checkpoint_json = models.JSONField(null=True, blank=True)
+    checkpoint_epoch = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"Run #{self.pk} ({self.program.name})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("training:run-detail", args=[self.pk])
+
+    @property
+    def group_name(self) -> str:
+        return f"run.{self.pk}"
+
+    @property
+    def epochs(self) -> int:
+        return int(self.config.get("epochs", 1))
+
+    @property
+    def optimizer_name(self) -> str:
+        return (self.config.get("optimizer") or {}).get("name", "")
+
+    @property
+    def model_name(self) -> str:
+        return self.config.get("model") or self.program.model
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def can_resume(self) -> bool:
+        return self.status in (self.FAILED, self.CANCELLED) and self.checkpoint_json is not None
+
+    @property
+    def duration(self):
+        if not self.started_at:
+            return None
+        end = self.finished_at or timezone.now()
+        return end - self.started_at
+
+    @property
+    def improvement(self) -> float | None:
+        after = self.final_reward if self.final_reward is not None else self.best_reward
+        if self.baseline_reward is None or after is None:
+            return None
+        return after - self.baseline_reward
+
+
+class EpochLog(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="epoch_logs")
+    epoch = models.IntegerField()
+    logs = models.JSONField()  # {"reward": .., "val_reward": .., "<metric>": ..}
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["epoch"]
+        constraints = [models.UniqueConstraint(fields=["run", "epoch"], name="epochlog_unique")]
+
+
+class Candidate(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="candidates")
+    variable = models.CharField(max_length=200)
+    candidate_id = models.CharField(max_length=50)
+    parent_ids = models.JSONField(default=list)
+    operation = models.CharField(max_length=20)
+    value = models.JSONField()
+    reward = models.FloatField(null=True, blank=True)
+    novelty = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=20)
+    epoch = models.IntegerField(default=0)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-reward", "epoch", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "variable", "candidate_id"], name="candidate_unique"
+            )
+        ]
+
+    def get_absolute_url(self) -> str:
+        return reverse("training:candidate-detail", args=[self.run_id, self.pk])
+
+    def parent(self) -> Candidate | None:
+        if not self.parent_ids:
+            return None
+        return Candidate.objects.filter(
+            run_id=self.run_id, variable=self.variable, candidate_id=self.parent_ids[0]
+        ).first()
+
+
+class Evaluation(models.Model):
+    BEFORE = "before"
+    AFTER = "after"
+    PHASE_CHOICES = [(BEFORE, "Before training"), (AFTER, "After training")]
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
+    phase = models.CharField(max_length=6, choices=PHASE_CHOICES)
+    index = models.IntegerField()
+    metrics = models.JSONField()  # {"reward": .., "<metric>": ..}
+    failures = models.IntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["phase", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "phase", "index"], name="evaluation_unique")
+        ]

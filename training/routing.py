@@ -1,0 +1,9 @@
+"""WebSocket routes of the training app."""
+
+from django.urls import path
+
+from training.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+]

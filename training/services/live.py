@@ -1,0 +1,111 @@
+"""Server-rendered fragments of the run page, and their delivery over Channels.
+
+The run page and the live stream share one renderer: the page includes each fragment once
+(``oob=False``); the worker renders the fragments an event changed with
+``hx-swap-oob="true"`` and sends them to the run's group, where the htmx WebSocket extension
+swaps them in by id. Each fragment is self-contained and idempotent (the epoch table and the
+chart data carry the whole history), so a missed or repeated message heals itself with the
+next one, and a socket that connects late is sent a full snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db.models import F
+from django.template.loader import render_to_string
+
+from training.models import Candidate, Run
+from training.services import summaries
+
+ALL_PARTS = (
+    "status",
+    "actions",
+    "progress",
+    "usage",
+    "epochs",
+    "chart",
+    "leaderboard",
+    "evaluations",
+)
+TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
+LEADERBOARD_SIZE = 15
+MESSAGE_TYPE = "run.html"
+
+
+def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """What the fragments in ``parts`` need (only the queries they need)."""
+    context: dict[str, Any] = {"run": run}
+    if "epochs" in parts or "chart" in parts:
+        logs = list(run.epoch_logs.all())
+        data = summaries.history(logs)
+        context["history"] = data
+        context["history_json"] = json.dumps(data)
+        context["epoch_rows"] = [
+            {"epoch": epoch, "values": [data["series"][key][index] for key in data["series"]]}
+            for index, epoch in enumerate(data["epochs"])
+        ]
+        context["history_keys"] = list(data["series"])
+    if "leaderboard" in parts:
+        candidates = run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")
+        context["candidates"] = list(candidates[:LEADERBOARD_SIZE])
+        context["candidate_count"] = run.candidates.count()
+    if "evaluations" in parts:
+        rows = summaries.before_after(run.evaluations.all())
+        context["before_after"] = rows
+        context["before_after_json"] = json.dumps(rows)
+    if "progress" in parts:
+        context["progress"] = progress(run)
+    return context
+
+
+def progress(run: Run) -> dict[str, Any]:
+    epochs = max(run.epochs, 1)
+    done = min(run.current_epoch, epochs)
+    batches = run.batches_per_epoch
+    batch_done = min(run.current_batch, batches) if batches else 0
+    fraction = (done + (batch_done / batches if batches and done < epochs else 0)) / epochs
+    if run.status == Run.SUCCEEDED:
+        fraction = 1.0
+    return {
+        "epochs": epochs,
+        "epochs_done": done,
+        "batches": batches,
+        "batches_done": batch_done,
+        "percent": round(100 * fraction, 1),
+        "batch_percent": round(100 * batch_done / batches, 1) if batches else 0,
+    }
+
+
+def render_parts(
+    run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, oob: bool = True, **extra: Any
+) -> str:
+    context = part_context(run, parts)
+    context.update(oob=oob, **extra)
+    return "".join(render_to_string(TEMPLATES[part], context) for part in parts)
+
+
+def message(html: str) -> dict[str, Any]:
+    return {"type": MESSAGE_TYPE, "html": html, "sent": time.time()}
+
+
+def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra: Any) -> None:
+    """Render ``parts`` and send them to the run's group (sync callers: web process, reaper)."""
+    html = render_parts(run, parts, oob=True, **extra)
+    async_to_sync(get_channel_layer().group_send)(run.group_name, message(html))
+
+
+async def send(group: str, html: str) -> None:
+    """Send already-rendered fragments (async callers: the worker's training loop)."""
+    await get_channel_layer().group_send(group, message(html))
+
+
+def page_context(run: Run) -> dict[str, Any]:
+    context = part_context(run, ALL_PARTS)
+    context["oob"] = False
+    context["candidate_model"] = Candidate
+    return context

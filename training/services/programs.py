@@ -1,0 +1,171 @@
+"""Build, import and export engine programs.
+
+A program built in the dashboard is ``Sequential([Input(<dataset inputs>), Generator or
+ChainOfThought(<dataset targets>, instructions, LM)])``; its engine JSON (``get_config``) is
+what the Program row stores, what the worker loads, and what "Export" downloads — so it is
+exactly the document ``Program.load`` reads in code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import training.engine as synalinks
+from training.engine.data_model import create_data_model
+from training.services.lm import ModelStringError, make_language_model
+
+MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
+IMPORT_MAX_BYTES = 5 * 1024 * 1024
+
+
+class ProgramError(ValueError):
+    """A program that cannot be built or imported; the message says why."""
+
+
+def _class_name(text: str, suffix: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", text) or ["Data"]
+    name = "".join(word[:1].upper() + word[1:] for word in words)
+    if name[0].isdigit():
+        name = "D" + name
+    return (name + suffix)[:60]
+
+
+def build_engine_program(
+    *,
+    name: str,
+    input_fields: list[dict],
+    target_fields: list[dict],
+    module: str,
+    instructions: str,
+    model: str,
+    temperature: float = 0.0,
+    api_base: str = "",
+    description: str = "",
+    max_tokens: int | None = None,
+) -> Any:
+    """The engine Program for a dataset schema + module + instructions + LM."""
+    if module not in MODULES:
+        raise ProgramError(f"module must be one of {', '.join(MODULES)}, not {module!r}")
+    if not input_fields or not target_fields:
+        raise ProgramError("the dataset needs at least one input field and one target field")
+    if temperature < 0 or temperature > 2:
+        raise ProgramError(f"temperature must be between 0 and 2, got {temperature}")
+    try:
+        language_model = make_language_model(
+            model, temperature=temperature, api_base=api_base, max_tokens=max_tokens
+        )
+        input_model = create_data_model(_class_name(name, "Input"), input_fields)
+        output_model = create_data_model(_class_name(name, "Output"), target_fields)
+    except (ModelStringError, ValueError, TypeError) as exc:
+        raise ProgramError(str(exc)) from None
+    generator = MODULES[module](
+        data_model=output_model,
+        language_model=language_model,
+        instructions=instructions or None,
+        name=module.lower() if module == "Generator" else "chain_of_thought",
+    )
+    return synalinks.Sequential(
+        [synalinks.Input(data_model=input_model), generator],
+        name=re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_").lower() or "program",
+        description=description or None,
+    )
+
+
+def program_from_json(document: Any) -> Any:
+    """Load an engine program from its JSON document; ProgramError with the reason if not."""
+    try:
+        return synalinks.Program.from_config(document, compile=False)
+    except Exception as exc:  # the engine raises several types; all mean "not loadable"
+        raise ProgramError(f"not a program saved by program.save(): {exc}") from None
+
+
+def parse_import(raw: bytes) -> tuple[dict, dict]:
+    """Validate an uploaded program JSON; returns (document, summary fields for the row)."""
+    if len(raw) > IMPORT_MAX_BYTES:
+        raise ProgramError(f"the file is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ProgramError(f"the file is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ProgramError(
+            f"the file is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    program = program_from_json(document)
+    return program.get_config(), summarize(program)
+
+
+def first_generator(program: Any) -> Any | None:
+    for module in program.modules:
+        if isinstance(module, synalinks.Generator):
+            return module
+    return None
+
+
+def summarize(program: Any) -> dict[str, Any]:
+    """Module type, instructions, model, temperature of a program's first generator."""
+    generator = first_generator(program)
+    summary: dict[str, Any] = {
+        "module": "Generator",
+        "instructions": "",
+        "model": "",
+        "temperature": 0.0,
+        "api_base": "",
+        "max_tokens": None,
+    }
+    if generator is None:
+        return summary
+    summary["module"] = (
+        "ChainOfThought" if isinstance(generator, synalinks.ChainOfThought) else "Generator"
+    )
+    summary["instructions"] = (generator.state.value if generator.state else {}).get(
+        "instructions", ""
+    )
+    lm = generator.language_model
+    summary["model"] = getattr(lm, "model", "")
+    summary["api_base"] = getattr(lm, "api_base", None) or ""
+    summary["max_tokens"] = getattr(lm, "max_tokens", None)
+    temperature = (
+        generator.temperature
+        if generator.temperature is not None
+        else getattr(lm, "temperature", 0.0)
+    )
+    summary["temperature"] = float(temperature or 0.0)
+    return summary
+
+
+def input_field_names(program: Any) -> list[str]:
+    names: list[str] = []
+    for symbol in program.inputs:
+        names.extend(symbol.data_model.model_fields)
+    return names
+
+
+def output_field_names(program: Any) -> list[str]:
+    names: list[str] = []
+    for symbol in program.outputs:
+        names.extend(symbol.data_model.model_fields)
+    return names
+
+
+def check_compatible(program: Any, input_fields: list[str], target_fields: list[str]) -> list[str]:
+    """Problems that stop ``program`` from training on a dataset with these fields."""
+    problems = []
+    if len(program.inputs) != 1 or len(program.outputs) != 1:
+        problems.append("the dashboard trains programs with exactly one input and one output")
+        return problems
+    missing_inputs = [name for name in input_field_names(program) if name not in input_fields]
+    if missing_inputs:
+        problems.append(
+            f"the program's input needs field(s) {missing_inputs} that the dataset's inputs "
+            f"({input_fields}) do not have"
+        )
+    outputs = output_field_names(program)
+    missing_targets = [name for name in target_fields if name not in outputs]
+    if missing_targets:
+        problems.append(
+            f"the dataset's target field(s) {missing_targets} are not in the program's output ({outputs})"
+        )
+    return problems

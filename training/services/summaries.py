@@ -1,0 +1,93 @@
+"""Numbers the pages show, computed from stored rows: history series, before/after stats."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+
+def history(epoch_logs: Iterable[Any]) -> dict[str, Any]:
+    """``{"epochs": [0, 1, ...], "series": {"reward": [...], "val_reward": [...], ...}}``.
+
+    Keys keep first-seen order with ``reward`` first; a value missing in an epoch is None.
+    """
+    logs = sorted(((row.epoch, row.logs) for row in epoch_logs), key=lambda item: item[0])
+    keys: list[str] = []
+    for _, values in logs:
+        for key in values:
+            if key not in keys:
+                keys.append(key)
+    first = [key for key in ("reward", "val_reward") if key in keys]
+    keys = first + [key for key in keys if key not in first]
+    series = {key: [_num(values.get(key)) for _, values in logs] for key in keys}
+    return {"epochs": [epoch for epoch, _ in logs], "series": series}
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)):
+        return float(value)
+    return None
+
+
+def mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (0 for one value; None for none)."""
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    variance = sum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return mean, math.sqrt(variance)
+
+
+def before_after(evaluations: Iterable[Any]) -> list[dict[str, Any]]:
+    """One row per metric: before/after mean, std, n and the difference of the means."""
+    by_phase: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    order: list[str] = []
+    for evaluation in evaluations:
+        for key, value in (evaluation.metrics or {}).items():
+            number = _num(value)
+            if number is None:
+                continue
+            if key not in order:
+                order.append(key)
+            by_phase.setdefault(evaluation.phase, {}).setdefault(key, []).append(number)
+    order = [key for key in order if key == "reward"] + [key for key in order if key != "reward"]
+    rows = []
+    for key in order:
+        before_mean, before_std = mean_std(by_phase["before"].get(key, []))
+        after_mean, after_std = mean_std(by_phase["after"].get(key, []))
+        diff = None if before_mean is None or after_mean is None else after_mean - before_mean
+        rows.append(
+            {
+                "metric": key,
+                "before_mean": before_mean,
+                "before_std": before_std,
+                "before_n": len(by_phase["before"].get(key, [])),
+                "after_mean": after_mean,
+                "after_std": after_std,
+                "after_n": len(by_phase["after"].get(key, [])),
+                "diff": diff,
+            }
+        )
+    return rows
+
+
+def best_of_history(series: dict[str, list[float | None]]) -> float | None:
+    """Best validation reward if the run had validation data, else best training reward."""
+    for key in ("val_reward", "reward"):
+        values = [value for value in series.get(key, []) if value is not None]
+        if values:
+            return max(values)
+    return None
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"optimizer.params.nb_max_examples": 3, ...}`` for config comparisons."""
+    if isinstance(config, dict):
+        flat: dict[str, Any] = {}
+        for key, value in config.items():
+            flat.update(flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): config}

@@ -1,0 +1,39 @@
+"""Usage totals of a run, summed across its attempts (a resumed run keeps counting)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SUMMED = (
+    "calls",
+    "embedding_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "latency",
+    "failures",
+    "cache_hits",
+    "memo_hits",
+)
+
+
+def merged_usage(base: dict[str, Any] | None, current: dict[str, Any] | None) -> dict[str, Any]:
+    """``base + current`` for the counters; cost is None (unknown) if either part is unknown."""
+    base, current = base or {}, current or {}
+    merged: dict[str, Any] = {}
+    for key in SUMMED:
+        merged[key] = (base.get(key) or 0) + (current.get(key) or 0)
+    costs = [part.get("cost") for part in (base, current) if part]
+    if any(part and part.get("cost") is None and part.get("calls") for part in (base, current)):
+        merged["cost"] = None
+    else:
+        merged["cost"] = sum(cost or 0.0 for cost in costs)
+    by_model: dict[str, dict[str, Any]] = {}
+    for part in (base, current):
+        for model, values in (part.get("by_model") or {}).items():
+            entry = by_model.setdefault(model, {})
+            for name, value in values.items():
+                if isinstance(value, int | float):
+                    entry[name] = entry.get(name, 0) + value
+    merged["by_model"] = by_model
+    return merged

@@ -1,0 +1,61 @@
+"""Small display filters for run pages (numbers that may be missing, durations)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def num(value, digits: int = 3) -> str:
+    if value is None or value == "":
+        return "—"
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def signed(value, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    return f"{float(value):+.{int(digits)}f}"
+
+
+@register.filter
+def sign_class(value) -> str:
+    if value is None:
+        return ""
+    return "up" if value > 0 else "down" if value < 0 else "flat"
+
+
+@register.filter
+def duration(value) -> str:
+    if not isinstance(value, timedelta):
+        return "—"
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {seconds:02d}s"
+    return f"{seconds}s"
+
+
+@register.filter
+def get(mapping, key):
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.filter
+def percent(value) -> str:
+    if value is None:
+        return "—"
+    return f"{100 * float(value):.0f}%"

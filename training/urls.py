@@ -1,0 +1,30 @@
+"""Routes of the training app: programs, runs, compare, downloads."""
+
+from django.urls import path
+
+from training.views import compare, downloads, programs, runs
+
+app_name = "training"
+
+urlpatterns = [
+    path("programs/", programs.program_list, name="program-list"),
+    path("programs/new/", programs.program_create, name="program-create"),
+    path("programs/import/", programs.program_import, name="program-import"),
+    path("programs/<int:pk>/", programs.program_detail, name="program-detail"),
+    path("programs/<int:pk>/export.json", programs.program_export, name="program-export"),
+    path("runs/", runs.run_list, name="run-list"),
+    path("runs/new/", runs.run_create, name="run-create"),
+    path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
+    path("runs/<int:pk>/poll/", runs.run_poll, name="run-poll"),
+    path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/",
+        runs.candidate_detail,
+        name="candidate-detail",
+    ),
+    path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
+    path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
+    path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),
+    path("compare/", compare.compare, name="compare"),
+]

@@ -1,0 +1,1 @@
+"""HTTP views of the training app (thin: logic lives in training.services)."""
