@@ -4,17 +4,9 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_rewards import Answer, AnswerWithThinking
 from training.engine.metrics.text_normalization import normalize_answer, tokenize
 from training.engine.saving import UnknownObjectError, deserialize, serialize
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-class AnswerWithThinking(synalinks.DataModel):
-    thinking: str
-    answer: str
 
 
 class Number(synalinks.DataModel):

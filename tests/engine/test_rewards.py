@@ -4,34 +4,9 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_rewards import Answer, AnswerWithThinking, word_overlap_reward
 from training.engine.masking import apply_mask, mask_pair
 from training.engine.saving import UnknownObjectError, deserialize, serialize
-
-
-class Query(synalinks.DataModel):
-    query: str
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-class AnswerWithThinking(synalinks.DataModel):
-    thinking: str
-    answer: str
-
-
-@synalinks.saving.register_synalinks_serializable()
-async def word_overlap_reward(y_true, y_pred):
-    """The guide's custom reward (partial word overlap)."""
-    true_val = y_true.get("answer") if y_true else None
-    pred_val = y_pred.get("answer") if y_pred else None
-    if true_val is None or pred_val is None:
-        return 0.0
-    true_words = set(true_val.lower().split())
-    pred_words = set(pred_val.lower().split())
-    overlap = len(true_words & pred_words)
-    return overlap / max(len(true_words), 1)
 
 
 @synalinks.saving.register_synalinks_serializable()

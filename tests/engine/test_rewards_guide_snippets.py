@@ -8,36 +8,9 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_rewards import Answer, AnswerWithThinking, Query
+from tests.engine.helpers_rewards import word_overlap_reward as my_reward  # guide body
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
-
-
-class Query(synalinks.DataModel):
-    query: str
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-class AnswerWithThinking(synalinks.DataModel):
-    thinking: str
-    answer: str
-
-
-@synalinks.saving.register_synalinks_serializable()
-async def my_reward(y_true, y_pred):
-    """Custom reward function (verbatim from the guide)."""
-    true_val = y_true.get("answer") if y_true else None
-    pred_val = y_pred.get("answer") if y_pred else None
-
-    if true_val is None or pred_val is None:
-        return 0.0
-
-    # Partial match example
-    true_words = set(true_val.lower().split())
-    pred_words = set(pred_val.lower().split())
-    overlap = len(true_words & pred_words)
-    return overlap / max(len(true_words), 1)
 
 
 @synalinks.saving.register_synalinks_serializable()

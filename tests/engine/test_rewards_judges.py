@@ -5,18 +5,9 @@ import json
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_rewards import Answer, AnswerWithThinking
 from training.engine.saving import deserialize, serialize
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-class AnswerWithThinking(synalinks.DataModel):
-    thinking: str
-    answer: str
-
 
 # -- CosineSimilarity ---------------------------------------------------------------------
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from training.engine.masking import MaskedDataModel, mask_pair, normalize_mask
-from training.engine.rewards.reward import default_name, is_batch
+from training.engine.masking import MaskedDataModel
+from training.engine.scoring import MaskedScorer, is_batch
 
 __all__ = ["Metric"]
 
 
-class Metric:
+class Metric(MaskedScorer):
     """Base class of metrics: a running mean of per-sample scores.
 
     Args:
@@ -30,33 +30,21 @@ class Metric:
     A ``None`` prediction scores 0.0.
     """
 
+    kind = "metric"
+
     def __init__(
         self,
         name: str | None = None,
         in_mask: list[str] | None = None,
         out_mask: list[str] | None = None,
     ):
-        cls_name = type(self).__name__
-        self.name = name or default_name(type(self))
-        self.in_mask = normalize_mask(in_mask, argument=f"{cls_name}(in_mask=...)")
-        self.out_mask = normalize_mask(out_mask, argument=f"{cls_name}(out_mask=...)")
+        super().__init__(name=name, in_mask=in_mask, out_mask=out_mask)
         self.reset_state()
-
-    @property
-    def _where(self) -> str:
-        return f"metric {self.name!r} ({type(self).__name__})"
 
     async def update_state(self, y_true: Any, y_pred: Any) -> None:
         """Add one sample, or a batch (list/tuple/array) of samples, to the running value."""
         if is_batch(y_true) or is_batch(y_pred):
-            trues = list(y_true) if is_batch(y_true) else [y_true]
-            preds = list(y_pred) if is_batch(y_pred) else [y_pred]
-            if y_true is None:
-                trues = [None] * len(preds)
-            if len(trues) != len(preds):
-                raise ValueError(
-                    f"{self._where}: y_true has {len(trues)} samples but y_pred has {len(preds)}"
-                )
+            trues, preds = self._pairs(y_true, y_pred)
             values = await asyncio.gather(
                 *(self._score_one(t, p) for t, p in zip(trues, preds, strict=True))
             )
@@ -72,12 +60,6 @@ class Metric:
         masked_true, masked_pred = self._prepare(y_true, y_pred)
         return float(await self.score(masked_true, masked_pred))
 
-    def _prepare(self, y_true: Any, y_pred: Any) -> tuple[Any, Any]:
-        try:
-            return mask_pair(y_true, y_pred, self.in_mask, self.out_mask)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{self._where}: {exc}") from exc
-
     async def score(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         raise NotImplementedError(
             f"{type(self).__name__} must implement `async score(y_true, y_pred)` "
@@ -91,13 +73,6 @@ class Metric:
     def reset_state(self) -> None:
         self.total = 0.0
         self.count = 0
-
-    def get_config(self) -> dict[str, Any]:
-        return {"name": self.name, "in_mask": self.in_mask, "out_mask": self.out_mask}
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Metric:
-        return cls(**config)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} result={self.result():.4f}>"

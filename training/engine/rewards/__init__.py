@@ -11,20 +11,12 @@ from training.engine.rewards.lm_as_judge import LMAsJudge
 from training.engine.rewards.mean_reward_wrapper import MeanRewardWrapper
 from training.engine.rewards.program_as_judge import ProgramAsJudge
 from training.engine.rewards.reward import Reward
-from training.engine.saving import deserialize
+from training.engine.scoring import get_scorer
 
 
 def get(identifier):
     """A Reward from an instance, a registered name/config, or a registered async function."""
-    if identifier is None or isinstance(identifier, Reward):
-        return identifier
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        return deserialize({"class_name": identifier, "config": {}})
-    if callable(identifier):
-        return MeanRewardWrapper(fn=identifier)
-    raise ValueError(f"Cannot interpret {identifier!r} as a reward")
+    return get_scorer(identifier, Reward, MeanRewardWrapper)
 
 
 __all__ = [

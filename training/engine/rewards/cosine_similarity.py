@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from training.engine.masking import MaskedDataModel
-from training.engine.rewards.reward import Reward, check_score, is_batch
+from training.engine.rewards.reward import Reward, check_score
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
+from training.engine.scoring import is_batch
 
 
 def field_text(value: Any) -> str:

@@ -14,13 +14,28 @@ import math
 import numbers
 from typing import Any
 
+import pydantic
 from pydantic import Field
 
 from training.engine.data_model import DataModel
+from training.engine.language_model import (
+    LanguageModelConfigError,
+    LanguageModelError,
+    LanguageModelUnreachable,
+)
+from training.engine.masking import MaskedDataModel
+from training.engine.rewards.reward import Reward
 
 logger = logging.getLogger("training.engine.rewards")
 
-__all__ = ["JudgeInput", "JudgeScore", "JudgeStats", "clamp_score", "to_json_text"]
+__all__ = [
+    "JudgeInput",
+    "JudgeReward",
+    "JudgeScore",
+    "JudgeStats",
+    "clamp_score",
+    "to_json_text",
+]
 
 
 class JudgeInput(DataModel):
@@ -78,3 +93,57 @@ class JudgeStats:
             logger.warning("%s: judgement failed (%s); scoring 0.0", where, reason or "no score")
             return 0.0
         return score
+
+
+class JudgeReward(Reward):
+    """Base of ``LMAsJudge`` and ``ProgramAsJudge``: ask a judge, count its failures.
+
+    Subclasses say how to ask (``_ask_judge``) and where the verdict keeps its
+    score (``_read_score``). No judge at all (unreachable, misconfigured) stops
+    the run; a failed or unusable judgement scores 0.0 and is counted.
+    """
+
+    # the warning logged when the judge gives nothing back
+    no_output = "the judge returned no output"
+
+    def __init__(self, criteria: str, in_mask=None, out_mask=None, name=None):
+        super().__init__(name=name, in_mask=in_mask, out_mask=out_mask)
+        self.criteria = criteria
+        self.stats = JudgeStats()
+
+    @property
+    def judgements(self) -> int:
+        return self.stats.judgements
+
+    @property
+    def failed_judgements(self) -> int:
+        return self.stats.failed_judgements
+
+    async def _ask_judge(self, request: JudgeInput) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement `_ask_judge(request)`")
+
+    def _read_score(self, verdict: Any) -> tuple[Any, str]:
+        """The verdict's raw score and what to call it in a warning (e.g. ``"score"``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement `_read_score(verdict)`")
+
+    async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
+        request = JudgeInput(
+            criteria=self.criteria,
+            reference=to_json_text(y_true),
+            prediction=to_json_text(y_pred),
+        )
+        try:
+            verdict = await self._ask_judge(request)
+        except (LanguageModelUnreachable, LanguageModelConfigError):
+            raise  # no judge at all is not a judgement: stop rather than score everything 0
+        except (LanguageModelError, pydantic.ValidationError) as exc:
+            return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
+        if verdict is None:
+            return self.stats.record(None, self._where, self.no_output)
+        raw, label = self._read_score(verdict)
+        return self.stats.record(clamp_score(raw), self._where, f"unusable {label} {raw!r:.40}")
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config["criteria"] = self.criteria
+        return config

@@ -4,22 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pydantic
-
-from training.engine.language_model import (
-    LanguageModelConfigError,
-    LanguageModelError,
-    LanguageModelUnreachable,
-)
-from training.engine.masking import MaskedDataModel
-from training.engine.rewards.judging import (
-    JudgeInput,
-    JudgeScore,
-    JudgeStats,
-    clamp_score,
-    to_json_text,
-)
-from training.engine.rewards.reward import Reward
+from training.engine.rewards.judging import JudgeInput, JudgeReward, JudgeScore
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 
 DEFAULT_INSTRUCTIONS = (
@@ -31,7 +16,7 @@ DEFAULT_INSTRUCTIONS = (
 
 
 @register_synalinks_serializable(package="synalinks")
-class LMAsJudge(Reward):
+class LMAsJudge(JudgeReward):
     """Score predictions with a language model acting as a judge.
 
     The judge is a ``Generator`` producing :class:`JudgeScore` from a
@@ -53,20 +38,10 @@ class LMAsJudge(Reward):
             raise ValueError("LMAsJudge needs a language_model (a LanguageModel)")
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError(f"LMAsJudge criteria must be a non-empty string, got {criteria!r}")
-        super().__init__(name=name, in_mask=in_mask, out_mask=out_mask)
+        super().__init__(criteria, name=name, in_mask=in_mask, out_mask=out_mask)
         self.language_model = language_model
-        self.criteria = criteria
         self.instructions = instructions
-        self.stats = JudgeStats()
         self._generator = None
-
-    @property
-    def judgements(self) -> int:
-        return self.stats.judgements
-
-    @property
-    def failed_judgements(self) -> int:
-        return self.stats.failed_judgements
 
     def _judge(self):
         if self._generator is None:
@@ -80,32 +55,16 @@ class LMAsJudge(Reward):
             )
         return self._generator
 
-    async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
-        request = JudgeInput(
-            criteria=self.criteria,
-            reference=to_json_text(y_true),
-            prediction=to_json_text(y_pred),
-        )
-        try:
-            verdict = await self._judge()(request)
-        except (LanguageModelUnreachable, LanguageModelConfigError):
-            raise  # no judge at all is not a judgement: stop rather than score everything 0
-        except (LanguageModelError, pydantic.ValidationError) as exc:
-            return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
-        if verdict is None:
-            return self.stats.record(None, self._where, "the judge returned no output")
-        raw = verdict.get("score") if hasattr(verdict, "get") else None
-        return self.stats.record(clamp_score(raw), self._where, f"unusable score {raw!r:.40}")
+    async def _ask_judge(self, request: JudgeInput) -> Any:
+        return await self._judge()(request)
+
+    def _read_score(self, verdict: Any) -> tuple[Any, str]:
+        return (verdict.get("score") if hasattr(verdict, "get") else None), "score"
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config.update(
-            {
-                "criteria": self.criteria,
-                "instructions": self.instructions,
-                "language_model": serialize(self.language_model),
-            }
-        )
+        config["instructions"] = self.instructions
+        config["language_model"] = serialize(self.language_model)
         return config
 
     @classmethod

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import pydantic
-
-from training.engine.language_model import (
-    LanguageModelConfigError,
-    LanguageModelError,
-    LanguageModelUnreachable,
-)
-from training.engine.masking import MaskedDataModel
-from training.engine.rewards.judging import JudgeInput, JudgeStats, clamp_score, to_json_text
-from training.engine.rewards.reward import Reward
+from training.engine.rewards.judging import JudgeInput, JudgeReward
 from training.engine.saving import register_synalinks_serializable
 
 SCORE_FIELDS = ("reward", "score")
 
 
 @register_synalinks_serializable(package="synalinks")
-class ProgramAsJudge(Reward):
+class ProgramAsJudge(JudgeReward):
     """Use a program as the judge.
 
     The program takes a :class:`JudgeInput` (``criteria``, ``reference`` and
@@ -32,6 +23,8 @@ class ProgramAsJudge(Reward):
     error and raises.
     """
 
+    no_output = "the judge program returned no output"
+
     def __init__(self, program=None, criteria: str = "", in_mask=None, out_mask=None, name=None):
         if program is None:
             raise ValueError("ProgramAsJudge needs a program (a Program)")
@@ -41,33 +34,14 @@ class ProgramAsJudge(Reward):
                 f"ProgramAsJudge: the judge program must have one input "
                 f"(Input(data_model=synalinks.rewards.JudgeInput)), it has {len(inputs)}"
             )
-        super().__init__(name=name, in_mask=in_mask, out_mask=out_mask)
+        criteria = criteria or "correctness with respect to the reference"
+        super().__init__(criteria, name=name, in_mask=in_mask, out_mask=out_mask)
         self.program = program
-        self.criteria = criteria or "correctness with respect to the reference"
-        self.stats = JudgeStats()
 
-    @property
-    def judgements(self) -> int:
-        return self.stats.judgements
+    async def _ask_judge(self, request: JudgeInput) -> Any:
+        return await self.program(request)
 
-    @property
-    def failed_judgements(self) -> int:
-        return self.stats.failed_judgements
-
-    async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
-        request = JudgeInput(
-            criteria=self.criteria,
-            reference=to_json_text(y_true),
-            prediction=to_json_text(y_pred),
-        )
-        try:
-            verdict = await self.program(request)
-        except (LanguageModelUnreachable, LanguageModelConfigError):
-            raise  # no judge at all is not a judgement: stop rather than score everything 0
-        except (LanguageModelError, pydantic.ValidationError) as exc:
-            return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
-        if verdict is None:
-            return self.stats.record(None, self._where, "the judge program returned no output")
+    def _read_score(self, verdict: Any) -> tuple[Any, str]:
         fields = verdict.get_json() if hasattr(verdict, "get_json") else dict(verdict)
         field = next((name for name in SCORE_FIELDS if name in fields), None)
         if field is None:
@@ -75,12 +49,10 @@ class ProgramAsJudge(Reward):
                 f"{self._where}: the judge program's output has no 'reward' or 'score' field; "
                 f"its fields are {sorted(fields)}"
             )
-        raw = fields[field]
-        return self.stats.record(clamp_score(raw), self._where, f"unusable {field} {raw!r:.40}")
+        return fields[field], field
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config["criteria"] = self.criteria
         config["program"] = self.program.get_config()
         return config
 

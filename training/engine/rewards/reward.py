@@ -12,28 +12,17 @@ from __future__ import annotations
 import asyncio
 import math
 import numbers
-import re
 from typing import Any
 
 import numpy as np
 
-from training.engine.masking import MaskedDataModel, mask_pair, normalize_mask
+from training.engine.masking import MaskedDataModel
+from training.engine.scoring import MaskedScorer, default_name, is_batch
 
 __all__ = ["Reward", "check_score", "default_name", "is_batch"]
 
 # Floating point sums (cosine similarity, averages) can land a hair outside [0, 1].
 _TOLERANCE = 1e-6
-
-
-def default_name(cls: type) -> str:
-    """snake_case of a class name, keeping acronyms together (``LMAsJudge`` → ``lm_as_judge``)."""
-    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", cls.__name__)
-    return name.lower()
-
-
-def is_batch(value: Any) -> bool:
-    """True for a list/tuple/numpy array of samples (a single DataModel or dict is not)."""
-    return isinstance(value, list | tuple | np.ndarray)
 
 
 def check_score(value: Any, where: str, *, low: float = 0.0, high: float = 1.0) -> float:
@@ -57,7 +46,7 @@ def check_score(value: Any, where: str, *, low: float = 0.0, high: float = 1.0) 
     return min(max(result, low), high)
 
 
-class Reward:
+class Reward(MaskedScorer):
     """Base class of rewards.
 
     Args:
@@ -71,20 +60,7 @@ class Reward:
     when there is no ground truth; ``y_pred`` is never ``None``).
     """
 
-    def __init__(
-        self,
-        name: str | None = None,
-        in_mask: list[str] | None = None,
-        out_mask: list[str] | None = None,
-    ):
-        cls_name = type(self).__name__
-        self.name = name or default_name(type(self))
-        self.in_mask = normalize_mask(in_mask, argument=f"{cls_name}(in_mask=...)")
-        self.out_mask = normalize_mask(out_mask, argument=f"{cls_name}(out_mask=...)")
-
-    @property
-    def _where(self) -> str:
-        return f"reward {self.name!r} ({type(self).__name__})"
+    kind = "reward"
 
     async def __call__(self, y_true: Any, y_pred: Any) -> float:
         """Score one prediction; given sequences of samples, return their mean reward."""
@@ -102,36 +78,10 @@ class Reward:
         trues, preds = self._pairs(y_true, y_pred)
         return list(await asyncio.gather(*(self(t, p) for t, p in zip(trues, preds, strict=True))))
 
-    def _pairs(self, y_true: Any, y_pred: Any) -> tuple[list, list]:
-        trues = list(y_true) if is_batch(y_true) else [y_true]
-        preds = list(y_pred) if is_batch(y_pred) else [y_pred]
-        if y_true is None:
-            trues = [None] * len(preds)
-        if len(trues) != len(preds):
-            raise ValueError(
-                f"{self._where}: y_true has {len(trues)} samples but y_pred has {len(preds)}"
-            )
-        return trues, preds
-
-    def _prepare(
-        self, y_true: Any, y_pred: Any
-    ) -> tuple[MaskedDataModel | None, MaskedDataModel | None]:
-        try:
-            return mask_pair(y_true, y_pred, self.in_mask, self.out_mask)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{self._where}: {exc}") from exc
-
     async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         raise NotImplementedError(
             f"{type(self).__name__} must implement `async call(y_true, y_pred)`"
         )
-
-    def get_config(self) -> dict[str, Any]:
-        return {"name": self.name, "in_mask": self.in_mask, "out_mask": self.out_mask}
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Reward:
-        return cls(**config)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r}>"

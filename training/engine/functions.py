@@ -3,6 +3,8 @@
 ``MeanRewardWrapper(fn=my_reward)`` stores ``"fn": "Custom>my_reward"`` in its
 config; loading looks that name up in the registry (or ``custom_objects``), so a
 saved program can never make us import or execute anything it names itself.
+:class:`FunctionWrapper` is that logic once, for ``MeanRewardWrapper`` and
+``MeanMetricWrapper``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from training.engine.saving import (
     get_registered_object,
 )
 
-__all__ = ["call_function", "function_name", "registered_function_name", "resolve_function"]
+__all__ = [
+    "FunctionWrapper",
+    "call_function",
+    "check_callable",
+    "function_name",
+    "registered_function_name",
+    "resolve_function",
+]
 
 
 def function_name(fn: Callable) -> str:
@@ -26,6 +35,7 @@ def function_name(fn: Callable) -> str:
 
 
 def check_callable(fn: Any, owner: str) -> Callable:
+    """``fn`` itself, or a TypeError saying that ``owner`` wants a function."""
     if not callable(fn):
         raise TypeError(f"{owner}(fn=...) expects an async function, got {fn!r:.80}")
     return fn
@@ -65,3 +75,49 @@ async def call_function(fn: Callable, *args: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+class FunctionWrapper:
+    """Mixin for ``MeanRewardWrapper`` / ``MeanMetricWrapper``: a reward or metric around ``fn``.
+
+    Put it before the ``Reward``/``Metric`` base. It names the scorer after
+    ``fn``, reports errors as coming from the custom function, hands ``fn`` the
+    original DataModels when no mask is set, and saves ``fn`` by its registered
+    name (``"fn": "Custom>my_reward"``) next to the base's config.
+    """
+
+    fn: Callable
+    kind: str  # from the Reward/Metric base: "reward" or "metric"
+
+    def __init__(
+        self,
+        fn: Callable,
+        name: str | None = None,
+        in_mask: list[str] | None = None,
+        out_mask: list[str] | None = None,
+    ):
+        self.fn = check_callable(fn, type(self).__name__)
+        super().__init__(name=name or function_name(fn), in_mask=in_mask, out_mask=out_mask)
+
+    @property
+    def _where(self) -> str:
+        return f"custom {self.kind} function {function_name(self.fn)!r}"
+
+    def _prepare(self, y_true: Any, y_pred: Any) -> tuple[Any, Any]:
+        if self.in_mask is None and not self.out_mask:
+            return y_true, y_pred
+        return super()._prepare(y_true, y_pred)
+
+    async def _call_fn(self, y_true: Any, y_pred: Any) -> Any:
+        return await call_function(self.fn, y_true, y_pred)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config["fn"] = registered_function_name(self.fn, type(self).__name__)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None):
+        config = dict(config)
+        fn = resolve_function(config.pop("fn", None), cls.__name__, custom_objects)
+        return cls(fn=fn, **config)
