@@ -16,13 +16,13 @@ import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import training.engine as synalinks
 from datasets.services import get_split
+from training import conf
 from training.engine.data_model import create_data_model
 from training.models import EpochLog, Evaluation, Run
 from training.services import live, reaper, summaries
@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 
 def heartbeat_seconds() -> float:
-    return float(getattr(settings, "TRAINBOARD_HEARTBEAT_SECONDS", 5.0))
+    return float(conf.get("TRAINBOARD_HEARTBEAT_SECONDS"))
 
 
 class Heartbeat(threading.Thread):
@@ -204,7 +204,7 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
                 await live.send(
                     data["group"],
                     await sync_to_async(_set_phase)(
-                        run.pk, run.attempt, f"{phase} evaluation {index + 1}/{count}"
+                        run.pk, run.attempt, f"{phase} eval {index + 1}/{count}"
                     ),
                 )
                 failed_before = program.failed_predictions
@@ -248,7 +248,7 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
 
 async def _samples(program: Any, x: list, y: list) -> list[dict[str, Any]]:
     """The trained program's answers on the first few test examples (shown escaped)."""
-    count = int(getattr(settings, "TRAINBOARD_SAMPLE_PREDICTIONS", 5))
+    count = int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS"))
     if not x or count <= 0:
         return []
     predictions = await program.predict(x[:count], batch_size=count)
@@ -267,6 +267,8 @@ def _cancel_requested(run_id: int) -> bool:
 
 
 def _set_phase(run_id: int, attempt: int, phase: str) -> str:
+    # The column is short (it labels a progress bar); PostgreSQL refuses longer values.
+    phase = phase[: Run._meta.get_field("phase").max_length]
     Run.objects.filter(pk=run_id, attempt=attempt).update(phase=phase, heartbeat_at=timezone.now())
     run = Run.objects.select_related("program").get(pk=run_id)
     return live.render_parts(run, ("status", "progress"))
