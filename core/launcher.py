@@ -1,4 +1,5 @@
-"""Start and stop the Trainboard processes: embedded Redis, daphne (ASGI) and Celery.
+"""Start and stop the Trainboard processes: embedded Redis, daphne (ASGI), Celery and the
+periodic run reaper (``manage.py reap_runs``).
 
 One implementation for ``make run`` (scripts/run.py) and for the live-server test
 fixtures (tests/conftest.py), so the tests start the stack exactly the way users do.
@@ -213,6 +214,12 @@ class Stack:
         args = [self.python, "-m", "celery", "-A", "project", "worker", "-l", "INFO"]
         args += ["-c", str(self.concurrency), "-n", f"{self.worker_name}@%h"]
         return self._spawn("worker", args, "celery")
+
+    def start_reaper(self, every: float = 15.0) -> subprocess.Popen:
+        """The periodic reaper: a run whose worker was killed is marked "failed: worker lost"
+        within stale-seconds + ``every``, whether or not anyone has a page open."""
+        args = [self.python, "manage.py", "reap_runs", "--every", f"{every:g}"]
+        return self._spawn("reaper", args, "reap_runs")
 
     def check_alive(self) -> str | None:
         """Name of a child that exited, or None."""

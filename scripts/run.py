@@ -2,11 +2,13 @@
 
 Order: clean stale pid/socket files -> check DATABASE_URL / REDIS_URL -> embedded Redis
 (only when REDIS_URL is unset) -> worker and web start while ``manage.py prepare``
-migrates, creates the first user and the demo -> print the URL. Run it with the
-virtualenv's Python (the Makefile does).
+migrates, creates the first user and the demo -> the run reaper (``manage.py reap_runs
+--every 15``: a killed worker's run is failed within a minute, page open or not) -> print
+the URL. Run it with the virtualenv's Python (the Makefile does).
 
 Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
-TRAINBOARD_WORKER_CONCURRENCY (2), DEBUG (on by default here, for local use).
+TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15), DEBUG (on by
+default here, for local use).
 """
 
 from __future__ import annotations
@@ -66,6 +68,16 @@ def main() -> int:
             f"TRAINBOARD_PORT: {host}:{port} is already in use; set TRAINBOARD_PORT to a free port"
         )
 
+    try:
+        reap_every = float(env.get("TRAINBOARD_REAP_EVERY_SECONDS", "15"))
+        if reap_every <= 0:
+            raise ValueError
+    except ValueError:
+        fail(
+            "TRAINBOARD_REAP_EVERY_SECONDS must be a number of seconds > 0, "
+            f"got {env['TRAINBOARD_REAP_EVERY_SECONDS']!r}"
+        )
+
     stack = launcher.Stack(
         base_dir=BASE_DIR,
         var_dir=var_dir,
@@ -103,6 +115,7 @@ def main() -> int:
             raise RuntimeError(f"manage.py prepare failed: {' '.join(tail)}")
         if prepared.stdout.strip():
             print("  " + prepared.stdout.strip().replace("\n", "\n  "))
+        stack.start_reaper(every=reap_every)  # after prepare: the tables exist
         stack.wait_until_up(timeout=60)
         print(f"\nTrainboard is up at {stack.url}  ({time.monotonic() - started:.1f} s)")
         print(f"  logs: {stack.log_dir}/  -  Ctrl-C stops everything")

@@ -201,11 +201,35 @@ class Candidate(models.Model):
         return reverse("training:candidate-detail", args=[self.run_id, self.pk])
 
     def parent(self) -> Candidate | None:
+        parents = self.parents()
+        return parents[0] if parents else None
+
+    def parents(self) -> list[Candidate]:
+        """The stored parents in ``parent_ids`` order (two for a crossover)."""
         if not self.parent_ids:
-            return None
-        return Candidate.objects.filter(
-            run_id=self.run_id, variable=self.variable, candidate_id=self.parent_ids[0]
-        ).first()
+            return []
+        found = {
+            c.candidate_id: c
+            for c in Candidate.objects.filter(
+                run_id=self.run_id, variable=self.variable, candidate_id__in=self.parent_ids
+            )
+        }
+        return [found[cid] for cid in self.parent_ids if cid in found]
+
+
+class OptimizerError(models.Model):
+    """An optimizer step that failed and was skipped (an ``optimizer_error`` engine event),
+    e.g. an OMEGA mutation whose LM call failed: fit went on, the run page lists it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="optimizer_errors")
+    epoch = models.IntegerField(default=0)
+    variable = models.CharField(max_length=200, blank=True)
+    operation = models.CharField(max_length=20, blank=True)
+    error = models.TextField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
 
 
 class Evaluation(models.Model):

@@ -16,7 +16,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db.models import F
+from django.db.models import Count, F
 from django.template.loader import render_to_string
 
 from training.models import Candidate, Run
@@ -34,6 +34,7 @@ ALL_PARTS = (
 )
 TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
 LEADERBOARD_SIZE = 15
+OPTIMIZER_ERRORS_SHOWN = 10
 MESSAGE_TYPE = "run.html"
 
 
@@ -51,9 +52,7 @@ def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]
         ]
         context["history_keys"] = list(data["series"])
     if "leaderboard" in parts:
-        candidates = run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")
-        context["candidates"] = list(candidates[:LEADERBOARD_SIZE])
-        context["candidate_count"] = run.candidates.count()
+        context.update(leaderboard(run))
     if "evaluations" in parts:
         rows = summaries.before_after(run.evaluations.all())
         context["before_after"] = rows
@@ -61,6 +60,39 @@ def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]
     if "progress" in parts:
         context["progress"] = progress(run)
     return context
+
+
+def leaderboard(run: Run) -> dict[str, Any]:
+    """The best candidates (with links to their parents), how many each competition kept or
+    dropped, and the optimizer steps that failed and were skipped."""
+    candidates = list(
+        run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")[:LEADERBOARD_SIZE]
+    )
+    wanted = {(c.variable, p) for c in candidates for p in c.parent_ids or []}
+    parent_pks = {}
+    if wanted:
+        rows = run.candidates.filter(
+            candidate_id__in={p for _, p in wanted}, variable__in={v for v, _ in wanted}
+        ).values_list("variable", "candidate_id", "pk")
+        parent_pks = {(variable, cid): pk for variable, cid, pk in rows}
+    for candidate in candidates:
+        candidate.parent_links = [
+            (cid, parent_pks.get((candidate.variable, cid))) for cid in candidate.parent_ids or []
+        ]
+    statuses = dict(  # order_by(): the model's default ordering would split the groups
+        run.candidates.order_by()
+        .values("status")
+        .annotate(count=Count("id"))
+        .values_list("status", "count")
+    )
+    errors = run.optimizer_errors.all()
+    return {
+        "candidates": candidates,
+        "candidate_count": sum(statuses.values()),
+        "status_counts": sorted(statuses.items()),
+        "optimizer_errors": list(errors[:OPTIMIZER_ERRORS_SHOWN]),
+        "optimizer_error_count": errors.count(),
+    }
 
 
 def progress(run: Run) -> dict[str, Any]:

@@ -8,12 +8,18 @@ JSON that uses one loads back in a worker exactly like a real model:
 * ``echo``     copies same-named input fields, leaves the others empty (the engine default);
 * ``fewshot``  answers each output field with the most common value among the prompt's
                few-shot examples: reward rises once an optimizer adds examples;
+* ``rules``    learns through OMEGA: each mutation adds one rule learnt from a wrong answer of
+               the batch (``By default, answer team=bug.``, then keyword rules
+               ``When you see "word|other", answer team=box.``), a crossover merges its
+               parents' rules, and the answers follow the instructions' rules (then the
+               few-shot majority): reward rises as useful rules accumulate;
 * ``xss``      answers every string field with a ``<script>`` tag (escaping tests);
 * ``unreachable`` refuses every connection (fails the run fast).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -43,6 +49,84 @@ def fewshot_responder(request: FakeRequest) -> dict[str, Any]:
     return answer
 
 
+RULE = re.compile(
+    r'When you see "(?P<words>[^"]+)", answer (?P<field>\w+)=(?P<value>[^\n]*?)\.$', re.M
+)
+DEFAULT_RULE = re.compile(r"By default, answer (?P<field>\w+)=(?P<value>[^\n]*?)\.$", re.M)
+_WORD = re.compile(r"[a-z][a-z-]{4,}")  # on lower-cased text: words of 5+ letters
+RULE_WORDS = 6
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return " ".join(_text_of(item) for item in value.values())
+    if isinstance(value, list):
+        return " ".join(_text_of(item) for item in value)
+    return "" if value is None else str(value)
+
+
+def _new_rule(instructions: str, batch: list[dict]) -> str | None:
+    """One rule learnt from the first wrong answer of the batch: a default answer first (its
+    label), then keyword rules (its longest words not in a rule yet → its label)."""
+    known = {w for m in RULE.finditer(instructions) for w in m["words"].split("|")}
+    has_default = DEFAULT_RULE.search(instructions) is not None
+    for row in batch or []:
+        truth, prediction = row.get("ground_truth"), row.get("prediction")
+        if not isinstance(truth, dict) or prediction == truth:
+            continue
+        for field, value in truth.items():
+            if not isinstance(value, str | int | float) or not str(value).strip():
+                continue
+            if not has_default:
+                return f"By default, answer {field}={value}."
+            words = set(_WORD.findall(_text_of(row.get("inputs")).lower())) - known
+            if words:
+                chosen = sorted(words, key=lambda word: (-len(word), word))[:RULE_WORDS]
+                return f'When you see "{"|".join(chosen)}", answer {field}={value}.'
+    return None
+
+
+def _lines(text: Any) -> list[str]:
+    return [line for line in str(text or "").splitlines() if line.strip()]
+
+
+@register_synalinks_serializable(package="trainboard")
+def rules_responder(request: FakeRequest) -> dict[str, Any]:
+    module = request.module or ""
+    answer = request.default_output()
+    if module.startswith("omega_mutation"):
+        current = (request.inputs.get("current_variable") or {}).get("instructions", "")
+        rule = _new_rule(str(current or ""), request.inputs.get("batch") or [])
+        answer["instructions"] = "\n".join(_lines(current) + ([rule] if rule else []))
+        answer["thinking"] = "a wrong answer: add a rule" if rule else "nothing to add"
+        return answer
+    if module.startswith("omega_crossover"):
+        lines: list[str] = []
+        for key in ("candidate_a", "candidate_b"):
+            for line in _lines((request.inputs.get(key) or {}).get("instructions")):
+                if line not in lines:
+                    lines.append(line)
+        answer["instructions"] = "\n".join(lines)
+        answer["thinking"] = "keep the rules of both"
+        return answer
+    answer = fewshot_responder(request)
+    words = set(_WORD.findall(_text_of(request.inputs).lower()))
+    instructions = request.instructions or ""
+    rules = [
+        (set(m["words"].split("|")), m["field"], m["value"]) for m in RULE.finditer(instructions)
+    ]
+    rules += [(None, m["field"], m["value"]) for m in DEFAULT_RULE.finditer(instructions)]
+    for keywords, field, value in rules:
+        if (
+            field in answer
+            and field not in request.inputs
+            and (keywords is None or words & keywords)
+        ):
+            answer[field] = value
+            break
+    return answer
+
+
 @register_synalinks_serializable(package="trainboard")
 def xss_responder(request: FakeRequest) -> dict[str, Any]:
     answer = request.default_output()
@@ -56,6 +140,7 @@ def xss_responder(request: FakeRequest) -> dict[str, Any]:
 FAKE_BEHAVIOURS = {
     "echo": None,
     "fewshot": fewshot_responder,
+    "rules": rules_responder,
     "xss": xss_responder,
     "unreachable": None,
 }
@@ -118,8 +203,14 @@ def make_language_model(
 
 def make_embedding_model(model: str) -> Any:
     """The engine embedding model (``fake/…`` → the scripted fake embedding model)."""
+    model = (model or "").strip()
+    if "/" not in model:
+        raise ModelStringError(
+            f"embedding model {model!r} must look like provider/name "
+            "(e.g. local/minilm, openai/text-embedding-3-small, fake/embedding)"
+        )
     if model.startswith("fake/"):
-        return synalinks.testing.FakeEmbeddingModel()
+        return synalinks.testing.FakeEmbeddingModel(model=model)
     return synalinks.EmbeddingModel(model=model)
 
 

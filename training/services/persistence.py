@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from training.engine.callbacks import Callback
-from training.models import Candidate, EpochLog, Run
+from training.models import Candidate, EpochLog, OptimizerError, Run
 from training.services import live
 from training.services.usage import merged_usage
 
@@ -134,5 +134,17 @@ class PersistenceCallback(Callback):
             Candidate.objects.update_or_create(**key, defaults=defaults)
         except IntegrityError:  # a concurrent insert of the same candidate: update instead
             Candidate.objects.filter(**key).update(**defaults)
+        run = Run.objects.get(pk=self.run_id)
+        return live.render_parts(run, ("leaderboard",))
+
+    def _on_optimizer_error(self, event: dict) -> str:
+        """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""
+        OptimizerError.objects.create(
+            run_id=self.run_id,
+            epoch=int(event.get("epoch") or 0),
+            variable=str(event.get("variable") or "")[:200],
+            operation=str(event.get("operation") or "")[:20],
+            error=str(event.get("error") or "unknown error")[:2000],
+        )
         run = Run.objects.get(pk=self.run_id)
         return live.render_parts(run, ("leaderboard",))

@@ -1,21 +1,26 @@
 """Marking runs whose worker died as "failed: worker lost".
 
 A running run's heartbeat is refreshed every few seconds by its worker (see execution).
-Celery beat is not running, so the reaper is cheap and called opportunistically: from the
-runs list and run pages (throttled per process), from every live run's heartbeat thread,
-and when a worker starts (it also fails the runs that worker itself was executing).
+Celery beat is not running, so the reaper is cheap (one query on the indexed ``status``)
+and called from several places: ``reap_forever`` in its own process (``manage.py reap_runs
+--every 15``, a supervised child of ``make run``) so a killed worker is noticed even when
+nobody is watching; from the runs list and run pages (throttled per process); from every
+live run's heartbeat thread; and when a worker starts (it also fails the runs that worker
+itself was executing).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import timedelta
 
-from django.conf import settings
+from django.db import close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
+from training import conf
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -23,7 +28,7 @@ _last_reap = {"at": 0.0}
 
 
 def stale_after() -> float:
-    return float(getattr(settings, "TRAINBOARD_HEARTBEAT_STALE_SECONDS", 30.0))
+    return float(conf.get("TRAINBOARD_HEARTBEAT_STALE_SECONDS"))
 
 
 def mark_worker_lost(run_id: int, detail: str, attempt: int | None = None) -> bool:
@@ -77,3 +82,36 @@ def reap_if_due(min_interval: float = 5.0) -> list[int]:
         return []
     _last_reap["at"] = now
     return reap_stale()
+
+
+def reap_forever(
+    every: float, stop: threading.Event | None = None, iterations: int | None = None
+) -> list[int]:
+    """Reap now, then every ``every`` seconds until ``stop`` is set (or ``iterations`` passes).
+
+    A failed pass (the database restarting, a locked SQLite file) is logged and retried at the
+    next period: the loop itself never dies of it. Returns every run it marked as lost.
+    """
+    if every <= 0:
+        raise ValueError(f"reap_forever: every must be > 0 seconds, got {every}")
+    stop = stop or threading.Event()
+    reaped: list[int] = []
+    passes = 0
+    try:
+        while True:
+            try:
+                close_old_connections()  # a connection the database dropped is reopened
+                found = reap_stale()
+                if found:
+                    logger.warning("marked runs %s as failed: worker lost", found)
+                reaped += found
+            except Exception:
+                logger.exception("reaping stale runs failed; retrying in %s s", every)
+            passes += 1
+            if iterations is not None and passes >= iterations:
+                break
+            if stop.wait(every):
+                break
+    finally:
+        connection.close()
+    return reaped

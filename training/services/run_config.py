@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 import training.engine as synalinks
-from training.services.lm import ModelStringError, make_embedding_model, make_language_model
+from training.services.lm import make_embedding_model, make_language_model
 
 REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
 METRICS = ("F1Score", "Precision", "Recall")
@@ -186,7 +186,8 @@ def validate_run_config(
         ):
             try:
                 build()
-            except (ValueError, TypeError, ModelStringError) as exc:
+            except (ValueError, TypeError, RuntimeError) as exc:
+                # RuntimeError: a local model that cannot run here, a rejected model string.
                 errors[field] = str(exc)
     if errors:
         raise RunConfigError(errors)
@@ -278,8 +279,9 @@ def build_optimizer(config: dict[str, Any]) -> Any:
     if omega is None:
         raise ValueError("OMEGA is not available in this installation of the engine yet")
     params["language_model"] = make_language_model(params["language_model"] or config["model"])
-    params["embedding_model"] = make_embedding_model(
-        params["embedding_model"] or settings.TRAINBOARD_EMBEDDING_MODEL
-    )
+    embedding = params["embedding_model"]
+    if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for
+        embedding = settings.TRAINBOARD_EMBEDDING_MODEL
+    params["embedding_model"] = make_embedding_model(embedding) if embedding else None
     params["instructions"] = params["instructions"] or None
-    return omega(**params)
+    return omega(seed=config.get("seed"), **params)

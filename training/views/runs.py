@@ -112,18 +112,23 @@ def run_resume(request, pk: int):
 def candidate_detail(request, pk: int, candidate_pk: int):
     run = owned_run(request, pk)
     candidate = get_object_or_404(Candidate, pk=candidate_pk, run=run)
-    parent = candidate.parent()
-    diff = []
-    if parent is not None:
-        diff = list(
-            difflib.unified_diff(
-                _as_text(parent.value).splitlines(),
-                _as_text(candidate.value).splitlines(),
-                fromfile=f"{parent.candidate_id} (parent)",
-                tofile=candidate.candidate_id,
-                lineterm="",
-            )
-        )
+    parents = candidate.parents()
+    diffs = [  # one per parent: a crossover shows what it took from each
+        {
+            "parent": parent,
+            "lines": [
+                (_diff_class(line), line)
+                for line in difflib.unified_diff(
+                    _as_text(parent.value).splitlines(),
+                    _as_text(candidate.value).splitlines(),
+                    fromfile=f"{parent.candidate_id} (parent)",
+                    tofile=candidate.candidate_id,
+                    lineterm="",
+                )
+            ],
+        }
+        for parent in parents
+    ]
     value = candidate.value or {}
     return render(
         request,
@@ -131,7 +136,9 @@ def candidate_detail(request, pk: int, candidate_pk: int):
         {
             "run": run,
             "candidate": candidate,
-            "parent": parent,
+            "parent": parents[0] if parents else None,
+            "parents": parents,
+            "diffs": diffs,
             "instructions": value.get("instructions", ""),
             "examples": [
                 {
@@ -142,7 +149,6 @@ def candidate_detail(request, pk: int, candidate_pk: int):
                 if isinstance(ex, dict)
             ],
             "other": {k: v for k, v in value.items() if k not in ("instructions", "examples")},
-            "diff": [(_diff_class(line), line) for line in diff],
         },
     )
 

@@ -1,0 +1,93 @@
+"""OMEGA from the launch form, and the reaper with nobody watching, against the real stack.
+
+The program's model is ``fake/rules`` (training.services.lm): OMEGA's mutations add rules
+learnt from wrong answers, its crossovers merge them, and ``fake/embedding`` gives DNS its
+distances, so a real Celery worker runs a whole OMEGA fit in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from test_runs_helpers import create_program, demo_dataset_id, launch_run, run_field
+
+pytestmark = pytest.mark.browser
+
+
+def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live_stack):
+    page = logged_in_page
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, "Rules", "fake/rules?latency=0.01", dataset_id)
+    page.goto(f"/runs/new/?program={program_id}")
+    page.select_option("#id_dataset", str(dataset_id))
+    page.select_option("#id_optimizer", "OMEGA")
+    # choosing OMEGA unfolds its parameters
+    assert page.locator('details[data-optimizer="OMEGA"]').evaluate("d => d.open") is True
+    assert page.input_value("#id_omega_language_model") == ""  # blank: the program's model
+    page.fill("#id_omega_embedding_model", "fake/embedding")
+    page.fill("#id_omega_population_size", "4")
+    page.fill("#id_omega_merging_rate", "0.5")
+    page.fill("#id_epochs", "3")
+    page.fill("#id_batch_size", "8")
+    page.fill("#id_validation_split", "0.25")
+    page.fill("#id_seed", "7")
+    page.click("#launch")
+    page.wait_for_url("**/runs/*/")
+    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
+
+    board = page.locator("#run-leaderboard")
+    assert board.locator('tr.candidate[data-operation="mutation"]').count() >= 1
+    assert board.locator('tr.candidate[data-operation="crossover"]').count() >= 1
+    assert board.locator('.status-count[data-status="kept"]').count() == 1
+    assert board.locator('.status-count[data-status="dropped"]').count() == 1
+    assert board.locator("tr.candidate.status-best").count() == 1
+    novelty = board.locator("tr.candidate.status-kept td").nth(7).inner_text()
+    assert novelty.strip() not in ("", "—")
+    # a mutation's page: linked parent and a diff with the rule it added
+    row = board.locator('tr.candidate[data-operation="mutation"]').first
+    parent_id = row.locator("td.candidate-parents").inner_text().strip()
+    row.locator("td a").first.click()
+    page.wait_for_url("**/candidates/*/")
+    assert page.locator("#candidate-parents a").first.inner_text() == parent_id
+    added = page.locator("#candidate-diff .diff-add").all_inner_texts()
+    assert any("answer team=" in line for line in added), added
+
+
+def test_killed_worker_fails_its_run_with_no_page_open(live_stack):
+    """kill -9 the whole worker (main process and pool): the reaper alone marks the run lost."""
+    stack = live_stack.stack
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, "Orphan", "fake/fewshot?latency=0.2", dataset_id)
+    run_id = launch_run(
+        live_stack, program_id, dataset_id, epochs=30, batch_size=9, evaluations_before=0
+    )
+    deadline = time.monotonic() + 60
+    while run_field(live_stack, run_id, "status") != "running":
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    reaper = subprocess.Popen(  # as make run starts it, with a short staleness for the test
+        [stack.python, "manage.py", "reap_runs", "--every", "2"],
+        cwd=stack.base_dir,
+        env={**stack.env, "TRAINBOARD_HEARTBEAT_STALE_SECONDS": "6"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    worker = stack.procs["worker"]
+    try:
+        os.killpg(worker.pid, signal.SIGKILL)  # its own session: main process and pool children
+        worker.wait(10)
+        killed_at = time.monotonic()
+        while run_field(live_stack, run_id, "status") == "running":
+            assert time.monotonic() - killed_at < 6 + 2 + 10, "still running: nobody reaped it"
+            time.sleep(0.5)
+        assert run_field(live_stack, run_id, "status") == "failed"
+        assert run_field(live_stack, run_id, "error").startswith("failed: worker lost")
+    finally:
+        reaper.send_signal(signal.SIGTERM)
+        reaper.wait(15)
+        stack.start_worker()  # the other browser tests share this stack
+        stack.wait_for_worker(timeout=60)

@@ -1,0 +1,43 @@
+"""The training app's tunables: a Django setting of the same name wins, then the environment.
+
+``project/settings.py`` does not define these (they belong to this app), so each is read here:
+``settings.NAME`` when a settings module or a test sets it, else the ``NAME`` environment
+variable, else the default. A malformed environment value is an error naming the variable,
+not a silent fallback.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+DEFAULTS = {
+    # How often a running run's worker writes its heartbeat (seconds).
+    "TRAINBOARD_HEARTBEAT_SECONDS": 5.0,
+    # A running run whose heartbeat is older than this is "failed: worker lost" (seconds).
+    "TRAINBOARD_HEARTBEAT_STALE_SECONDS": 30.0,
+    # How many test examples the trained program answers for the run page (0: none).
+    "TRAINBOARD_SAMPLE_PREDICTIONS": 5,
+}
+
+
+def get(name: str) -> float | int:
+    default = DEFAULTS[name]
+    kind = type(default)
+    value = getattr(settings, name, None)
+    if value is not None:
+        return kind(value)
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(float(raw)) if kind is float else kind(raw)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"environment variable {name}={raw!r} is not a {kind.__name__} (default {default})"
+        ) from None
+    if value < 0:
+        raise ImproperlyConfigured(f"environment variable {name}={raw!r} must not be negative")
+    return value
