@@ -37,6 +37,13 @@ def _run_task_failed(sender=None, task_id=None, exception=None, args=None, **kwa
         mark_worker_lost(
             int(args[0]), f"the worker process died: {exception}", attempt=int(args[1])
         )
+    else:
+        # execute() turns training errors into a failed run itself; this catches what
+        # happens before it can (a broken install, a database error while claiming), so a
+        # run never sits "queued" behind a task that already died.
+        from training.services.execution import fail_attempt
+
+        fail_attempt(int(args[0]), int(args[1]), f"{type(exception).__name__}: {exception}")
 
 
 @worker_ready.connect

@@ -134,3 +134,23 @@ def test_worker_restart_reaps_its_own_runs(user, program, demo_dataset):
     assert reaper.reap_stale(worker="w1@host") == [mine.pk]
     other.refresh_from_db()
     assert other.status == Run.RUNNING
+
+
+def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_queued(
+    user, program, demo_dataset
+):
+    from training.tasks import _run_task_failed, execute_run
+
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    _run_task_failed(
+        sender=execute_run,
+        exception=ImportError("cannot import name 'conf'"),
+        args=[run.pk, run.attempt],
+    )
+    run.refresh_from_db()
+    assert run.status == Run.FAILED
+    assert run.error == "ImportError: cannot import name 'conf'"
+    # A run that already ended is left as it is.
+    _run_task_failed(sender=execute_run, exception=RuntimeError("late"), args=[run.pk, run.attempt])
+    run.refresh_from_db()
+    assert run.error == "ImportError: cannot import name 'conf'"

@@ -95,6 +95,16 @@ def finish(run_id: int, attempt: int, status: str, **fields: Any) -> None:
         live.broadcast(run)
 
 
+def fail_attempt(run_id: int, attempt: int, error: str) -> bool:
+    """Fail an attempt that is still queued or running; True if this call changed it."""
+    updated = Run.objects.filter(
+        pk=run_id, attempt=attempt, status__in=[Run.QUEUED, Run.RUNNING]
+    ).update(status=Run.FAILED, error=error, finished_at=timezone.now(), phase="")
+    if updated:
+        live.broadcast(Run.objects.select_related("program").get(pk=run_id))
+    return bool(updated)
+
+
 def execute(run_id: int, attempt: int, worker: str = "") -> str:
     """Run one attempt of a run to the end; returns the final status (or "skipped")."""
     close_old_connections()
