@@ -190,6 +190,12 @@ class RunForm(forms.Form):
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.fields["evaluations_before"].label = "Evaluate N times before training"
         self.fields["evaluations_after"].label = "Evaluate N times after training"
+        # Optimizer parameters are labelled with the guide's argument names, which users
+        # already know from code (``nb_min_examples``, not "Rfs nb min examples").
+        for name, field in self.fields.items():
+            for prefix in ("rfs_", "omega_"):
+                if name.startswith(prefix) and field.label is None:
+                    field.label = name.removeprefix(prefix)
         self.run_config = None
 
     def clean(self):

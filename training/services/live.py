@@ -102,7 +102,9 @@ def progress(run: Run) -> dict[str, Any]:
     batch_done = min(run.current_batch, batches) if batches else 0
     fraction = (done + (batch_done / batches if batches and done < epochs else 0)) / epochs
     if run.status == Run.SUCCEEDED:
+        # The last epoch_end resets the batch counter for an epoch that never comes.
         fraction = 1.0
+        batch_done = batches
     return {
         "epochs": epochs,
         "epochs_done": done,
