@@ -13,11 +13,6 @@ from core.worker_status import worker_status as get_worker_status
 
 
 @require_GET
-def home(request):
-    return render(request, "core/home.html")
-
-
-@require_GET
 def settings_page(request):
     context = {
         "default_lm": settings.TRAINBOARD_LM,

@@ -1,7 +1,7 @@
 """URL routes. Every route requires login (core.middleware) except login itself and /healthz.
 
-datasets.urls and training.urls belong to their apps. training.urls is included before
-core's home page, so training may claim "" (the dashboard) by defining it.
+datasets.urls and training.urls belong to their apps; training.urls serves "" (the dashboard
+home page: programs one click from a launch, recent runs).
 """
 
 from django.contrib.auth import views as auth_views
@@ -17,5 +17,4 @@ urlpatterns = [
     path("settings/", core_views.settings_page, name="settings"),
     path("datasets/", include("datasets.urls")),
     path("", include("training.urls")),
-    path("", core_views.home, name="home"),
 ]

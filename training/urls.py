@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from training.views import compare, downloads, programs, runs
+from training.views import compare, downloads, home, programs, runs
 
 app_name = "training"
 
 urlpatterns = [
+    path("", home.dashboard, name="home"),
     path("programs/", programs.program_list, name="program-list"),
     path("programs/new/", programs.program_create, name="program-create"),
     path("programs/import/", programs.program_import, name="program-import"),

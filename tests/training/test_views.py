@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 import training.engine as synalinks
+from datasets.services import create_demo_dataset
 from training.models import Candidate, EpochLog, Evaluation, Program, Run
 
 from .conftest import make_program, run_config
@@ -346,3 +347,28 @@ def test_candidate_view_diffs_against_its_parent(client_user, user, program, dem
         'class="diff-add"' in html and "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html
     )
     assert "c1" in html and "0.500" in html
+
+
+def test_home_puts_each_program_one_click_from_a_launch_and_lists_own_runs(
+    client_user, user, other_user, program, demo_dataset
+):
+    mine = Run.objects.create(
+        owner=user, program=program, dataset=demo_dataset, config=run_config()
+    )
+    theirs_program = make_program(other_user, create_demo_dataset(other_user), name="Theirs")
+    Run.objects.create(
+        owner=other_user,
+        program=theirs_program,
+        dataset=theirs_program.dataset,
+        config=run_config(),
+    )
+    html = client_user.get("/").content.decode()
+    launch = f"{reverse('training:run-create')}?program={program.pk}"
+    assert launch in html and "Router" in html
+    assert mine.get_absolute_url() in html and "All 1 run" in html
+    assert "Theirs" not in html
+
+
+def test_home_for_a_new_user_points_to_datasets(client_user):
+    html = client_user.get("/").content.decode()
+    assert "No program yet" in html and reverse("datasets:list") in html
