@@ -20,9 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
-
 import training.engine as synalinks  # noqa: E402
+from training.engine.testing.tasks import sentiment_arrays, sentiment_program  # noqa: E402
 
 REVIEWS = [
     ("I loved every minute of this film.", "positive"),
@@ -52,35 +51,16 @@ REVIEWS = [
 ]
 
 
-class Review(synalinks.DataModel):
-    review: str
-
-
-class Sentiment(synalinks.DataModel):
-    label: str
-
-
 def split():
-    x = np.array([Review(review=text) for text, _ in REVIEWS], dtype="object")
-    y = np.array([Sentiment(label=label) for _, label in REVIEWS], dtype="object")
+    x, y = sentiment_arrays(REVIEWS)
     return (x[:14], y[:14]), (x[14:], y[14:])
 
 
 async def build(lm):
-    inputs = synalinks.Input(data_model=Review)
-    outputs = await synalinks.Generator(
-        data_model=Sentiment,
-        language_model=lm,
-        instructions="Classify the sentiment of the review.",
-    )(inputs)
-    program = synalinks.Program(inputs=inputs, outputs=outputs, name="sentiment")
-    program.compile(
-        reward=synalinks.rewards.ExactMatch(in_mask=["label"]),
-        optimizer=synalinks.optimizers.RandomFewShot(
-            nb_min_examples=2, nb_max_examples=4, nb_candidates=2
-        ),
+    return await sentiment_program(
+        lm,
+        synalinks.optimizers.RandomFewShot(nb_min_examples=2, nb_max_examples=4, nb_candidates=2),
     )
-    return program
 
 
 async def main(epochs: int, seed: int) -> None:

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import training.engine as synalinks  # noqa: E402
 from training.engine.optimizers import OMEGA  # noqa: E402
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel  # noqa: E402
+from training.engine.testing.tasks import sentiment_arrays, sentiment_program  # noqa: E402
 
 WORDS = (
     "answer precisely concisely carefully think step reason check facts units format lowercase "
@@ -146,40 +147,17 @@ REVIEWS = [
 ]
 
 
-class Review(synalinks.DataModel):
-    review: str
-
-
-class Sentiment(synalinks.DataModel):
-    label: str
-
-
 #: Labels the model cannot guess: it must be told (instructions) or shown (examples).
 LABELS = {"positive": "pos", "negative": "neg"}
-
-
-def arrays(rows):
-    import numpy as np
-
-    x = np.array([Review(review=r) for r, _ in rows], dtype="object")
-    y = np.array([Sentiment(label=LABELS[label]) for _, label in rows], dtype="object")
-    return x, y
 
 
 async def training_gain(epochs: int, embedding_model, few_shot: bool) -> None:
     what = "instructions + few-shot examples" if few_shot else "instructions only"
     print(f"\n== Baseline vs trained reward ({what}; local/smollm2 + local/minilm) ==")
     lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=384)
-    inputs = synalinks.Input(data_model=Review)
-    outputs = await synalinks.Generator(
-        data_model=Sentiment,
-        language_model=lm,
-        instructions="Classify the sentiment of the review.",
-    )(inputs)
-    program = synalinks.Program(inputs=inputs, outputs=outputs, name="sentiment")
-    program.compile(
-        reward=synalinks.rewards.ExactMatch(in_mask=["label"]),
-        optimizer=OMEGA(
+    program = await sentiment_program(
+        lm,
+        OMEGA(
             language_model=lm,
             embedding_model=embedding_model,
             few_shot_learning=few_shot,
@@ -189,8 +167,8 @@ async def training_gain(epochs: int, embedding_model, few_shot: bool) -> None:
             seed=0,
         ),
     )
-    x_train, y_train = arrays(REVIEWS[:10])
-    x_test, y_test = arrays(REVIEWS[10:])
+    x_train, y_train = sentiment_arrays(REVIEWS[:10], LABELS)
+    x_test, y_test = sentiment_arrays(REVIEWS[10:], LABELS)
     started = time.perf_counter()
     baseline = await program.evaluate(x_test, y_test)
     with synalinks.usage.track() as usage:

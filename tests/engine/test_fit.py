@@ -12,6 +12,7 @@ from tests.engine.helpers_engine import (
     few_shot_learner,
     oracle_lm,
 )
+from tests.engine.helpers_events import CANDIDATE_EVENT_KEYS
 from training.engine.testing import FakeLanguageModel
 
 
@@ -94,16 +95,7 @@ async def test_fit_history_and_events():
     batch_end = next(e for e in recorder.events if e["type"] == "batch_end")
     assert set(batch_end) >= {"epoch", "batch", "batches", "logs"} and batch_end["batches"] == 2
     candidates = [e for e in recorder.events if e["type"] == "candidate"]
-    assert candidates and {
-        "variable",
-        "candidate_id",
-        "parent_ids",
-        "operation",
-        "value",
-        "reward",
-        "novelty",
-        "status",
-    } <= set(candidates[0])
+    assert candidates and CANDIDATE_EVENT_KEYS <= set(candidates[0])
     assert candidates[0]["operation"] == "seed" and candidates[-1]["status"] == "best"
     assert history.usage["calls"] > 0
 

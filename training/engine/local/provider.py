@@ -129,80 +129,27 @@ def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
 
 
 class LocalProvider(CustomLLM):
-    """litellm handler for `local/…` models (registered by `training.engine.local`)."""
+    """litellm handler for `local/…` models (registered by `training.engine.local`).
 
-    def completion(
-        self,
-        model,
-        messages,
-        api_base,
-        custom_prompt_dict,
-        model_response,
-        print_verbose,
-        encoding,
-        api_key,
-        logging_obj,
-        optional_params,
-        acompletion=None,
-        litellm_params=None,
-        logger_fn=None,
-        headers=None,
-        timeout=None,
-        client=None,
-    ):
+    litellm (pinned in requirements.txt) calls these four methods with keyword arguments only,
+    so each names just what it reads; the rest of CustomLLM's signature (api_base, api_key,
+    logging_obj, encoding, headers, timeout, client, …) means nothing to an in-process model
+    and lands in ``_unused``. The sync and async paths share the work: the async ones only move
+    the blocking call to a worker thread.
+    """
+
+    def completion(self, model, messages, model_response, optional_params, **_unused):
         result = _run_chat(model, messages, optional_params)
         return _fill_model_response(model_response, result)
 
-    async def acompletion(
-        self,
-        model,
-        messages,
-        api_base,
-        custom_prompt_dict,
-        model_response,
-        print_verbose,
-        encoding,
-        api_key,
-        logging_obj,
-        optional_params,
-        acompletion=None,
-        litellm_params=None,
-        logger_fn=None,
-        headers=None,
-        timeout=None,
-        client=None,
-    ):
+    async def acompletion(self, model, messages, model_response, optional_params, **_unused):
         result = await asyncio.to_thread(_run_chat, model, messages, optional_params)
         return _fill_model_response(model_response, result)
 
-    def embedding(
-        self,
-        model,
-        input,
-        model_response,
-        print_verbose,
-        logging_obj,
-        optional_params,
-        api_key=None,
-        api_base=None,
-        timeout=None,
-        litellm_params=None,
-    ):
+    def embedding(self, model, input, model_response, **_unused):
         vectors, tokens = _run_embedding(model, input)
         return _fill_embedding_response(model_response, vectors, tokens)
 
-    async def aembedding(
-        self,
-        model,
-        input,
-        model_response,
-        print_verbose,
-        logging_obj,
-        optional_params,
-        api_key=None,
-        api_base=None,
-        timeout=None,
-        litellm_params=None,
-    ):
+    async def aembedding(self, model, input, model_response, **_unused):
         vectors, tokens = await asyncio.to_thread(_run_embedding, model, input)
         return _fill_embedding_response(model_response, vectors, tokens)
