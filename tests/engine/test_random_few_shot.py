@@ -131,3 +131,25 @@ def test_argument_checks():
         synalinks.optimizers.RandomFewShot.from_config(optimizer.get_config()).get_config()
         == optimizer.get_config()
     )
+
+
+async def test_a_one_off_failure_is_retried_by_the_next_scoring_not_replayed():
+    """A failed prediction is not memoised: the next scoring asks again and counts one failure."""
+    failed_once = set()
+
+    def respond(request):
+        query = request.inputs["query"]
+        if query == "Square root of 9?" and query not in failed_once:
+            failed_once.add(query)
+            raise RuntimeError("simulated one-off provider failure")
+        if request.examples:  # examples only hurt here, so the starting variables stay best
+            return {"answer": "unknown"}
+        return {"answer": TRUTH[query]}
+
+    lm = FakeLanguageModel(responder=respond, retries=0)
+    program = compile_rfs(await build_program(lm))
+    x, y = dataset(10)  # validation_split=0.3 holds out the last three, this one included
+    history = await program.fit(x, y, validation_split=0.3, epochs=3, batch_size=7, seed=0)
+    assert failed_once == {"Square root of 9?"}
+    assert program.failed_predictions == 1
+    assert history.history["val_reward"][-1] == 1.0  # rescored, not the replayed failure

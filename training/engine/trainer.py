@@ -115,7 +115,7 @@ class Trainer:
             if hit is not None:
                 usage_mod.record(usage_mod.UsageRecord(model="memo", memo_hit=True))
                 output, trace = hit
-                return output, trace, output is None
+                return output, trace, False
         trace: list[dict] = []
         token = TRACE.set(trace) if (collect or key is not None) else None
         try:
@@ -129,7 +129,9 @@ class Trainer:
         finally:
             if token is not None:
                 TRACE.reset(token)
-        if key is not None:
+        if key is not None and not failed:
+            # Only successes are memoised: a one-off failure (a 5xx after retries, a parse
+            # failure) must be retried by the next scoring, not replayed and counted again.
             self._memo[key] = (output, trace)
         return output, trace, failed
 
