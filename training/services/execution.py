@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -24,11 +24,11 @@ import training.engine as synalinks
 from datasets.services import get_split
 from training import conf
 from training.engine.data_model import create_data_model
-from training.models import EpochLog, Evaluation, Run
+from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 from training.services import live, reaper, summaries
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
-from training.services.programs import first_generator
+from training.services.programs import first_generator, sanitize_engine_json
 from training.services.run_config import build_metrics, build_optimizer, build_reward
 
 logger = logging.getLogger(__name__)
@@ -44,23 +44,54 @@ class Heartbeat(threading.Thread):
     A thread, not the event loop: a long LM call must not look like a dead worker. If the
     process is killed the thread dies with it, the heartbeat stops, and the reaper (here in
     another worker, or in the web process) marks the run "failed: worker lost".
+
+    The reaper can also fail a run whose worker is alive (its heartbeat writes blocked for
+    longer than the stale limit, e.g. by a SQLite lock), and the user may then resume it. So
+    each beat checks that the run is still RUNNING for this attempt; when it is not, it sets
+    ``superseded``, which the persistence callback reads after every batch to stop training
+    and write nothing more (two attempts must never write the same run's rows).
     """
 
-    def __init__(self, run_id: int, attempt: int):
+    def __init__(self, run_id: int, attempt: int, superseded: threading.Event | None = None):
         super().__init__(name=f"run-{run_id}-heartbeat", daemon=True)
         self.run_id, self.attempt = run_id, attempt
         self.stopped = threading.Event()
+        self.superseded = superseded if superseded is not None else threading.Event()
+
+    def beat(self) -> bool:
+        """One heartbeat; False if it could not be written (retried sooner by ``run``)."""
+        try:
+            alive = Run.objects.filter(
+                pk=self.run_id, attempt=self.attempt, status=Run.RUNNING
+            ).update(heartbeat_at=timezone.now())
+        except DatabaseError as exc:  # "database is locked" for a moment: log, retry
+            logger.warning("run %s: heartbeat not written (%s); retrying", self.run_id, exc)
+            connection.close_if_unusable_or_obsolete()
+            return False
+        if not alive and not self.superseded.is_set():
+            logger.warning(
+                "run %s attempt %s: no longer running for this attempt (reaped or resumed "
+                "elsewhere); stopping it without further writes",
+                self.run_id,
+                self.attempt,
+            )
+            self.superseded.set()
+        try:
+            reaper.reap_stale()
+        except Exception:  # another run's reaping must not stop this run's heartbeat
+            logger.exception("run %s: reaping from the heartbeat failed", self.run_id)
+        return True
 
     def run(self) -> None:
+        interval = heartbeat_seconds()
         try:
-            while not self.stopped.wait(heartbeat_seconds()):
+            delay = interval
+            while not self.stopped.wait(delay):
                 try:
-                    Run.objects.filter(
-                        pk=self.run_id, attempt=self.attempt, status=Run.RUNNING
-                    ).update(heartbeat_at=timezone.now())
-                    reaper.reap_stale()
-                except Exception:  # a locked database for a moment must not kill the thread
+                    delay = interval if self.beat() else min(1.0, interval)
+                except Exception:  # nothing may kill the thread: a dead heartbeat looks lost
                     logger.exception("run %s: heartbeat failed", self.run_id)
+                    delay = interval
         finally:
             _close_connection()
 
@@ -116,7 +147,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
     heartbeat = Heartbeat(run_id, attempt)
     heartbeat.start()
     try:
-        status, fields = asyncio.run(_train_then_close(run))
+        status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
     except synalinks.LanguageModelUnreachable as exc:
         status, fields = Run.FAILED, {"error": _unreachable_message(run, exc)}
     except Exception as exc:
@@ -124,6 +155,9 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         status, fields = Run.FAILED, {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         heartbeat.stop()
+    if heartbeat.superseded.is_set():
+        close_old_connections()
+        return "superseded"  # the run is no longer this attempt's: leave its state alone
     finish(run_id, attempt, status, **fields)
     close_old_connections()
     return status
@@ -154,11 +188,30 @@ def _to_models(rows_x: list[dict], rows_y: list[dict], input_model: type, target
     return x, y
 
 
+def _drop_unfinished_epochs(run: Run) -> None:
+    """Before a resume: delete what an abandoned, partial epoch left behind.
+
+    The checkpoint is the state after epoch ``checkpoint_epoch`` (engine epochs, 0-based,
+    as EpochLog and Candidate.epoch store them). Rows of later epochs come from an attempt
+    that stopped mid-epoch; the resumed optimizer restarts its candidate ids from the
+    checkpoint's ``candidate_count``, so those rows would be ghosts (or be half-overwritten).
+    """
+    if run.checkpoint_json is None or run.checkpoint_epoch is None:
+        return
+    with transaction.atomic():
+        later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
+        Candidate.objects.filter(**later).delete()
+        OptimizerError.objects.filter(**later).delete()
+        EpochLog.objects.filter(**later).delete()
+
+
 def _load(run: Run) -> dict[str, Any]:
     """Everything the async part needs from the database, read in one sync call."""
+    _drop_unfinished_epochs(run)
     return {
         "config": run.config,
-        "document": run.checkpoint_json or run.program.engine_json,
+        # Stored JSON may be an upload: never let it choose caches or unbounded LM settings.
+        "document": sanitize_engine_json(run.checkpoint_json or run.program.engine_json),
         "resume_epoch": (run.checkpoint_epoch + 1) if run.checkpoint_json is not None else 0,
         "train": get_split(run.dataset, "train"),
         "test": get_split(run.dataset, "test"),
@@ -176,14 +229,16 @@ def _close_connection() -> None:
         pass
 
 
-async def _train_then_close(run: Run) -> tuple[str, dict[str, Any]]:
+async def _train_then_close(
+    run: Run, superseded: threading.Event | None = None
+) -> tuple[str, dict[str, Any]]:
     try:
-        return await _train(run)
+        return await _train(run, superseded)
     finally:  # the ORM thread's connection must not outlive the task (prefork reuses it)
         await sync_to_async(_close_connection)()
 
 
-async def _train(run: Run) -> tuple[str, dict[str, Any]]:
+async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[str, dict[str, Any]]:
     data = await sync_to_async(_load)(run)
     config = data["config"]
     program = synalinks.Program.from_config(data["document"], compile=False)
@@ -200,7 +255,7 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
 
     with synalinks.usage.track() as tracker:
         callback = PersistenceCallback(
-            run.pk, run.attempt, data["group"], tracker, data["base_usage"]
+            run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
         )
         callback.set_program(program)
 
@@ -209,7 +264,7 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
             for index in range(count):
                 if (phase, index) in data["done_evaluations"]:
                     continue
-                if await sync_to_async(_cancel_requested)(run.pk):
+                if callback.superseded.is_set() or await sync_to_async(_cancel_requested)(run.pk):
                     return False
                 await live.send(
                     data["group"],
@@ -228,6 +283,9 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
                     program.failed_predictions - failed_before,
                     callback.usage_fields(),
                 )
+                if html is None:  # superseded meanwhile: nothing was stored
+                    callback.superseded.set()
+                    return False
                 await live.send(data["group"], html)
             return True
 
@@ -246,7 +304,11 @@ async def _train(run: Run) -> tuple[str, dict[str, Any]]:
             initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
             seed=int(config["seed"]),
         )
-        if callback.cancelled or await sync_to_async(_cancel_requested)(run.pk):
+        if (
+            callback.cancelled
+            or callback.superseded.is_set()
+            or await sync_to_async(_cancel_requested)(run.pk)
+        ):
             return Run.CANCELLED, await sync_to_async(_results)(run.pk, program, callback)
         if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
             return Run.CANCELLED, await sync_to_async(_results)(run.pk, program, callback)
@@ -279,28 +341,38 @@ def _cancel_requested(run_id: int) -> bool:
 def _set_phase(run_id: int, attempt: int, phase: str) -> str:
     # The column is short (it labels a progress bar); PostgreSQL refuses longer values.
     phase = phase[: Run._meta.get_field("phase").max_length]
-    Run.objects.filter(pk=run_id, attempt=attempt).update(phase=phase, heartbeat_at=timezone.now())
+    Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+        phase=phase, heartbeat_at=timezone.now()
+    )
     run = Run.objects.select_related("program").get(pk=run_id)
     return live.render_parts(run, ("status", "progress"))
 
 
 def _store_evaluation(
     run_id: int, attempt: int, phase: str, index: int, logs: dict, failures: int, usage: dict
-) -> str:
+) -> str | None:
     metrics = {key: float(value) for key, value in logs.items() if isinstance(value, int | float)}
-    Evaluation.objects.update_or_create(
-        run_id=run_id, phase=phase, index=index, defaults={"metrics": metrics, "failures": failures}
-    )
-    rewards = list(
-        Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(
-            "metrics__reward", flat=True
+    with transaction.atomic():
+        # Touching the run first (this attempt, still running) locks its row and tells a
+        # superseded attempt apart: that one stores nothing (None).
+        if not Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+            heartbeat_at=timezone.now()
+        ):
+            return None
+        Evaluation.objects.update_or_create(
+            run_id=run_id,
+            phase=phase,
+            index=index,
+            defaults={"metrics": metrics, "failures": failures},
         )
-    )
-    mean, _ = summaries.mean_std([float(value) for value in rewards if value is not None])
-    field = "baseline_reward" if phase == Evaluation.BEFORE else "final_reward"
-    Run.objects.filter(pk=run_id, attempt=attempt).update(
-        **{field: mean}, **usage, heartbeat_at=timezone.now()
-    )
+        rewards = list(
+            Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(
+                "metrics__reward", flat=True
+            )
+        )
+        mean, _ = summaries.mean_std([float(value) for value in rewards if value is not None])
+        field = "baseline_reward" if phase == Evaluation.BEFORE else "final_reward"
+        Run.objects.filter(pk=run_id, attempt=attempt).update(**{field: mean}, **usage)
     run = Run.objects.select_related("program").get(pk=run_id)
     return live.render_parts(run, ("evaluations", "usage", "status"))
 

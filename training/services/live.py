@@ -11,6 +11,7 @@ next one, and a socket that connects late is sent a full snapshot.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -36,6 +37,8 @@ TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
 LEADERBOARD_SIZE = 15
 OPTIMIZER_ERRORS_SHOWN = 10
 MESSAGE_TYPE = "run.html"
+
+logger = logging.getLogger(__name__)
 
 
 def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -128,14 +131,36 @@ def message(html: str) -> dict[str, Any]:
 
 
 def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra: Any) -> None:
-    """Render ``parts`` and send them to the run's group (sync callers: web process, reaper)."""
+    """Render ``parts`` and send them to the run's group (sync callers: web process, reaper).
+
+    A channel layer error (Redis briefly away) is logged, never raised: the database is the
+    source of truth, and the page re-renders from it (next message, reconnect or reload).
+    """
     html = render_parts(run, parts, oob=True, **extra)
-    async_to_sync(get_channel_layer().group_send)(run.group_name, message(html))
+    try:
+        async_to_sync(get_channel_layer().group_send)(run.group_name, message(html))
+    except Exception as exc:
+        _send_failed(run.group_name, exc)
 
 
 async def send(group: str, html: str) -> None:
-    """Send already-rendered fragments (async callers: the worker's training loop)."""
-    await get_channel_layer().group_send(group, message(html))
+    """Send already-rendered fragments (async callers: the worker's training loop).
+
+    Like ``broadcast``, a failed send is logged and the run goes on.
+    """
+    try:
+        await get_channel_layer().group_send(group, message(html))
+    except Exception as exc:
+        _send_failed(group, exc)
+
+
+def _send_failed(group: str, exc: Exception) -> None:
+    logger.warning(
+        "live update to %s not sent (%s: %s); the page catches up from the database",
+        group,
+        type(exc).__name__,
+        exc,
+    )
 
 
 def page_context(run: Run) -> dict[str, Any]:

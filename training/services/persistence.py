@@ -5,12 +5,19 @@ candidates, progress, usage, the per-epoch checkpoint used by Resume), renders t
 fragments and sends them to the run's Channels group. It also reads the cancel flag after
 every batch and sets ``program.stop_training``, which the engine checks after each batch.
 
+An attempt can be superseded while its worker still runs (the reaper failed it, the user
+resumed it): then every write below changes nothing, because each one first touches the run
+row filtered on this attempt and RUNNING (in the same transaction as the rows it writes),
+and the callback stops training after the batch. ``superseded`` is shared with the
+heartbeat thread, which notices the same thing between batches.
+
 Database work runs through ``sync_to_async`` (the ORM is synchronous); the group send is
 awaited directly, so an epoch's row reaches open pages as soon as it is stored.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -27,7 +34,15 @@ PROGRESS_PARTS = ("progress", "usage")
 
 
 class PersistenceCallback(Callback):
-    def __init__(self, run_id: int, attempt: int, group: str, tracker: Any, base_usage: dict):
+    def __init__(
+        self,
+        run_id: int,
+        attempt: int,
+        group: str,
+        tracker: Any,
+        base_usage: dict,
+        superseded: threading.Event | None = None,
+    ):
         super().__init__()
         self.run_id = run_id
         self.attempt = attempt
@@ -35,6 +50,7 @@ class PersistenceCallback(Callback):
         self.tracker = tracker
         self.base_usage = base_usage or {}
         self.cancelled = False
+        self.superseded = superseded if superseded is not None else threading.Event()
 
     # -- helpers ---------------------------------------------------------------------------
     def usage_fields(self) -> dict[str, Any]:
@@ -51,9 +67,23 @@ class PersistenceCallback(Callback):
             fields["usage"]["failed_predictions"] = fields["failed_predictions"]
         return fields
 
-    def _update(self, **fields: Any) -> Run:
+    def _stop(self) -> None:
+        """This attempt is no longer the run's: stop after the batch, write nothing more."""
+        self.superseded.set()
+        if self.program is not None:
+            self.program.stop_training = True
+
+    def _update(self, **fields: Any) -> Run | None:
+        """Update this attempt's run row; None (and stop) if the attempt was superseded.
+
+        Called first inside each write's transaction: the UPDATE locks the row, so a resume
+        that bumps the attempt cannot slip in between the check and the writes."""
         fields.setdefault("heartbeat_at", timezone.now())
-        Run.objects.filter(pk=self.run_id, attempt=self.attempt).update(**fields)
+        if self.superseded.is_set() or not Run.objects.filter(
+            pk=self.run_id, attempt=self.attempt, status=Run.RUNNING
+        ).update(**fields):
+            self._stop()
+            return None
         return Run.objects.select_related("program").get(pk=self.run_id)
 
     async def _push(self, html: str) -> None:
@@ -63,6 +93,9 @@ class PersistenceCallback(Callback):
     async def on_event(self, event: dict[str, Any]) -> None:
         handler = getattr(self, f"_on_{event.get('type')}", None)
         if handler is None:
+            return
+        if self.superseded.is_set():  # set by the heartbeat thread between batches
+            self._stop()
             return
         html = await sync_to_async(handler)(event)
         if html:
@@ -75,20 +108,19 @@ class PersistenceCallback(Callback):
             current_epoch=int(event.get("initial_epoch") or 0),
             current_batch=0,
         )
-        return live.render_parts(run, ("status", "progress"))
+        return live.render_parts(run, ("status", "progress")) if run else ""
 
     def _on_epoch_begin(self, event: dict) -> str:
         run = self._update(current_epoch=int(event["epoch"]), current_batch=0)
-        return live.render_parts(run, ("progress",))
+        return live.render_parts(run, ("progress",)) if run else ""
 
     def _on_batch_end(self, event: dict) -> str:
-        cancel = (
-            Run.objects.filter(pk=self.run_id).values_list("cancel_requested", flat=True).first()
-        )
-        if cancel and self.program is not None:
+        run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
+        if run is None:
+            return ""
+        if run.cancel_requested and self.program is not None:
             self.program.stop_training = True
             self.cancelled = True
-        run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
         return live.render_parts(run, PROGRESS_PARTS)
 
     def _on_epoch_end(self, event: dict) -> str:
@@ -101,15 +133,17 @@ class PersistenceCallback(Callback):
         }
         checkpoint = self.program.get_config() if self.program is not None else None
         with transaction.atomic():
-            EpochLog.objects.update_or_create(
-                run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
-            )
             run = self._update(
                 current_epoch=epoch + 1,
                 current_batch=0,
                 checkpoint_json=checkpoint,
                 checkpoint_epoch=epoch,
                 **self.usage_fields(),
+            )
+            if run is None:
+                return ""
+            EpochLog.objects.update_or_create(
+                run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
         return live.render_parts(
             run, ("progress", "usage", "epochs", "chart", "leaderboard"), emitted_at=emitted
@@ -130,21 +164,28 @@ class PersistenceCallback(Callback):
             "variable": str(event["variable"]),
             "candidate_id": str(event["candidate_id"]),
         }
-        try:
-            Candidate.objects.update_or_create(**key, defaults=defaults)
-        except IntegrityError:  # a concurrent insert of the same candidate: update instead
-            Candidate.objects.filter(**key).update(**defaults)
-        run = Run.objects.get(pk=self.run_id)
+        with transaction.atomic():
+            run = self._update()
+            if run is None:
+                return ""
+            try:
+                with transaction.atomic():
+                    Candidate.objects.update_or_create(**key, defaults=defaults)
+            except IntegrityError:  # a concurrent insert of the same candidate: update instead
+                Candidate.objects.filter(**key).update(**defaults)
         return live.render_parts(run, ("leaderboard",))
 
     def _on_optimizer_error(self, event: dict) -> str:
         """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""
-        OptimizerError.objects.create(
-            run_id=self.run_id,
-            epoch=int(event.get("epoch") or 0),
-            variable=str(event.get("variable") or "")[:200],
-            operation=str(event.get("operation") or "")[:20],
-            error=str(event.get("error") or "unknown error")[:2000],
-        )
-        run = Run.objects.get(pk=self.run_id)
+        with transaction.atomic():
+            run = self._update()
+            if run is None:
+                return ""
+            OptimizerError.objects.create(
+                run_id=self.run_id,
+                epoch=int(event.get("epoch") or 0),
+                variable=str(event.get("variable") or "")[:200],
+                operation=str(event.get("operation") or "")[:20],
+                error=str(event.get("error") or "unknown error")[:2000],
+            )
         return live.render_parts(run, ("leaderboard",))

@@ -8,16 +8,29 @@ exactly the document ``Program.load`` reads in code.
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import re
 from typing import Any
 
 import training.engine as synalinks
 from training.engine.data_model import create_data_model
+from training.engine.saving import get_registered_object
 from training.services.lm import ModelStringError, make_language_model
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
+# Limits on the model settings an uploaded or stored program may carry: (lowest, highest).
+# A missing/None timeout would let one request hold a worker forever; the others bound
+# how hard one run may hammer a provider and how long its retries may sleep.
+MODEL_LIMITS = {
+    "timeout": (1.0, 600.0),
+    "retries": (0, 10),
+    "max_concurrency": (1, 32),
+    "backoff": (0.0, 10.0),
+}
+MODEL_KEYS = ("language_model", "embedding_model")
 
 
 class ProgramError(ValueError):
@@ -73,10 +86,71 @@ def build_engine_program(
     )
 
 
-def program_from_json(document: Any) -> Any:
-    """Load an engine program from its JSON document; ProgramError with the reason if not."""
+def _model_kind(key: Any, value: Any) -> str | None:
+    """Which kind of model a serialised object (``{"class_name", "config"}``) is, if any."""
+    if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
+        return None
     try:
-        return synalinks.Program.from_config(document, compile=False)
+        cls = get_registered_object(str(value.get("class_name", "")))
+    except Exception:  # unknown names fail later, in from_config, with the engine's message
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, synalinks.LanguageModel):
+        return "language_model"
+    if isinstance(cls, type) and issubclass(cls, synalinks.EmbeddingModel):
+        return "embedding_model"
+    return key if key in MODEL_KEYS else None
+
+
+def _clamp(value: Any, low: float, high: float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return high  # None (no limit) or not a number: the server's ceiling
+    clamped = min(max(value, low), high)
+    return int(clamped) if isinstance(low, int) else float(clamped)
+
+
+def _sanitize_model_config(config: dict, is_language_model: bool) -> None:
+    if is_language_model:
+        config["cache"] = False  # never a path or Redis URL chosen by the document
+    for name, (low, high) in MODEL_LIMITS.items():
+        if name in config or (name == "timeout" and is_language_model):
+            config[name] = _clamp(config.get(name), low, high)
+
+
+def sanitize_engine_json(document: Any) -> Any:
+    """A copy of an engine program document that is safe to build in the dashboard.
+
+    The document comes from an upload or from the database (an import stored before this
+    check existed), so it is untrusted: a language model's ``cache`` could name any
+    directory (``"disk:/any/path"``, created by the web process or the worker) or any
+    Redis host. Every language/embedding model config found anywhere in the document
+    (program modules, compile section, judges) gets ``cache`` False and its timeout,
+    retries, concurrency and backoff clamped to ``MODEL_LIMITS``. Every path that builds an
+    engine program from stored or uploaded JSON goes through here (``program_from_json``
+    and the worker's load).
+    """
+    document = copy.deepcopy(document)
+
+    def walk(node: Any, key: Any = None) -> None:
+        if isinstance(node, dict):
+            kind = _model_kind(key, node)
+            if kind:
+                _sanitize_model_config(node["config"], kind == "language_model")
+            for child_key, child in node.items():
+                walk(child, child_key)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child, key)
+
+    walk(document)
+    return document
+
+
+def program_from_json(document: Any) -> Any:
+    """Load an engine program from its JSON document; ProgramError with the reason if not.
+
+    The document is sanitised first (see ``sanitize_engine_json``)."""
+    try:
+        return synalinks.Program.from_config(sanitize_engine_json(document), compile=False)
     except Exception as exc:  # the engine raises several types; all mean "not loadable"
         raise ProgramError(f"not a program saved by program.save(): {exc}") from None
 

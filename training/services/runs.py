@@ -34,13 +34,18 @@ def launch(owner, program: Program, dataset, config: dict[str, Any]) -> Run:
 
 
 def request_cancel(run: Run) -> Run:
-    """Queued: cancelled at once. Running: the worker stops after the current batch."""
-    if run.status == Run.QUEUED:
-        Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(
-            status=Run.CANCELLED, cancel_requested=True, finished_at=timezone.now()
-        )
-    elif run.status == Run.RUNNING:
-        Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    """Queued: cancelled at once. Running: the worker stops after the current batch.
+
+    Decided by the database, not by ``run.status`` as the view read it: a worker may claim
+    the run (queued → running) in between. The flag is set for either state in one update,
+    so a run claimed meanwhile still sees it; then a run that is still queued is cancelled.
+    """
+    Run.objects.filter(pk=run.pk, status__in=(Run.QUEUED, Run.RUNNING)).update(
+        cancel_requested=True
+    )
+    Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(
+        status=Run.CANCELLED, finished_at=timezone.now()
+    )
     run.refresh_from_db()
     live.broadcast(run, ("status", "actions", "progress"))
     return run
