@@ -311,7 +311,7 @@ def test_downloads(client_user, user, program, demo_dataset):
             )
         )
     )
-    assert rows[0] == ["epoch", "reward", "val_reward"] and rows[1][:2] == ["0", "0.2"]
+    assert rows[0] == ["epoch", "reward", "val_reward"] and rows[1][:2] == ["1", "0.2"]
     for kind in ("history", "evaluation"):
         response = client_user.get(reverse("training:run-plot", args=[run.pk, kind]))
         assert response.status_code == 200 and response["Content-Type"] == "image/png"

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import training.engine as synalinks
+from training.engine.language_model import get_litellm
 from training.engine.saving import register_synalinks_serializable
 from training.engine.testing.fake_language_model import FakeLanguageModel, FakeRequest
 
@@ -150,6 +151,27 @@ class ModelStringError(ValueError):
     """A model string the dashboard cannot turn into a language model."""
 
 
+def check_provider(model: str, kind: str = "model") -> None:
+    """ModelStringError unless litellm knows the provider of ``provider/name``.
+
+    Offline and instant (litellm's own provider table), so a typo such as ``nosuch/model``
+    is reported on the form that took it instead of failing every LM call of a run.
+    ``local/`` (checked by the engine with its own hint) and ``fake/`` are ours.
+    """
+    provider = model.split("/", 1)[0]
+    if provider in ("local", "fake"):
+        return
+    litellm = get_litellm()
+    known = {str(getattr(item, "value", item)) for item in litellm.provider_list}
+    known |= {str(item.get("provider")) for item in litellm.custom_provider_map or []}
+    if provider not in known:
+        raise ModelStringError(
+            f"{kind} {model!r}: unknown provider {provider!r}. Use local/smollm2 (offline) or "
+            "a litellm provider such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, "
+            "ollama/llama3, hosted_vllm/<model> (with an API base)"
+        )
+
+
 def parse_fake(model: str) -> dict[str, Any]:
     """Keyword arguments of FakeLanguageModel for a ``fake/…`` model string."""
     parts = urlsplit(model)
@@ -193,6 +215,7 @@ def make_language_model(
         raise ModelStringError(
             f"model {model!r} must look like provider/name (e.g. local/smollm2, openai/gpt-4o-mini)"
         )
+    check_provider(model)
     return synalinks.LanguageModel(
         model=model,
         temperature=temperature,
@@ -211,6 +234,7 @@ def make_embedding_model(model: str) -> Any:
         )
     if model.startswith("fake/"):
         return synalinks.testing.FakeEmbeddingModel(model=model)
+    check_provider(model, "embedding model")
     return synalinks.EmbeddingModel(model=model)
 
 

@@ -71,7 +71,9 @@ def build_engine_program(
         )
         input_model = create_data_model(_class_name(name, "Input"), input_fields)
         output_model = create_data_model(_class_name(name, "Output"), target_fields)
-    except (ModelStringError, ValueError, TypeError) as exc:
+    except (ModelStringError, ValueError, TypeError, synalinks.LanguageModelError) as exc:
+        # LanguageModelError: the engine refused the model at construction (an unknown
+        # local/… name, a local runtime that is missing): a form error, not a server error.
         raise ProgramError(str(exc)) from None
     generator = MODULES[module](
         data_model=output_model,

@@ -16,7 +16,12 @@ from typing import Any
 from django.conf import settings
 
 import training.engine as synalinks
-from training.services.lm import make_embedding_model, make_language_model
+from training.services.lm import (
+    ModelStringError,
+    check_provider,
+    make_embedding_model,
+    make_language_model,
+)
 
 REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
 METRICS = ("F1Score", "Precision", "Recall")
@@ -101,6 +106,24 @@ def _float(data: dict, key: str, default: float, errors: dict, field: str | None
         return default
 
 
+def _check_model(value: Any, field: str, kind: str, errors: dict) -> None:
+    """Report a mistyped model string (no provider/, unknown provider) on its own field.
+
+    The builders below would refuse it too, but only once every other field is valid and
+    under the optimizer's or reward's name; here the message lands where the typo is.
+    """
+    model = str(value or "").strip()
+    if not model:
+        return
+    if "/" not in model:
+        errors[field] = f"{kind} {model!r} must look like provider/name (e.g. local/smollm2)"
+        return
+    try:
+        check_provider(model, kind)
+    except ModelStringError as exc:
+        errors[field] = str(exc)
+
+
 def _bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "on", "yes")
@@ -136,6 +159,14 @@ def validate_run_config(
             data.get("reward_criteria") or ""
         ).strip() or "accuracy and completeness"
     config["reward"] = reward
+    if reward_name == "CosineSimilarity":
+        _check_model(
+            data.get("reward_embedding_model"), "reward_embedding_model", "embedding model", errors
+        )
+    if reward_name == "LMAsJudge":
+        _check_model(
+            data.get("reward_language_model"), "reward_language_model", "judge model", errors
+        )
 
     # Metrics
     metric_names = data.get("metrics") or []
@@ -176,6 +207,13 @@ def validate_run_config(
         errors["optimizer"] = f"must be one of {', '.join(OPTIMIZERS)}, got {name!r}"
         name = "RandomFewShot"
     config["optimizer"] = {"name": name, "params": _optimizer_params(name, data, errors)}
+    if name == "OMEGA":
+        _check_model(
+            data.get("omega_language_model"), "omega_language_model", "language_model", errors
+        )
+        _check_model(
+            data.get("omega_embedding_model"), "omega_embedding_model", "embedding_model", errors
+        )
 
     if not errors:
         # The engine's own constructors have the last word (e.g. OMEGA's pitfalls).

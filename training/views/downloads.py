@@ -35,7 +35,8 @@ def run_history_csv(request, pk: int):
     keys = list(data["series"])
     writer.writerow(["epoch", *keys])
     for index, epoch in enumerate(data["epochs"]):
-        writer.writerow([epoch, *[_cell(data["series"][key][index]) for key in keys]])
+        # 1-based, like the run page's epoch table and the history plot.
+        writer.writerow([epoch + 1, *[_cell(data["series"][key][index]) for key in keys]])
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-history.csv"'
     return response
