@@ -142,6 +142,9 @@ def test_failed_mutations_are_persisted_shown_and_do_not_stop_the_run(
     html = client_user.get(run.get_absolute_url()).content.decode()
     assert 'id="optimizer-errors"' in html
     assert f"{len(errors)} optimizer steps failed" in html
+    # ... and the status panel says so, so a "Succeeded" that learnt nothing is not misread
+    assert 'class="warning run-optimizer-errors"' in html
+    assert f"{len(errors)} optimizer steps failed and were skipped" in html
 
 
 def test_optimizer_models_default_to_the_programs_and_the_settings(settings):

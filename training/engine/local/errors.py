@@ -54,5 +54,6 @@ def missing_weights(model: str, package: str, detail: str) -> LocalModelError:
 
 
 def unknown_model(model: str, kind: str) -> LocalModelError:
-    """No local model called `model` serves `kind` ('chat' or 'embedding') requests."""
-    return LocalModelError(f"Unknown local {kind} model '{model}'. {local_models_hint()}")
+    """No local model called `model` serves `kind` ('chat', 'embedding' or any) requests."""
+    what = "local model" if kind == "local" else f"local {kind} model"
+    return LocalModelError(f"Unknown {what} '{model}'. {local_models_hint()}")
