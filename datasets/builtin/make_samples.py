@@ -7,12 +7,22 @@ The output is committed; the app never reads ../shared at run time. The demo dat
 (training/engine/datasets/data/gsm8k/train.jsonl), so neither is generated here.
 """
 
+import html
 import json
+import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TWEETEVAL_ROWS = 300
+# TweetEval's text files keep some characters as literal escapes ("don\\u2019t") and HTML
+# entities ("&amp;"), artefacts of how the tweets were collected; users should see the text.
+_LITERAL_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def clean_tweet(text: str) -> str:
+    text = _LITERAL_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), text)
+    return html.unescape(text).strip()
 
 
 def tweeteval(source: Path) -> None:
@@ -29,7 +39,7 @@ def tweeteval(source: Path) -> None:
     out.mkdir(exist_ok=True)
     with open(out / "data.jsonl", "w", encoding="utf-8") as target:
         for text, label in list(zip(texts, labels, strict=True))[:TWEETEVAL_ROWS]:
-            record = {"text": text.strip(), "label": names[label.strip()]}
+            record = {"text": clean_tweet(text), "label": names[label.strip()]}
             target.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

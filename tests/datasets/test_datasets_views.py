@@ -539,3 +539,14 @@ def test_create_demo_dataset_command(alice, bob):
     call_command("create_demo_dataset", "bob", stdout=out)
     call_command("create_demo_dataset", "bob", stdout=out)
     assert Dataset.objects.filter(builtin_key="demo", owner=bob).count() == 1
+
+
+def test_tweeteval_sample_reads_as_text_not_escapes(alice):
+    """The raw TweetEval files keep literal \\u2019 escapes and &amp; entities; ours don't."""
+    dataset = services.import_builtin(alice, "tweeteval_sentiment")
+    inputs, _ = services.get_split(dataset, "train")
+    test_inputs, _ = services.get_split(dataset, "test")
+    texts = [row["text"] for row in inputs + test_inputs]
+    assert len(texts) == 300
+    assert not [t for t in texts if "\\u" in t or "&amp;" in t or "&gt;" in t]
+    assert any("\u2019" in t for t in texts)  # the right single quote, as a character
