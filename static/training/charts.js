@@ -117,6 +117,8 @@
     maintainAspectRatio: false,
     animation: false,
     scales: { y: { suggestedMin: 0, suggestedMax: 1 } },
+    // A 0.000 mean still draws a sliver, so "before: 0" reads as a measured zero, not a gap.
+    datasets: { bar: { minBarLength: 3 } },
     plugins: {
       tooltip: {
         callbacks: {
