@@ -321,8 +321,8 @@ def _describe_run(run) -> str:
 def delete_dataset(dataset: Dataset) -> None:
     """Delete a dataset, its rows and its file; refuse while a run uses it."""
     runs = runs_using(dataset)
-    if runs is not None and runs.exists():
-        count = runs.count()
+    count = runs.count() if runs is not None else 0
+    if count:
         shown = ", ".join(_describe_run(run) for run in runs.order_by("-pk")[:5])
         raise DatasetInUse(
             f"“{dataset.name}” cannot be deleted: {count} run{'s' if count != 1 else ''} "

@@ -200,10 +200,6 @@ class Candidate(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("training:candidate-detail", args=[self.run_id, self.pk])
 
-    def parent(self) -> Candidate | None:
-        parents = self.parents()
-        return parents[0] if parents else None
-
     def parents(self) -> list[Candidate]:
         """The stored parents in ``parent_ids`` order (two for a crossover)."""
         if not self.parent_ids:

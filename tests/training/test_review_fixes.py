@@ -416,3 +416,12 @@ def test_web_side_broadcasts_survive_a_channel_layer_error(
     run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
     run = runs.request_cancel(run)
     assert run.status == Run.CANCELLED
+
+
+def test_resumed_usage_adds_up_every_engine_counter_judge_failures_included():
+    from training.services.usage import merged_usage
+
+    first = {"calls": 3, "judge_failures": 1, "parse_failures": 2, "cost": 0.0}
+    second = {"calls": 4, "judge_failures": 2, "parse_failures": 0, "cost": 0.0}
+    merged = merged_usage(first, second)
+    assert (merged["calls"], merged["judge_failures"], merged["parse_failures"]) == (7, 3, 2)

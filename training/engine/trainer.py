@@ -32,12 +32,9 @@ from training.engine.history import History
 from training.engine.language_model import LanguageModelConfigError, LanguageModelUnreachable
 from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
+from training.engine.optimizers.selection import mean as _mean
 
 logger = logging.getLogger(__name__)
-
-
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / len(values)) if values else 0.0
 
 
 def _as_array(data: Any, name: str) -> np.ndarray:
@@ -94,9 +91,6 @@ class Trainer:
         self.compiled = True
 
     # -- predictions -----------------------------------------------------------------------
-    def _memo_enabled(self) -> bool:
-        return self._memo is not None
-
     def _memo_key(self, item: Any) -> tuple:
         return (
             tuple(variable.hash for variable in self.variables),

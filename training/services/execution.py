@@ -122,8 +122,7 @@ def finish(run_id: int, attempt: int, status: str, **fields: Any) -> None:
         status=status, finished_at=timezone.now(), heartbeat_at=timezone.now(), phase="", **fields
     )
     if updated:
-        run = Run.objects.select_related("program").get(pk=run_id)
-        live.broadcast(run)
+        live.broadcast_run(run_id)
 
 
 def fail_attempt(run_id: int, attempt: int, error: str) -> bool:
@@ -132,7 +131,7 @@ def fail_attempt(run_id: int, attempt: int, error: str) -> bool:
         pk=run_id, attempt=attempt, status__in=[Run.QUEUED, Run.RUNNING]
     ).update(status=Run.FAILED, error=error, finished_at=timezone.now(), phase="")
     if updated:
-        live.broadcast(Run.objects.select_related("program").get(pk=run_id))
+        live.broadcast_run(run_id)
     return bool(updated)
 
 

@@ -130,6 +130,11 @@ def message(html: str) -> dict[str, Any]:
     return {"type": MESSAGE_TYPE, "html": html, "sent": time.time()}
 
 
+def broadcast_run(run_id: int, parts: tuple[str, ...] | list[str] = ALL_PARTS) -> None:
+    """Re-read a run whose row was just updated by a filtered ``update()``, and broadcast it."""
+    broadcast(Run.objects.select_related("program").get(pk=run_id), parts)
+
+
 def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra: Any) -> None:
     """Render ``parts`` and send them to the run's group (sync callers: web process, reaper).
 

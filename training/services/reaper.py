@@ -48,7 +48,7 @@ def mark_worker_lost(run_id: int, detail: str, attempt: int | None = None) -> bo
         try:
             from training.services import live
 
-            live.broadcast(Run.objects.select_related("program").get(pk=run_id))
+            live.broadcast_run(run_id)
         except Exception:  # the page still shows it on reload; never fail the reaper on this
             logger.exception("run %s: could not broadcast the worker-lost status", run_id)
     return bool(changed)

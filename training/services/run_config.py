@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 import training.engine as synalinks
+from training.engine.optimizers import omega as omega_module
 from training.services.lm import (
     ModelStringError,
     check_provider,
@@ -26,7 +27,9 @@ from training.services.lm import (
 REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
 METRICS = ("F1Score", "Precision", "Recall")
 OPTIMIZERS = ("RandomFewShot", "OMEGA")
-OMEGA_ALGORITHMS = ("dns", "ga")
+OMEGA_ALGORITHMS = omega_module.ALGORITHMS
+# The engine's selection choices (omega_module.SELECTIONS) in the order the form lists them:
+# the guide's default first.
 OMEGA_SELECTIONS = ("softmax", "best", "random")
 
 # Defaults of every parameter, as the training guide documents them.
@@ -253,12 +256,7 @@ def _optimizer_params(name: str, data: dict, errors: dict) -> dict[str, Any]:
         if params["nb_candidates"] < 1:
             errors["rfs_nb_candidates"] = "must be at least 1"
         return params
-    for key in (
-        "mutation_temperature",
-        "crossover_temperature",
-        "selection_temperature",
-        "sampling_temperature",
-    ):
+    for key in omega_module.TEMPERATURES:
         if params[key] <= 0:
             errors["omega_" + key] = (
                 f"must be greater than 0 (the guide's default is 0.3), got {params[key]}"
@@ -313,13 +311,10 @@ def build_optimizer(config: dict[str, Any]) -> Any:
     params = dict(spec["params"])
     if spec["name"] == "RandomFewShot":
         return synalinks.optimizers.RandomFewShot(seed=config.get("seed"), **params)
-    omega = getattr(synalinks.optimizers, "OMEGA", None)
-    if omega is None:
-        raise ValueError("OMEGA is not available in this installation of the engine yet")
     params["language_model"] = make_language_model(params["language_model"] or config["model"])
     embedding = params["embedding_model"]
     if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for
         embedding = settings.TRAINBOARD_EMBEDDING_MODEL
     params["embedding_model"] = make_embedding_model(embedding) if embedding else None
     params["instructions"] = params["instructions"] or None
-    return omega(seed=config.get("seed"), **params)
+    return synalinks.optimizers.OMEGA(seed=config.get("seed"), **params)

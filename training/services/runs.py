@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from training.models import Program, Run
 from training.services import live
+from training.services.run_config import OPTIMIZERS
 
 
 def enqueue(run: Run) -> None:
@@ -99,7 +100,7 @@ def runs_for(user, params: dict[str, str]) -> tuple[list[Run], dict[str, str]]:
         runs = runs.filter(status=status)
         applied["status"] = status
     optimizer = params.get("optimizer", "")
-    if optimizer in ("RandomFewShot", "OMEGA"):
+    if optimizer in OPTIMIZERS:
         runs = runs.filter(config__optimizer__name=optimizer)
         applied["optimizer"] = optimizer
     for key in ("program", "dataset"):

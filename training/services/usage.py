@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from training.engine.usage import Usage
+
+# Every numeric counter of the engine's Usage (so a new one is summed too), plus total_tokens.
 SUMMED = (
-    "calls",
-    "embedding_calls",
-    "prompt_tokens",
-    "completion_tokens",
+    *(
+        f.name
+        for f in dataclasses.fields(Usage)
+        if f.type in ("int", "float", int, float) and f.name != "cost"
+    ),
     "total_tokens",
-    "latency",
-    "failures",
-    "cache_hits",
-    "memo_hits",
 )
 
 

@@ -66,6 +66,11 @@ def _is_async_callable(function: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+def _embedding_key(value: Any) -> str:
+    """The embedding cache's key for a candidate value (its canonical JSON's digest)."""
+    return hashlib.sha1(canonical(value).encode()).hexdigest()
+
+
 @register_synalinks_serializable(package="synalinks")
 class OMEGA(Optimizer):
     """``OMEGA(language_model=lm, embedding_model=em, ...)`` — every parameter of the guide."""
@@ -304,7 +309,7 @@ class OMEGA(Optimizer):
     def _prune_embeddings(self) -> None:
         """Forget the vectors of dropped candidates (the cache stays population-sized)."""
         alive = {
-            hashlib.sha1(canonical(c["value"]).encode()).hexdigest()
+            _embedding_key(c["value"])
             for variable in self.trainable_variables
             for c in self.population(variable)
         }
@@ -350,7 +355,7 @@ class OMEGA(Optimizer):
 
     async def embed(self, values: list[dict[str, Any]]) -> np.ndarray:
         """One vector per value; each distinct value is embedded once for the whole fit."""
-        keys = [hashlib.sha1(canonical(v).encode()).hexdigest() for v in values]
+        keys = [_embedding_key(v) for v in values]
         missing: dict[str, str] = {}
         for key, value in zip(keys, values, strict=True):
             if key not in self._embeddings and key not in missing:
@@ -390,20 +395,13 @@ class OMEGA(Optimizer):
         return distances
 
     # -- few-shot examples -----------------------------------------------------------------
-    def collect_examples(self, x, y, y_pred, rewards, traces) -> None:
-        """As the base (ground truth, or full-reward traces), and remember how hard each input
-        was (1 − the reward the program earned on it) to weigh the sampling."""
-        super().collect_examples(x, y, y_pred, rewards, traces)
-        if self.program is None:
-            return
-        for index, reward in enumerate(rewards):
-            difficulty = 1.0 - float(reward if reward is not None else 0.0)
-            trace = traces[index] if traces else []
-            for module, example in self.program.ground_truth_examples(x[index], y[index], trace):
-                self._weigh(f"{module}/state", example["inputs"], difficulty)
-            if reward is not None and reward >= 1.0 and y_pred[index] is not None:
-                for step in trace:
-                    self._weigh(f"{step['module']}/state", step["inputs"], 0.0)
+    def _add_example(
+        self, variable_name: str, example: dict[str, Any], difficulty: float = 0.0
+    ) -> None:
+        """As the base, and remember how hard each input was (1 − the reward the program
+        earned on it) to weigh the sampling."""
+        super()._add_example(variable_name, example, difficulty)
+        self._weigh(variable_name, example["inputs"], difficulty)
 
     def _weigh(self, variable_name: str, inputs: Any, difficulty: float) -> None:
         weights = self.example_weights.setdefault(variable_name, {})

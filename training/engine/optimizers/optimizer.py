@@ -211,19 +211,24 @@ class Optimizer:
         if self.program is None:
             return
         for index, reward in enumerate(rewards):
+            # How hard the input was for the program (subclasses may weigh sampling by it).
+            difficulty = 1.0 - float(reward if reward is not None else 0.0)
             trace = traces[index] if traces else []
             for example_module, example in self.program.ground_truth_examples(
                 x[index], y[index], trace
             ):
-                self._add_example(f"{example_module}/state", example)
+                self._add_example(f"{example_module}/state", example, difficulty)
             if reward is not None and reward >= 1.0 and y_pred[index] is not None:
                 for step in trace:
                     self._add_example(
                         f"{step['module']}/state",
                         {"inputs": step["inputs"], "outputs": step["outputs"]},
+                        0.0,
                     )
 
-    def _add_example(self, variable_name: str, example: dict[str, Any]) -> None:
+    def _add_example(
+        self, variable_name: str, example: dict[str, Any], difficulty: float = 0.0
+    ) -> None:
         pool = self.example_pool.setdefault(variable_name, [])
         if not any(existing["inputs"] == example["inputs"] for existing in pool):
             pool.append(copy.deepcopy(example))
