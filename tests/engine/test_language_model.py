@@ -133,11 +133,12 @@ async def test_semaphore_limits_concurrency():
 
 
 def test_schema_in_prompt_when_provider_lacks_response_format():
-    from training.engine.language_model import _with_schema_in_prompt
+    from training.engine.output_format import output_note, with_output_note
 
     lm = synalinks.LanguageModel(model="ollama/llama3")
     assert lm.supports_response_schema() is False
-    messages = _with_schema_in_prompt([{"role": "system", "content": "S"}], Answer.get_schema())
+    note = output_note(Answer.get_schema(), with_schema=not lm.supports_response_schema())
+    messages = with_output_note([{"role": "system", "content": "S"}], note)
     assert messages[0]["content"].startswith("S") and '"answer"' in messages[0]["content"]
 
 

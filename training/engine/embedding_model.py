@@ -3,25 +3,41 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from training.engine import usage as usage_mod
-from training.engine.language_model import (
-    LanguageModelError,
-    _call_error,
-    _is_transient,
-    _semaphore,
-    _short,
-    get_litellm,
-    load_local_provider,
-)
+from training.engine.errors import short_message
+from training.engine.litellm_loader import get_litellm, load_local_provider
+from training.engine.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
 
 
 @register_synalinks_serializable(package="synalinks")
 class EmbeddingModel:
-    """``await em(["text", ...]) -> [[float, ...], ...]``, batched ``batch_size`` texts a request."""
+    """Text embeddings through litellm, batched ``batch_size`` texts a request.
+
+    Shares the language model's retry rules (:mod:`training.engine.errors`) and per-model
+    concurrency limit (:mod:`training.engine.retry`); usage is recorded as ``embedding_calls``.
+
+    Args:
+        model: ``"provider/name"`` as litellm knows it, or ``"local/minilm"`` (offline).
+        api_base: the endpoint, when not the provider's default.
+        batch_size: texts per request.
+        max_concurrency: requests in flight at once for this model.
+        retries: further attempts after a transient error.
+        backoff: seconds before the first retry; doubles after each.
+
+    Returns:
+        Calling it, ``await em(["text", ...])`` returns one vector (list of floats) per text;
+        ``await em("text")`` returns a list holding one vector.
+
+    Example:
+
+    ```python
+    embedding_model = synalinks.EmbeddingModel(model="ollama/mxbai-embed-large")
+    vectors = await embedding_model(["first text", "second text"])
+    ```
+    """
 
     def __init__(
         self,
@@ -79,39 +95,40 @@ class EmbeddingModel:
         return await self(texts)
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        sem = _semaphore(("embedding", self.model, self.api_base), self.max_concurrency)
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            async with sem:
-                started = time.perf_counter()
-                try:
-                    vectors, tokens, cost = await self._raw_embed(texts)
-                except Exception as exc:
-                    usage_mod.record(
-                        usage_mod.UsageRecord(
-                            model=self.model,
-                            kind="embedding",
-                            failed=True,
-                            latency=time.perf_counter() - started,
-                            error=_short(exc),
-                        )
-                    )
-                    if not _is_transient(exc) or attempt == self.retries:
-                        raise _call_error(self._describe(), exc, attempt + 1) from exc
-                else:
-                    usage_mod.record(
-                        usage_mod.UsageRecord(
-                            model=self.model,
-                            kind="embedding",
-                            prompt_tokens=tokens,
-                            cost=cost,
-                            latency=time.perf_counter() - started,
-                        )
-                    )
-                    return vectors
-            await asyncio.sleep(delay)
-            delay *= 2
-        raise LanguageModelError(f"{self._describe()} failed")  # pragma: no cover
+        def succeeded(result: tuple, latency: float) -> None:
+            _, tokens, cost = result
+            usage_mod.record(
+                usage_mod.UsageRecord(
+                    model=self.model,
+                    kind="embedding",
+                    prompt_tokens=tokens,
+                    cost=cost,
+                    latency=latency,
+                )
+            )
+
+        def failed(exc: BaseException, latency: float) -> None:
+            usage_mod.record(
+                usage_mod.UsageRecord(
+                    model=self.model,
+                    kind="embedding",
+                    failed=True,
+                    latency=latency,
+                    error=short_message(exc),
+                )
+            )
+
+        vectors, _, _ = await call_with_retries(
+            lambda: self._raw_embed(texts),
+            where=self._describe(),
+            semaphore_key=("embedding", self.model, self.api_base),
+            max_concurrency=self.max_concurrency,
+            retries=self.retries,
+            backoff=self.backoff,
+            on_success=succeeded,
+            on_failure=failed,
+        )
+        return vectors
 
     async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
         litellm = get_litellm()

@@ -1,7 +1,7 @@
 """LanguageModel: structured JSON generation over ``litellm.acompletion``.
 
 One object per model configuration. Each call:
-1. waits on a per-model asyncio semaphore (``max_concurrency``);
+1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.retry`);
 2. answers from the opt-in response cache when the call is deterministic (temperature 0);
 3. asks for structured output — ``response_format`` json_schema when litellm says the provider
    supports it, otherwise the (compact) schema is spelled out in the prompt; either way the
@@ -9,7 +9,7 @@ One object per model configuration. Each call:
 4. retries transient errors (timeouts, 429, 5xx, connection) with exponential backoff, and
    never retries requests that cannot succeed (400 bad request, 401/403 authentication, 404
    unknown model, context window exceeded, unknown provider): those fail at once with a
-   message saying what to fix;
+   message saying what to fix (the rules and error types: :mod:`training.engine.errors`);
 5. parses forgivingly and validates strictly; a deterministic call whose output does not parse
    is retried at a small temperature (never identically), then counted as failed;
 6. records usage (tokens, cost when litellm knows it, latency) into ``usage``.
@@ -17,11 +17,6 @@ One object per model configuration. Each call:
 
 from __future__ import annotations
 
-import asyncio
-import random
-import threading
-import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,42 +24,28 @@ import pydantic
 
 from training.engine import usage as usage_mod
 from training.engine.cache import ResponseCache, cache_spec, make_cache, request_key
-from training.engine.output_format import output_note, schema_note, with_output_note
+from training.engine.errors import (
+    LanguageModelConfigError,
+    LanguageModelError,
+    LanguageModelUnreachable,
+    short_message,
+)
+from training.engine.litellm_loader import get_litellm, load_local_provider
+from training.engine.output_format import output_note, with_output_note
 from training.engine.parsing import OutputParseError, parse_output
+from training.engine.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
 
-
-class LanguageModelError(RuntimeError):
-    """An LM call failed after its retries (or its output never parsed)."""
-
-
-class LanguageModelUnreachable(LanguageModelError):
-    """The LM endpoint could not be reached at all: training should stop, not count failures."""
-
-
-class LanguageModelConfigError(LanguageModelError):
-    """A request that can never succeed as configured (unknown provider or model, bad API key):
-    not retried, and training stops on it instead of counting every prediction as failed."""
-
-
-_LITELLM_LOCK = threading.Lock()
-_LITELLM_READY = False
-
-
-def get_litellm():
-    """litellm, imported once by the engine with its debug banners off.
-
-    litellm prints a "Give Feedback / Get Help" banner (and a provider list) on every error
-    unless ``suppress_debug_info`` is set; in a training log that is noise on each failure.
-    """
-    global _LITELLM_READY
-    import litellm
-
-    if not _LITELLM_READY:
-        with _LITELLM_LOCK:
-            litellm.suppress_debug_info = True
-            _LITELLM_READY = True
-    return litellm
+#: Re-exported: callers (the trainer, the dashboard's services, tests) long imported these here.
+__all__ = [
+    "LanguageModel",
+    "LanguageModelConfigError",
+    "LanguageModelError",
+    "LanguageModelUnreachable",
+    "RawCompletion",
+    "get_litellm",
+    "load_local_provider",
+]
 
 
 @dataclass
@@ -77,102 +58,41 @@ class RawCompletion:
     cost: float | None = None
 
 
-class _TransientError(Exception):
-    """Raised by fakes to simulate a retryable provider error."""
-
-
-_SEMAPHORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _semaphore(key: tuple, limit: int) -> asyncio.Semaphore:
-    """One semaphore per (model, api_base) per running event loop (semaphores bind to a loop)."""
-    loop = asyncio.get_running_loop()
-    per_loop = _SEMAPHORES.setdefault(loop, {})
-    sem = per_loop.get(key)
-    if sem is None:
-        sem = per_loop[key] = asyncio.Semaphore(limit)
-    return sem
-
-
-#: litellm/openai exception classes (matched by name anywhere in the MRO, so the fakes and the
-#: tests need not import litellm) for requests that fail the same way every time.
-_NON_TRANSIENT_TYPES = {
-    "BadRequestError",
-    "NotFoundError",
-    "ContextWindowExceededError",
-    "AuthenticationError",
-    "PermissionDeniedError",
-    "UnprocessableEntityError",
-    "ContentPolicyViolationError",
-    "UnsupportedParamsError",
-}
-_NON_TRANSIENT_STATUS = {400, 401, 403, 404, 422}
-
-
-def _type_names(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
-
-
-def _is_non_transient(exc: BaseException) -> bool:
-    """Errors that retrying cannot fix: the same request fails the same way."""
-    if _type_names(exc) & _NON_TRANSIENT_TYPES:
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and status in _NON_TRANSIENT_STATUS
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if _is_non_transient(exc):
-        return False
-    if isinstance(exc, _TransientError | asyncio.TimeoutError | TimeoutError | ConnectionError):
-        return True
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and (status == 429 or status >= 500 or status == 408):
-        return True
-    name = type(exc).__name__
-    return name in {
-        "Timeout",
-        "APIConnectionError",
-        "RateLimitError",
-        "ServiceUnavailableError",
-        "InternalServerError",
-        "BadGatewayError",
-        "APIError",
-    }
-
-
-_CONNECTION_TYPES = {"APIConnectionError", "ConnectError", "ConnectTimeout", "ClientConnectorError"}
-_CONNECTION_TEXT = (
-    "connection error",
-    "connection refused",
-    "failed to establish",
-    "name or service not known",
-    "nodename nor servname",
-    "cannot connect",
-)
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    """The endpoint could not be reached (litellm wraps these in several exception types)."""
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 8:
-        if isinstance(current, ConnectionError) or type(current).__name__ in _CONNECTION_TYPES:
-            return True
-        text = str(current).lower()
-        if any(marker in text for marker in _CONNECTION_TEXT):
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False
-
-
 @register_synalinks_serializable(package="synalinks")
 class LanguageModel:
     """A chat model reached through litellm (``provider/name`` model strings).
 
     ``temperature`` defaults to 0 so calls are deterministic: only those are cached and memoised.
-    ``cache``: False (default), True/"disk", "disk:/dir", "memory", or "redis://…".
+
+    Args:
+        model: ``"provider/name"`` as litellm knows it (``"openai/gpt-4o-mini"``,
+            ``"ollama/llama3"``), or an offline ``"local/…"`` model (checked at construction).
+        api_base: the endpoint, when not the provider's default.
+        temperature: sampling temperature (>= 0); 0 makes calls deterministic.
+        max_tokens: upper bound on the completion's tokens (None: the provider's default).
+        max_concurrency: requests in flight at once for this (model, api_base).
+        retries: further attempts after a transient error (timeouts, 429, 5xx).
+        backoff: seconds before the first retry; doubles after each.
+        timeout: seconds one request may take.
+        cache: False (default), True/"disk", "disk:/dir", "memory", or "redis://…".
+        parse_retry_temperature: the temperature of the one retry of a deterministic call
+            whose output did not parse.
+        structured_output: "auto" (ask litellm whether the provider supports
+            ``response_format``), "response_format", or "prompt" (schema in the prompt).
+        seed: passed to providers that honour it.
+
+    Returns:
+        Calling it, ``await lm(messages, DataModelClass)`` returns one validated instance of the
+        data model, or raises :class:`LanguageModelError`.
+
+    Example:
+
+    ```python
+    language_model = synalinks.LanguageModel(model="ollama/mistral")
+    answer = await language_model(
+        [{"role": "user", "content": "What is 2 + 2?"}], data_model=Answer
+    )
+    ```
     """
 
     def __init__(
@@ -328,7 +248,7 @@ class LanguageModel:
             key = self._key(messages, schema, temperature)
             hit = self.cache.get(key)
             if hit is not None and not hit.get("invalid"):
-                usage_mod.record(UsageRecordFactory.hit(self.model))
+                usage_mod.record(usage_mod.UsageRecord(model=self.model, cache_hit=True))
                 return hit["text"]
         raw = await self._complete_with_retries(messages, schema, temperature, context)
         if key is not None:
@@ -345,37 +265,35 @@ class LanguageModel:
     async def _complete_with_retries(
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
     ) -> RawCompletion:
-        sem = _semaphore((self.model, self.api_base), self.max_concurrency)
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            async with sem:
-                started = time.perf_counter()
-                try:
-                    raw = await self._raw_complete(messages, schema, temperature, context)
-                except Exception as exc:
-                    latency = time.perf_counter() - started
-                    usage_mod.record(
-                        usage_mod.UsageRecord(
-                            model=self.model, latency=latency, failed=True, error=_short(exc)
-                        )
-                    )
-                    if not _is_transient(exc) or attempt == self.retries:
-                        raise _call_error(self._describe(), exc, attempt + 1) from exc
-                    last = exc
-                else:
-                    usage_mod.record(
-                        usage_mod.UsageRecord(
-                            model=self.model,
-                            prompt_tokens=raw.prompt_tokens,
-                            completion_tokens=raw.completion_tokens,
-                            cost=raw.cost,
-                            latency=time.perf_counter() - started,
-                        )
-                    )
-                    return raw
-            await asyncio.sleep(delay * (1 + random.random() * 0.1))
-            delay *= 2
-        raise LanguageModelError(f"{self._describe()}: {last}")  # pragma: no cover
+        def succeeded(raw: RawCompletion, latency: float) -> None:
+            usage_mod.record(
+                usage_mod.UsageRecord(
+                    model=self.model,
+                    prompt_tokens=raw.prompt_tokens,
+                    completion_tokens=raw.completion_tokens,
+                    cost=raw.cost,
+                    latency=latency,
+                )
+            )
+
+        def failed(exc: BaseException, latency: float) -> None:
+            usage_mod.record(
+                usage_mod.UsageRecord(
+                    model=self.model, latency=latency, failed=True, error=short_message(exc)
+                )
+            )
+
+        return await call_with_retries(
+            lambda: self._raw_complete(messages, schema, temperature, context),
+            where=self._describe(),
+            semaphore_key=(self.model, self.api_base),
+            max_concurrency=self.max_concurrency,
+            retries=self.retries,
+            backoff=self.backoff,
+            on_success=succeeded,
+            on_failure=failed,
+            jitter=0.1,
+        )
 
     async def _raw_complete(
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
@@ -416,100 +334,6 @@ class LanguageModel:
         )
 
 
-class UsageRecordFactory:
-    @staticmethod
-    def hit(model: str) -> usage_mod.UsageRecord:
-        return usage_mod.UsageRecord(model=model, cache_hit=True)
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().replace("\n", " ")
-    return text[:300] or type(exc).__name__
-
-
 def _schema_name(schema: dict) -> str:
     title = str(schema.get("title") or "output")
     return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in title)[:64] or "output"
-
-
-def _with_schema_in_prompt(messages: list[dict], schema: dict) -> list[dict]:
-    """Append the (compact) output schema to the system message (kept for callers and tests;
-    LanguageModel itself uses :mod:`training.engine.output_format`)."""
-    return with_output_note(messages, schema_note(schema))
-
-
-def load_local_provider(where: str, model: str) -> None:
-    """Register the ``local`` litellm provider and check ``model`` can run here (loads nothing).
-
-    Fails at construction — not on the first call in the middle of a run — with what is missing
-    and the command that installs it, or the list of local models for an unknown name.
-    """
-    get_litellm()
-    try:
-        import training.engine.local as local
-    except ImportError as exc:
-        raise LanguageModelConfigError(
-            f"{where}: the local provider training.engine.local cannot be imported: {exc}"
-        ) from exc
-    try:
-        local.check_available(model)
-    except local.LocalModelError as exc:
-        raise LanguageModelConfigError(f"{where}: {exc}") from exc
-
-
-def _local_models_hint() -> str:
-    try:
-        from training.engine.local import local_models_hint
-    except ImportError:  # pragma: no cover - the local package is part of the engine
-        return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
-    return local_models_hint()
-
-
-def _long(exc: BaseException, limit: int = 600) -> str:
-    text = " ".join(str(exc).split())
-    return text[:limit] or type(exc).__name__
-
-
-def _call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelError:
-    """The error a failed provider request becomes: what went wrong, where, and what to do.
-
-    Unknown provider / model and authentication errors are :class:`LanguageModelConfigError`
-    (nothing will work until the configuration changes); an unreachable endpoint is
-    :class:`LanguageModelUnreachable`; anything else is a :class:`LanguageModelError` for this
-    one request (e.g. a prompt longer than the context window).
-    """
-    kind = type(exc).__name__
-    names = _type_names(exc)
-    status = getattr(exc, "status_code", None)
-    text = str(exc)
-    if "LLM Provider NOT provided" in text:
-        return LanguageModelConfigError(
-            f"{where}: litellm does not know this model's provider ({kind}, not retried). "
-            f"litellm says: {_long(exc)} -- {_local_models_hint()}"
-        )
-    if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):
-        return LanguageModelConfigError(
-            f"{where}: the provider refused the credentials ({kind}, not retried). Set the "
-            f"provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY). "
-            f"Provider said: {_long(exc, 300)}"
-        )
-    if "NotFoundError" in names or status == 404:
-        return LanguageModelConfigError(
-            f"{where}: model not found ({kind}, not retried): {_long(exc)} -- "
-            f"{_local_models_hint()}"
-        )
-    if "ContextWindowExceededError" in names:
-        return LanguageModelError(
-            f"{where}: the prompt does not fit the model's context window ({kind}, not "
-            "retried); use fewer or shorter few-shot examples, shorter instructions or shorter "
-            f"inputs: {_long(exc, 300)}"
-        )
-    if _is_non_transient(exc):
-        return LanguageModelError(
-            f"{where}: the provider rejected the request ({kind}, not retried): {_long(exc)}"
-        )
-    if _is_connection_error(exc):
-        return LanguageModelUnreachable(
-            f"Language model unreachable: {where} ({kind}: {_short(exc)})"
-        )
-    return LanguageModelError(f"{where} failed after {attempts} attempt(s): {kind}: {_short(exc)}")

@@ -18,7 +18,7 @@ import pydantic
 from pydantic import Field
 
 from training.engine.data_model import DataModel
-from training.engine.language_model import (
+from training.engine.errors import (
     LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,

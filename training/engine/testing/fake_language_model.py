@@ -17,7 +17,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.engine.language_model import LanguageModel, RawCompletion, _TransientError
+from training.engine.errors import TransientError
+from training.engine.language_model import LanguageModel, RawCompletion
 from training.engine.saving import (
     UnknownObjectError,
     get_registered_name,
@@ -124,7 +125,7 @@ class FakeLanguageModel(LanguageModel):
             await asyncio.sleep(self.latency)
         if self.failure_rate > 0 and self._rng.random() < self.failure_rate:
             if self.failure == "error":
-                raise _TransientError(f"{self.model}: simulated transient failure (HTTP 503)")
+                raise TransientError(f"{self.model}: simulated transient failure (HTTP 503)")
             if self.failure == "unreachable":
                 raise ConnectionError(f"{self.model}: simulated connection refused")
             if self.failure == "fatal":

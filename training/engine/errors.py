@@ -1,0 +1,204 @@
+"""Errors of LM and embedding calls, and the rules that say which ones are worth retrying.
+
+One home for what a failed provider request means, shared by :class:`LanguageModel` and
+:class:`EmbeddingModel`:
+
+- timeouts, 408, 429, 5xx and connection errors are *transient*: retried with backoff
+  (:mod:`training.engine.retry`);
+- 400/401/403/404/422, context-window and unknown-provider errors are *non-transient*: the same
+  request fails the same way every time, so it fails at once with a message saying what to fix;
+- :func:`call_error` turns the last provider exception into the engine's error types, which the
+  trainer tells apart: a :class:`LanguageModelError` is one counted failed prediction, a
+  :class:`LanguageModelUnreachable` or :class:`LanguageModelConfigError` stops ``fit``.
+
+Exception classes are matched by name anywhere in the MRO, so neither the test fakes nor the
+tests need to import litellm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class LanguageModelError(RuntimeError):
+    """An LM call failed after its retries (or its output never parsed).
+
+    During ``fit`` / ``evaluate`` / ``predict`` the prediction becomes ``None`` and is counted
+    in ``program.failed_predictions``; the batch goes on.
+
+    Example:
+
+    ```python
+    try:
+        answer = await language_model(messages, Answer)
+    except synalinks.LanguageModelError as exc:
+        print(f"no answer: {exc}")
+    ```
+    """
+
+
+class LanguageModelUnreachable(LanguageModelError):
+    """The LM endpoint could not be reached at all: training should stop, not count failures."""
+
+
+class LanguageModelConfigError(LanguageModelError):
+    """A request that can never succeed as configured (unknown provider or model, bad API key):
+    not retried, and training stops on it instead of counting every prediction as failed."""
+
+
+class TransientError(Exception):
+    """Raised by the testing fakes to simulate a retryable provider error."""
+
+
+#: litellm/openai exception classes for requests that fail the same way every time.
+NON_TRANSIENT_TYPES = frozenset(
+    {
+        "BadRequestError",
+        "NotFoundError",
+        "ContextWindowExceededError",
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "UnprocessableEntityError",
+        "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+    }
+)
+NON_TRANSIENT_STATUS = frozenset({400, 401, 403, 404, 422})
+
+#: Exception class names (litellm, openai, httpx) of errors a retry may fix.
+TRANSIENT_TYPES = frozenset(
+    {
+        "Timeout",
+        "APIConnectionError",
+        "RateLimitError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "BadGatewayError",
+        "APIError",
+    }
+)
+
+_CONNECTION_TYPES = frozenset(
+    {"APIConnectionError", "ConnectError", "ConnectTimeout", "ClientConnectorError"}
+)
+_CONNECTION_TEXT = (
+    "connection error",
+    "connection refused",
+    "failed to establish",
+    "name or service not known",
+    "nodename nor servname",
+    "cannot connect",
+)
+
+
+def _type_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def is_non_transient(exc: BaseException) -> bool:
+    """Errors that retrying cannot fix: the same request fails the same way."""
+    if _type_names(exc) & NON_TRANSIENT_TYPES:
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and status in NON_TRANSIENT_STATUS
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth another attempt after a backoff: timeouts, 408, 429, 5xx, connections."""
+    if is_non_transient(exc):
+        return False
+    if isinstance(exc, TransientError | asyncio.TimeoutError | TimeoutError | ConnectionError):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500 or status == 408):
+        return True
+    return type(exc).__name__ in TRANSIENT_TYPES
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """The endpoint could not be reached (litellm wraps these in several exception types)."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 8:
+        if isinstance(current, ConnectionError) or type(current).__name__ in _CONNECTION_TYPES:
+            return True
+        text = str(current).lower()
+        if any(marker in text for marker in _CONNECTION_TEXT):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
+
+
+def short_message(exc: BaseException) -> str:
+    """One line, at most 300 characters (what usage records and short errors carry)."""
+    text = str(exc).strip().replace("\n", " ")
+    return text[:300] or type(exc).__name__
+
+
+def _long(exc: BaseException, limit: int = 600) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit] or type(exc).__name__
+
+
+def _local_models_hint() -> str:
+    try:
+        from training.engine.local import local_models_hint
+    except ImportError:  # pragma: no cover - the local package is part of the engine
+        return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
+    return local_models_hint()
+
+
+def call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelError:
+    """The error a failed provider request becomes: what went wrong, where, and what to do.
+
+    Unknown provider / model and authentication errors are :class:`LanguageModelConfigError`
+    (nothing will work until the configuration changes); an unreachable endpoint is
+    :class:`LanguageModelUnreachable`; anything else is a :class:`LanguageModelError` for this
+    one request (e.g. a prompt longer than the context window).
+
+    Args:
+        where: who failed, e.g. ``"model 'openai/gpt-4o-mini' at api_base '…'"``.
+        exc: the provider's last exception.
+        attempts: how many requests were made.
+
+    Returns:
+        The :class:`LanguageModelError` (or subclass) to raise ``from exc``.
+    """
+    kind = type(exc).__name__
+    names = _type_names(exc)
+    status = getattr(exc, "status_code", None)
+    text = str(exc)
+    if "LLM Provider NOT provided" in text:
+        return LanguageModelConfigError(
+            f"{where}: litellm does not know this model's provider ({kind}, not retried). "
+            f"litellm says: {_long(exc)} -- {_local_models_hint()}"
+        )
+    if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):
+        return LanguageModelConfigError(
+            f"{where}: the provider refused the credentials ({kind}, not retried). Set the "
+            f"provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY). "
+            f"Provider said: {_long(exc, 300)}"
+        )
+    if "NotFoundError" in names or status == 404:
+        return LanguageModelConfigError(
+            f"{where}: model not found ({kind}, not retried): {_long(exc)} -- "
+            f"{_local_models_hint()}"
+        )
+    if "ContextWindowExceededError" in names:
+        return LanguageModelError(
+            f"{where}: the prompt does not fit the model's context window ({kind}, not "
+            "retried); use fewer or shorter few-shot examples, shorter instructions or shorter "
+            f"inputs: {_long(exc, 300)}"
+        )
+    if is_non_transient(exc):
+        return LanguageModelError(
+            f"{where}: the provider rejected the request ({kind}, not retried): {_long(exc)}"
+        )
+    if is_connection_error(exc):
+        return LanguageModelUnreachable(
+            f"Language model unreachable: {where} ({kind}: {short_message(exc)})"
+        )
+    return LanguageModelError(
+        f"{where} failed after {attempts} attempt(s): {kind}: {short_message(exc)}"
+    )

@@ -1,0 +1,55 @@
+"""Loading litellm (once, quietly) and the engine's offline ``local`` provider."""
+
+from __future__ import annotations
+
+import threading
+
+from training.engine.errors import LanguageModelConfigError
+
+_LITELLM_LOCK = threading.Lock()
+_LITELLM_READY = False
+
+
+def get_litellm():
+    """litellm, imported once by the engine with its debug banners off.
+
+    litellm prints a "Give Feedback / Get Help" banner (and a provider list) on every error
+    unless ``suppress_debug_info`` is set; in a training log that is noise on each failure.
+
+    Returns:
+        The ``litellm`` module.
+    """
+    global _LITELLM_READY
+    import litellm
+
+    if not _LITELLM_READY:
+        with _LITELLM_LOCK:
+            litellm.suppress_debug_info = True
+            _LITELLM_READY = True
+    return litellm
+
+
+def load_local_provider(where: str, model: str) -> None:
+    """Register the ``local`` litellm provider and check ``model`` can run here (loads nothing).
+
+    Fails at construction — not on the first call in the middle of a run — with what is missing
+    and the command that installs it, or the list of local models for an unknown name.
+
+    Args:
+        where: names the caller in the error, e.g. ``"LanguageModel('local/smollm2')"``.
+        model: the ``local/…`` model string.
+
+    Raises:
+        LanguageModelConfigError: the model is unknown or cannot run on this machine.
+    """
+    get_litellm()
+    try:
+        import training.engine.local as local
+    except ImportError as exc:
+        raise LanguageModelConfigError(
+            f"{where}: the local provider training.engine.local cannot be imported: {exc}"
+        ) from exc
+    try:
+        local.check_available(model)
+    except local.LocalModelError as exc:
+        raise LanguageModelConfigError(f"{where}: {exc}") from exc
