@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from training.engine.data_adapter import as_object_array
 from training.engine.data_model import DataModel, data_model_from_schema, schema_signature
 from training.engine.modules.module import Module, SchemaMismatchError, field_list
 from training.engine.saving import (
@@ -25,7 +26,7 @@ from training.engine.saving import (
     write_json,
 )
 from training.engine.symbolic import Input, Node, SymbolicDataModel
-from training.engine.trainer import Trainer, _as_array
+from training.engine.trainer import Trainer
 from training.engine.variables import Variable, VariableError
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ class Program(Trainer, Module):
 
     def prepare_inputs(self, x: Any, name: str = "x") -> list:
         if len(self.inputs) == 1:
-            array = _as_array(x, name)
+            array = as_object_array(x, name)
             expected = self.inputs[0].data_model
             return [self._coerce(item, expected, f"{name}[{i}]") for i, item in enumerate(array)]
         if not isinstance(x, list | tuple) or len(x) != len(self.inputs):
@@ -205,7 +206,7 @@ class Program(Trainer, Module):
         columns = [
             [
                 self._coerce(item, symbol.data_model, f"{name}[{k}][{i}]")
-                for i, item in enumerate(_as_array(col, name))
+                for i, item in enumerate(as_object_array(col, name))
             ]
             for k, (col, symbol) in enumerate(zip(x, self.inputs, strict=True))
         ]
@@ -214,7 +215,7 @@ class Program(Trainer, Module):
         return [list(row) for row in zip(*columns, strict=True)]
 
     def prepare_targets(self, y: Any, count: int, name: str = "y") -> list:
-        array = _as_array(y, name)
+        array = as_object_array(y, name)
         if len(array) != count:
             raise InputMismatchError(f"{name} has {len(array)} items but x has {count}")
         for index, item in enumerate(array):

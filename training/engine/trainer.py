@@ -22,34 +22,28 @@ import json
 import logging
 import math
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
 from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
+from training.engine.callbacks.training_events import TrainingEvents
+from training.engine.data_adapter import (
+    FitData,
+    as_object_array,
+    check_fit_arguments,
+    prepare_fit_data,
+)
+from training.engine.epoch_iterator import EpochIterator
+from training.engine.errors import LanguageModelConfigError, LanguageModelUnreachable
 from training.engine.history import History
-from training.engine.language_model import LanguageModelConfigError, LanguageModelUnreachable
 from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 from training.engine.optimizers.selection import mean as _mean
 
 logger = logging.getLogger(__name__)
-
-
-def _as_array(data: Any, name: str) -> np.ndarray:
-    if data is None:
-        raise ValueError(f"{name} is required")
-    if isinstance(data, np.ndarray):
-        return data
-    if isinstance(data, list | tuple):
-        array = np.empty(len(data), dtype=object)
-        for index, item in enumerate(data):
-            array[index] = item
-        return array
-    raise TypeError(
-        f"{name} must be a numpy object array (or a list) of DataModels, got {type(data).__name__}"
-    )
 
 
 class Trainer:
@@ -71,6 +65,28 @@ class Trainer:
     def compile(
         self, reward: Any = None, optimizer: Any = None, metrics: list | None = None, **_: Any
     ) -> None:
+        """Set what training maximises, how, and what else to report.
+
+        Args:
+            reward: a :class:`~training.engine.rewards.Reward` (or an async
+                ``(y_true, y_pred) -> float``); ``evaluate`` and ``fit`` need one.
+            optimizer: an :class:`~training.engine.optimizers.Optimizer`; ``None`` (or the
+                guide's ``...`` placeholder) means ``RandomFewShot()``.
+            metrics: :class:`~training.engine.metrics.Metric` objects reported beside the reward.
+
+        Returns:
+            None; the program is compiled in place (``program.compiled``).
+
+        Example:
+
+        ```python
+        program.compile(
+            reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+            optimizer=synalinks.optimizers.RandomFewShot(),
+            metrics=[synalinks.metrics.F1Score(in_mask=["answer"])],
+        )
+        ```
+        """
         if reward is Ellipsis:
             reward = None
         if reward is not None and not callable(reward):
@@ -149,7 +165,28 @@ class Trainer:
     async def predict(
         self, x: Any, batch_size: int = 32, callbacks: list | None = None, verbose: int = 0
     ) -> np.ndarray:
-        """Numpy object array of output DataModels (``None`` where a prediction failed)."""
+        """Run the program on every input, ``batch_size`` predictions at a time, concurrently.
+
+        A prediction that fails (LM error after retries, output that never parses) becomes
+        ``None`` and is counted in ``program.last_failures``; an unreachable LM or a
+        configuration error stops with that error.
+
+        Args:
+            x: numpy object array (or list) of input DataModels.
+            batch_size: predictions run concurrently.
+            callbacks: :class:`~training.engine.callbacks.Callback` objects
+                (``on_predict_begin`` / ``on_predict_end``).
+            verbose: 1 adds a progress bar.
+
+        Returns:
+            A numpy object array of output DataModels (``None`` where a prediction failed).
+
+        Example:
+
+        ```python
+        y_pred = await program.predict(x_test, batch_size=8)
+        ```
+        """
         items = self.prepare_inputs(x, "x")
         callback_list = self._callback_list(callbacks, verbose)
         await callback_list.on_predict_begin()
@@ -163,7 +200,7 @@ class Trainer:
             failures += batch_failures
         self.last_failures = failures
         await callback_list.on_predict_end({"failures": failures})
-        return _as_array(outputs, "predictions")
+        return as_object_array(outputs, "predictions")
 
     @staticmethod
     def _check_batch_size(batch_size: int) -> int:
@@ -285,7 +322,27 @@ class Trainer:
         verbose: int = 0,
         return_dict: bool = True,
     ) -> dict[str, float]:
-        """``{"reward": mean reward, "<metric>": value, ...}`` over (x, y)."""
+        """Score the program on (x, y) with the compiled reward and metrics.
+
+        Args:
+            x: numpy object array (or list) of input DataModels.
+            y: numpy object array (or list) of target DataModels.
+            batch_size: predictions run (and scored) together.
+            callbacks: :class:`~training.engine.callbacks.Callback` objects
+                (``on_test_begin`` / ``on_test_batch_end`` / ``on_test_end``).
+            verbose: 1 adds a progress bar.
+            return_dict: kept for Keras compatibility; the result is always a dict.
+
+        Returns:
+            ``{"reward": mean reward, "<metric>": value, ...}``.
+
+        Example:
+
+        ```python
+        metrics = await program.evaluate(x=x_test, y=y_test, batch_size=8)
+        print(metrics["reward"])
+        ```
+        """
         self._require_compiled("evaluate")
         items = self.prepare_inputs(x, "x")
         targets = self.prepare_targets(y, len(items))
@@ -331,49 +388,56 @@ class Trainer:
         seed: int | None = None,
         verbose: int = 0,
     ) -> History:
-        """Train the program's variables; returns a :class:`History` (also ``history.usage``)."""
+        """Train the program's variables (instructions, few-shot examples) with its optimizer.
+
+        Three steps, as in Keras: the data are checked and the validation set is set apart
+        (:func:`~training.engine.data_adapter.prepare_fit_data`); the epoch loop
+        (:meth:`_train_epochs`) runs :meth:`_train_step` on each batch of an
+        :class:`~training.engine.epoch_iterator.EpochIterator`; every moment reaches the
+        callbacks through :class:`~training.engine.callbacks.training_events.TrainingEvents`.
+
+        Args:
+            x: numpy object array (or list) of input DataModels; a list of arrays for a
+                program with several inputs.
+            y: numpy object array (or list) of target DataModels.
+            validation_split: fraction of (x, y), taken from the end, kept for validation.
+            validation_data: ``(x_val, y_val)``; takes precedence over ``validation_split``.
+            epochs: the epoch to stop at (epochs ``initial_epoch`` … ``epochs - 1`` run).
+            batch_size: examples per batch (the optimizer sees one batch at a time).
+            shuffle: shuffle the training examples each epoch (reproducibly, from ``seed``).
+            callbacks: :class:`~training.engine.callbacks.Callback` objects.
+            initial_epoch: the epoch to resume at (0: a fresh fit, candidates are cleared).
+            seed: the seed of shuffles and optimizer sampling (random when None).
+            verbose: 1 adds a progress bar.
+
+        Returns:
+            A :class:`History`: ``history.history`` has one value per epoch for ``reward``,
+            each metric and their ``val_`` forms; ``history.usage`` the LM usage of the fit.
+
+        Example:
+
+        ```python
+        program.compile(reward=synalinks.rewards.ExactMatch(in_mask=["answer"]))
+        history = await program.fit(x=x_train, y=y_train, epochs=2, batch_size=8)
+        print(history.history["reward"])
+        ```
+        """
         self._require_compiled("fit")
         batch_size = self._check_batch_size(batch_size)
-        if not 0.0 <= validation_split < 1.0:
-            raise ValueError(f"validation_split must be in [0, 1), got {validation_split}")
-        if not isinstance(epochs, int) or epochs < 1 or not 0 <= initial_epoch <= epochs:
-            raise ValueError(
-                f"need epochs >= 1 and 0 <= initial_epoch <= epochs (got {epochs}, {initial_epoch})"
-            )
-        items = self.prepare_inputs(x, "x")
-        targets = self.prepare_targets(y, len(items))
-        if validation_data is not None:
-            if not isinstance(validation_data, list | tuple) or len(validation_data) != 2:
-                raise ValueError("validation_data must be a tuple (x_val, y_val)")
-            val_items = self.prepare_inputs(validation_data[0], "validation_data x")
-            val_targets = self.prepare_targets(
-                validation_data[1], len(val_items), "validation_data y"
-            )
-        elif validation_split > 0:
-            cut = len(items) - int(round(len(items) * validation_split))
-            if cut <= 0 or cut >= len(items):
-                raise ValueError(
-                    f"validation_split={validation_split} leaves no training or no validation "
-                    f"data out of {len(items)} examples"
-                )
-            val_items, val_targets = items[cut:], targets[cut:]
-            items, targets = items[:cut], targets[:cut]
-        else:
-            val_items, val_targets = [], []
-        if not items:
-            raise ValueError("fit(): no training data")
+        check_fit_arguments(validation_split, epochs, initial_epoch)
+        data = prepare_fit_data(self, x, y, validation_split, validation_data)
         if seed is None:
             seed = secrets.randbelow(2**31)
-        steps = math.ceil(len(items) / batch_size)
+        iterator = EpochIterator(data.x, data.y, batch_size=batch_size, shuffle=shuffle, seed=seed)
 
         callback_list = self._callback_list(callbacks, verbose)
         history = History()
         history.params = {
             "epochs": epochs,
-            "steps": steps,
+            "steps": iterator.steps,
             "batch_size": batch_size,
-            "samples": len(items),
-            "validation_samples": len(val_items),
+            "samples": len(data.x),
+            "validation_samples": len(data.val_x),
             "seed": seed,
             "shuffle": shuffle,
             "initial_epoch": initial_epoch,
@@ -381,7 +445,26 @@ class Trainer:
         callback_list.set_params(history.params)
         self.history = history
         self.stop_training = False
-        score_items, score_targets = (val_items, val_targets) if val_items else (items, targets)
+        scorer = self._candidate_scorer(*data.scoring_set, batch_size)
+        self.optimizer.attach(self, callback_list, scorer, seed=seed)
+        previous_memo = self._memo
+        if self._deterministic() and self._memo is None:
+            self._memo = {}
+        try:
+            with usage_mod.track() as fit_usage:
+                await self._train_epochs(
+                    iterator, data, TrainingEvents(callback_list), history, epochs, initial_epoch
+                )
+        finally:
+            self._memo = previous_memo
+        history.usage = fit_usage.to_dict()
+        return history
+
+    def _candidate_scorer(
+        self, score_items: list, score_targets: list, batch_size: int
+    ) -> Callable[[dict[str, dict]], Awaitable[float]]:
+        """The optimizer's scorer: the mean reward of the program with some variables set to
+        candidate values, on the validation set (the training set without one)."""
 
         async def scorer(values: dict[str, dict]) -> float:
             saved = self.get_variables()
@@ -399,97 +482,88 @@ class Trainer:
             finally:
                 self.set_variables(saved)
 
-        optimizer = self.optimizer
-        optimizer.attach(self, callback_list, scorer, seed=seed)
-        previous_memo = self._memo
-        if self._deterministic() and self._memo is None:
-            self._memo = {}
+        return scorer
+
+    async def _train_epochs(
+        self,
+        iterator: EpochIterator,
+        data: FitData,
+        events: TrainingEvents,
+        history: History,
+        epochs: int,
+        initial_epoch: int,
+    ) -> None:
+        """The epoch loop: epochs ``initial_epoch`` … ``epochs - 1``, until ``stop_training``."""
+        if initial_epoch == 0:  # a fresh fit: candidates scored on other data don't compete
+            for variable in self.trainable_variables:
+                variable.candidates = []
+        await self.optimizer.on_train_begin(self.trainable_variables)
+        await events.train_begin(epochs, initial_epoch, iterator.steps, iterator.seed)
         logs: dict[str, Any] = {}
-        try:
-            with usage_mod.track() as fit_usage:
-                if initial_epoch == 0:  # a fresh fit: candidates scored on other data don't compete
-                    for variable in self.trainable_variables:
-                        variable.candidates = []
-                await optimizer.on_train_begin(self.trainable_variables)
-                await callback_list.on_train_begin()
-                await callback_list.on_event(
-                    {
-                        "type": "train_begin",
-                        "epochs": epochs,
-                        "initial_epoch": initial_epoch,
-                        "steps": steps,
-                        "seed": seed,
-                    }
+        for epoch in range(initial_epoch, epochs):
+            logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
+            if not completed:
+                break
+            history.append(epoch, logs)
+            await events.epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        await self.optimizer.on_train_end()
+        await events.train_end(logs, stopped=bool(self.stop_training))
+
+    async def _train_epoch(
+        self,
+        epoch: int,
+        epochs: int,
+        iterator: EpochIterator,
+        data: FitData,
+        events: TrainingEvents,
+    ) -> tuple[dict[str, Any], bool]:
+        """One epoch: a train step per batch, the optimizer's epoch end, then validation.
+
+        Returns the logs (of the last batch when ``stop_training`` cut the epoch short) and
+        whether the epoch ran to its end.
+        """
+        await events.epoch_begin(epoch, epochs)
+        await self.optimizer.on_epoch_begin(epoch)
+        self._reset_metrics()
+        rewards: list[float] = []
+        logs: dict[str, Any] = {}
+        for batch, batch_x, batch_y in iterator.batches(epoch):
+            await events.batch_begin(batch)
+            batch_rewards, failures = await self._train_step(batch, batch_x, batch_y)
+            rewards.extend(batch_rewards)
+            logs = {"reward": _mean(rewards), **self._metric_logs()}
+            await events.batch_end(epoch, batch, iterator.steps, logs, failures)
+            if self.stop_training and batch < iterator.steps - 1:
+                return logs, False
+        train_logs = {"reward": _mean(rewards), **self._metric_logs()}
+        await self.optimizer.on_epoch_end(epoch)
+        logs = dict(train_logs)
+        if data.val_x:
+            logs.update(
+                await self._run_evaluation(
+                    data.val_x, data.val_y, iterator.batch_size, None, "val_"
                 )
-                for epoch in range(initial_epoch, epochs):
-                    await callback_list.on_event(
-                        {"type": "epoch_begin", "epoch": epoch, "epochs": epochs}
-                    )
-                    await callback_list.on_epoch_begin(epoch)
-                    await optimizer.on_epoch_begin(epoch)
-                    order = np.arange(len(items))
-                    if shuffle:
-                        order = np.random.default_rng([seed, epoch]).permutation(len(items))
-                    self._reset_metrics()
-                    rewards: list[float] = []
-                    completed = True
-                    for batch in range(steps):
-                        index = order[batch * batch_size : (batch + 1) * batch_size]
-                        batch_x = [items[i] for i in index]
-                        batch_y = [targets[i] for i in index]
-                        await callback_list.on_batch_begin(batch)
-                        await optimizer.on_batch_begin(batch)
-                        outputs, traces, failures = await self._predict_batch(batch_x, collect=True)
-                        batch_rewards = await self._rewards(batch_y, outputs)
-                        await self._update_metrics(batch_y, outputs)
-                        rewards.extend(batch_rewards)
-                        optimizer.batch_traces = traces
-                        await optimizer.on_batch_end(
-                            batch, batch_x, batch_y, outputs, batch_rewards
-                        )
-                        optimizer.batch_traces = None
-                        logs = {"reward": _mean(rewards), **self._metric_logs()}
-                        await callback_list.on_batch_end(batch, logs)
-                        await callback_list.on_event(
-                            {
-                                "type": "batch_end",
-                                "epoch": epoch,
-                                "batch": batch,
-                                "batches": steps,
-                                "logs": dict(logs),
-                                "failures": failures,
-                            }
-                        )
-                        if self.stop_training and batch < steps - 1:
-                            completed = False
-                            break
-                    if not completed:
-                        break
-                    train_logs = {"reward": _mean(rewards), **self._metric_logs()}
-                    await optimizer.on_epoch_end(epoch)
-                    logs = dict(train_logs)
-                    if val_items:
-                        logs.update(
-                            await self._run_evaluation(
-                                val_items, val_targets, batch_size, None, "val_"
-                            )
-                        )
-                    history.append(epoch, logs)
-                    await callback_list.on_epoch_end(epoch, logs)
-                    await callback_list.on_event(
-                        {"type": "epoch_end", "epoch": epoch, "logs": dict(logs)}
-                    )
-                    if self.stop_training:
-                        break
-                await optimizer.on_train_end()
-                await callback_list.on_train_end(logs)
-                await callback_list.on_event(
-                    {"type": "train_end", "logs": dict(logs), "stopped": bool(self.stop_training)}
-                )
-        finally:
-            self._memo = previous_memo
-        history.usage = fit_usage.to_dict()
-        return history
+            )
+        return logs, True
+
+    async def _train_step(
+        self, batch: int, batch_x: list, batch_y: list
+    ) -> tuple[list[float], int]:
+        """Predict a batch (with traces), score it, update the metrics, let the optimizer learn.
+
+        Returns the batch's rewards and how many of its predictions failed.
+        """
+        optimizer = self.optimizer
+        await optimizer.on_batch_begin(batch)
+        outputs, traces, failures = await self._predict_batch(batch_x, collect=True)
+        batch_rewards = await self._rewards(batch_y, outputs)
+        await self._update_metrics(batch_y, outputs)
+        optimizer.batch_traces = traces
+        await optimizer.on_batch_end(batch, batch_x, batch_y, outputs, batch_rewards)
+        optimizer.batch_traces = None
+        return batch_rewards, failures
 
     # -- data checks (implemented by Program) ----------------------------------------------
     def prepare_inputs(self, x: Any, name: str) -> list:  # pragma: no cover

@@ -1,0 +1,111 @@
+"""Turning what ``fit`` / ``evaluate`` / ``predict`` are given into lists the trainer batches.
+
+- :func:`as_object_array`: a numpy object array (or list) of DataModels, checked.
+- :func:`prepare_fit_data`: ``fit``'s x / y checked against the program, and the validation
+  set taken from ``validation_data`` or cut off the end by ``validation_split``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def as_object_array(data: Any, name: str) -> np.ndarray:
+    """``data`` as a numpy object array, one DataModel (or row) per item.
+
+    Args:
+        data: a numpy array, or a list / tuple of items.
+        name: what the caller calls it (``"x"``, ``"validation_data y"``), for errors.
+
+    Returns:
+        A 1-D numpy array (``dtype=object`` when built from a list).
+
+    Raises:
+        ValueError: ``data`` is None.
+        TypeError: ``data`` is neither an array nor a list / tuple.
+    """
+    if data is None:
+        raise ValueError(f"{name} is required")
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, list | tuple):
+        array = np.empty(len(data), dtype=object)
+        for index, item in enumerate(data):
+            array[index] = item
+        return array
+    raise TypeError(
+        f"{name} must be a numpy object array (or a list) of DataModels, got {type(data).__name__}"
+    )
+
+
+@dataclass
+class FitData:
+    """The training and validation examples of one ``fit``, checked against the program."""
+
+    x: list
+    y: list
+    val_x: list
+    val_y: list
+
+    @property
+    def scoring_set(self) -> tuple[list, list]:
+        """What the optimizer scores candidates on: the validation set when there is one."""
+        return (self.val_x, self.val_y) if self.val_x else (self.x, self.y)
+
+
+def check_fit_arguments(validation_split: float, epochs: int, initial_epoch: int) -> None:
+    """Reject a ``validation_split`` outside [0, 1) and impossible epoch numbers."""
+    if not 0.0 <= validation_split < 1.0:
+        raise ValueError(f"validation_split must be in [0, 1), got {validation_split}")
+    if not isinstance(epochs, int) or epochs < 1 or not 0 <= initial_epoch <= epochs:
+        raise ValueError(
+            f"need epochs >= 1 and 0 <= initial_epoch <= epochs (got {epochs}, {initial_epoch})"
+        )
+
+
+def prepare_fit_data(
+    program: Any, x: Any, y: Any, validation_split: float, validation_data: tuple | None
+) -> FitData:
+    """Check ``fit``'s data against ``program`` and set the validation examples apart.
+
+    Args:
+        program: gives ``prepare_inputs(x, name)`` / ``prepare_targets(y, count, name)``.
+        x: the training inputs.
+        y: the training targets.
+        validation_split: the fraction of (x, y), taken from the end, kept for validation
+            (ignored when ``validation_data`` is given).
+        validation_data: ``(x_val, y_val)``, or None.
+
+    Returns:
+        A :class:`FitData`.
+
+    Raises:
+        ValueError: malformed ``validation_data``, a split that leaves either side empty, or no
+            training data.
+    """
+    items = program.prepare_inputs(x, "x")
+    targets = program.prepare_targets(y, len(items))
+    if validation_data is not None:
+        if not isinstance(validation_data, list | tuple) or len(validation_data) != 2:
+            raise ValueError("validation_data must be a tuple (x_val, y_val)")
+        val_items = program.prepare_inputs(validation_data[0], "validation_data x")
+        val_targets = program.prepare_targets(
+            validation_data[1], len(val_items), "validation_data y"
+        )
+    elif validation_split > 0:
+        cut = len(items) - int(round(len(items) * validation_split))
+        if cut <= 0 or cut >= len(items):
+            raise ValueError(
+                f"validation_split={validation_split} leaves no training or no validation "
+                f"data out of {len(items)} examples"
+            )
+        val_items, val_targets = items[cut:], targets[cut:]
+        items, targets = items[:cut], targets[:cut]
+    else:
+        val_items, val_targets = [], []
+    if not items:
+        raise ValueError("fit(): no training data")
+    return FitData(x=items, y=targets, val_x=val_items, val_y=val_targets)
