@@ -6,7 +6,25 @@ from typing import Any
 
 
 class History:
-    """``history.history == {"reward": [...], "val_reward": [...], "<metric>": [...], ...}``."""
+    """What ``fit`` returns: the logs of each epoch, its parameters and its LM usage.
+
+    Attributes: ``history`` (``{"reward": [...], "val_reward": [...], "<metric>": [...],
+    ...}``, one value per epoch), ``epoch`` (the epoch numbers), ``params`` (epochs, steps,
+    batch_size, samples, validation_samples, seed, shuffle, initial_epoch) and ``usage``
+    (``usage.to_dict()`` of the fit).
+
+    Returns:
+        ``to_dict()`` gives the JSON form saved with the program; ``History.from_dict``
+        reads it back.
+
+    Example:
+
+    ```python
+    history = await program.fit(x, y, validation_split=0.2, epochs=3)
+    synalinks.utils.plot_history(history)
+    print(history.history["val_reward"][-1])
+    ```
+    """
 
     def __init__(self) -> None:
         self.history: dict[str, list[float]] = {}

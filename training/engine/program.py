@@ -9,39 +9,27 @@ and modules from registered names: nothing is imported or executed from the file
 
 from __future__ import annotations
 
-import copy
 import json
-import logging
 from typing import Any
 
 from training.engine.data_adapter import as_object_array
-from training.engine.data_model import DataModel, data_model_from_schema, schema_signature
+from training.engine.data_model import DataModel, schema_signature
 from training.engine.modules.module import Module, SchemaMismatchError, field_list
-from training.engine.saving import (
-    UnknownObjectError,
-    deserialize,
-    read_json,
-    register_synalinks_serializable,
-    serialize,
-    write_json,
-)
-from training.engine.symbolic import Input, Node, SymbolicDataModel
+from training.engine.saving import program_saving, register_synalinks_serializable
+from training.engine.symbolic import Node, SymbolicDataModel
 from training.engine.trainer import Trainer
-from training.engine.variables import Variable, VariableError
+from training.engine.utils.summary import program_summary
+from training.engine.variables import Variable, VariableMismatchError
 
-logger = logging.getLogger(__name__)
-
-FORMAT = "synalinks-program"
-VARIABLES_FORMAT = "synalinks-variables"
-VERSION = 1
+#: Re-exported: the saved-document constants and the variables error long lived here.
+FORMAT = program_saving.FORMAT
+VARIABLES_FORMAT = program_saving.VARIABLES_FORMAT
+VERSION = program_saving.VERSION
+__all__ = ["InputMismatchError", "Program", "Sequential", "VariableMismatchError"]
 
 
 class InputMismatchError(ValueError):
     """Data given to a program does not match its input (or target) data model."""
-
-
-class VariableMismatchError(VariableError):
-    """Saved variables do not match the program's variables."""
 
 
 def _as_list(value: Any) -> list:
@@ -52,7 +40,35 @@ def _as_list(value: Any) -> list:
 
 @register_synalinks_serializable(package="synalinks")
 class Program(Trainer, Module):
-    """``Program(inputs=inputs, outputs=outputs, name=None, description=None)``."""
+    """A graph of modules from symbolic inputs to outputs: callable, trainable, savable.
+
+    Built with the functional API: await modules on an ``Input`` to get symbolic outputs, then
+    wrap inputs and outputs. Training (``compile`` / ``fit`` / ``evaluate`` / ``predict``)
+    comes from :class:`~training.engine.trainer.Trainer`; saving from
+    :mod:`training.engine.saving.program_saving`.
+
+    Args:
+        inputs: an ``Input(...)`` symbol, or a list of them.
+        outputs: the symbolic output of an awaited module, or a list of them.
+        name: the program's name (unique module names are required inside it).
+        description: what the program does.
+        trainable: whether ``fit`` may change its variables.
+
+    Returns:
+        Calling it, ``await program(x)`` returns the output DataModel (``None`` when a module
+        upstream produced none).
+
+    Example:
+
+    ```python
+    inputs = synalinks.Input(data_model=Query)
+    outputs = await synalinks.Generator(
+        data_model=Answer, language_model=language_model
+    )(inputs)
+    program = synalinks.Program(inputs=inputs, outputs=outputs, name="qa")
+    answer = await program(Query(query="What is 2 + 2?"))
+    ```
+    """
 
     def __init__(
         self,
@@ -278,134 +294,31 @@ class Program(Trainer, Module):
             by_name[name].assign(value)
 
     def save_variables(self, filepath: str) -> None:
-        write_json(
-            filepath,
-            {
-                "format": VARIABLES_FORMAT,
-                "version": VERSION,
-                "program": self.name,
-                "variables": {variable.name: variable.get_config() for variable in self.variables},
-            },
-        )
+        """Write only the variables (values and candidates) as JSON."""
+        program_saving.save_variables(self, filepath)
 
     def load_variables(self, filepath: str) -> None:
-        data = read_json(filepath)
-        if isinstance(data, dict) and data.get("format") == FORMAT:
-            saved = data.get("variables", {})
-        elif isinstance(data, dict) and data.get("format") == VARIABLES_FORMAT:
-            saved = data.get("variables", {})
-        else:
-            raise VariableMismatchError(f"{filepath} is not a saved program or variables file")
-        self._apply_saved_variables(saved, str(filepath))
+        """Assign the variables saved by ``save_variables`` (or ``save``) in ``filepath``."""
+        program_saving.load_variables(self, filepath)
 
-    def _apply_saved_variables(self, saved: dict[str, dict], source: str) -> None:
-        by_name = {variable.name: variable for variable in self.variables}
-        missing = sorted(set(by_name) - set(saved))
-        unknown = sorted(set(saved) - set(by_name))
-        if missing or unknown:
-            raise VariableMismatchError(
-                f"{source} does not match program {self.name!r}: it has {len(saved)} variable(s), the "
-                f"program {len(by_name)}; missing in file: {missing}; not in program: {unknown}"
-            )
-        for name, config in saved.items():
-            variable = by_name[name]
-            if (
-                variable.schema is not None
-                and config.get("schema") is not None
-                and (schema_signature(variable.schema) != schema_signature(config["schema"]))
-            ):
-                raise VariableMismatchError(
-                    f"{source}: variable {name!r} has a different schema than in program "
-                    f"{self.name!r} (the connected data models differ)"
-                )
-        for name, config in saved.items():
-            try:
-                by_name[name].assign(config.get("value", {}))
-            except VariableError as exc:
-                raise VariableMismatchError(f"{source}: {exc}") from None
-            by_name[name].candidates = copy.deepcopy(config.get("candidates", []))
-
-    # -- saving ----------------------------------------------------------------------------
-    def _graph_config(self) -> dict[str, Any]:
-        names: dict[int, str] = {}
-        used: set[str] = set()
-        inputs = []
-        for index, symbol in enumerate(self.inputs):
-            name = symbol.name if symbol.name not in used else f"input_{index}"
-            used.add(name)
-            names[id(symbol)] = name
-            inputs.append({"name": name, "data_model": symbol.data_model.get_schema()})
-        nodes = []
-        for index, node in enumerate(self._nodes):
-            output_name = f"{node.module.name}:{index}"
-            names[id(node.output)] = output_name
-            nodes.append(
-                {
-                    "module": node.module.name,
-                    "inputs": [names[id(symbol)] for symbol in node.inputs],
-                    "output": output_name,
-                }
-            )
-        return {
-            "inputs": inputs,
-            "modules": [serialize(module) for module in self.modules],
-            "nodes": nodes,
-            "outputs": [names[id(symbol)] for symbol in self.outputs],
-            "single_input": self._single_input,
-            "single_output": self._single_output,
-        }
-
-    def _compile_config(self) -> dict[str, Any] | None:
-        if not self.compiled:
-            return None
-
-        def safe(obj: Any, what: str) -> Any:
-            try:
-                return serialize(obj)
-            except UnknownObjectError as exc:
-                logger.warning("program %r: %s not saved: %s", self.name, what, exc)
-                return None
-
-        optimizer = None
-        if self.optimizer is not None:
-            optimizer = safe(self.optimizer, "optimizer")
-            if optimizer is not None:
-                optimizer["state"] = self.optimizer.get_state()
-        return {
-            "reward": safe(self.reward, "reward"),
-            "metrics": [
-                m for m in (safe(metric, "metric") for metric in self.metrics) if m is not None
-            ],
-            "optimizer": optimizer,
-        }
-
+    # -- saving (training.engine.saving.program_saving) ------------------------------------
     def get_config(self) -> dict[str, Any]:
         """The complete saved document (architecture + variables + compile/optimizer state)."""
-        return {
-            "format": FORMAT,
-            "version": VERSION,
-            "class_name": "synalinks>Program",
-            "name": self.name,
-            "description": self.description,
-            "trainable": self.trainable,
-            "graph": self._graph_config(),
-            "variables": {variable.name: variable.get_config() for variable in self.variables},
-            "compile": self._compile_config(),
-            "history": self.history.to_dict() if self.history is not None else None,
-        }
+        return program_saving.program_config(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.get_config(), indent=indent, ensure_ascii=False)
 
     def save(self, filepath: str) -> None:
         """Write the program as JSON (no pickle)."""
-        write_json(filepath, self.get_config())
+        program_saving.save_program(self, filepath)
 
     @classmethod
     def load(
         cls, filepath: str, custom_objects: dict | None = None, compile: bool = True
     ) -> Program:
-        return cls.from_config(read_json(filepath), custom_objects=custom_objects, compile=compile)
+        """Read a program written by :meth:`save`; nothing in the file is imported or run."""
+        return program_saving.load_program(cls, filepath, custom_objects, compile)
 
     @classmethod
     def from_json(
@@ -417,93 +330,12 @@ class Program(Trainer, Module):
     def from_config(
         cls, config: dict[str, Any], custom_objects: dict | None = None, compile: bool = True
     ) -> Program:
-        if not isinstance(config, dict) or config.get("format") != FORMAT:
-            raise ValueError(
-                "not a saved program (expected a JSON object with format 'synalinks-program')"
-            )
-        if config.get("version", 0) > VERSION:
-            raise ValueError(
-                f"saved program version {config.get('version')} is newer than supported {VERSION}"
-            )
-        graph = config["graph"]
-        modules: dict[str, Module] = {}
-        for module_config in graph["modules"]:
-            module = deserialize(module_config, custom_objects)
-            if not isinstance(module, Module):
-                raise UnknownObjectError(f"{module_config.get('class_name')!r} is not a Module")
-            modules[module.name] = module
-        symbols: dict[str, SymbolicDataModel] = {}
-        inputs = []
-        for spec in graph["inputs"]:
-            symbol = Input(data_model=data_model_from_schema(spec["data_model"]), name=spec["name"])
-            symbols[spec["name"]] = symbol
-            inputs.append(symbol)
-        for node in graph["nodes"]:
-            if node["module"] not in modules:
-                raise ValueError(f"saved graph refers to unknown module {node['module']!r}")
-            args = [symbols[name] for name in node["inputs"]]
-            symbols[node["output"]] = modules[node["module"]].symbolic_call(
-                args[0] if len(args) == 1 else args
-            )
-        outputs = [symbols[name] for name in graph["outputs"]]
-        program = cls(
-            inputs=inputs[0] if graph.get("single_input", True) else inputs,
-            outputs=outputs[0] if graph.get("single_output", True) else outputs,
-            name=config.get("name"),
-            description=config.get("description"),
-            trainable=config.get("trainable", True),
-        )
-        program._apply_saved_variables(
-            config.get("variables", {}), f"program {config.get('name')!r}"
-        )
-        compile_config = config.get("compile")
-        if compile and compile_config:
-            optimizer = None
-            if compile_config.get("optimizer"):
-                optimizer_config = dict(compile_config["optimizer"])
-                state = optimizer_config.pop("state", None)
-                optimizer = deserialize(optimizer_config, custom_objects)
-                if state:
-                    optimizer.set_state(state)
-            program.compile(
-                reward=deserialize(compile_config.get("reward"), custom_objects),
-                optimizer=optimizer,
-                metrics=[deserialize(m, custom_objects) for m in compile_config.get("metrics", [])],
-            )
-        if config.get("history"):
-            from training.engine.history import History
-
-            program.history = History.from_dict(config["history"])
-        return program
+        return program_saving.program_from_config(cls, config, custom_objects, compile)
 
     # -- display ---------------------------------------------------------------------------
     def summary(self, print_fn: Any = print) -> str:
-        lines = [f"Program: {self.name}" + (f" — {self.description}" if self.description else "")]
-        header = f"{'Module (type)':<36}{'Inputs':<28}{'Output':<24}{'Variables':>9}"
-        lines += ["=" * len(header), header, "=" * len(header)]
-        for symbol in self.inputs:
-            lines.append(
-                f"{symbol.name + ' (Input)':<36}{'':<28}{symbol.data_model.__name__:<24}{0:>9}"
-            )
-        for node in self._nodes:
-            ins = ", ".join(s.data_model.__name__ for s in node.inputs)
-            lines.append(
-                f"{node.module.name + ' (' + type(node.module).__name__ + ')':<36}{ins:<28}"
-                f"{node.output.data_model.__name__:<24}{len(node.module.variables):>9}"
-            )
-        lines.append("=" * len(header))
-        trainable = self.trainable_variables
-        lines.append(f"Total variables: {len(self.variables)} (trainable: {len(trainable)})")
-        for variable in trainable:
-            value = variable.value
-            lines.append(
-                f"  {variable.name}: {len(value.get('instructions', '') or '')} chars of instructions, "
-                f"{len(value.get('examples', []))} example(s)"
-            )
-        text = "\n".join(lines)
-        if print_fn is not None:
-            print_fn(text)
-        return text
+        """Print (with ``print_fn``; ``None``: don't) and return the program's summary table."""
+        return program_summary(self, print_fn)
 
 
 class Sequential(Program):

@@ -19,6 +19,10 @@ class VariableError(ValueError):
     """A value does not fit its variable's schema, or variables don't match a saved file."""
 
 
+class VariableMismatchError(VariableError):
+    """Saved (or given) variables do not match the program's variables."""
+
+
 @register_synalinks_serializable(package="synalinks")
 class Variable:
     """A trainable JSON object with a schema and a description of what it is for."""

@@ -1,7 +1,8 @@
 """Callback base class and the CallbackList that fans events out.
 
 Besides the Keras-style hooks, ``on_event(event)`` receives the structured, JSON-serialisable
-events the dashboard streams (epoch_begin, batch_end, epoch_end, candidate, ...).
+events the dashboard streams (epoch_begin, batch_end, epoch_end, candidate, ...); ``fit`` sends
+hook and event of each moment from one place, :mod:`training.engine.callbacks.training_events`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,25 @@ from typing import Any
 
 
 class Callback:
-    """Override any of the async hooks. ``self.program`` is set by ``set_program``."""
+    """Base class of callbacks: override any of the async hooks.
+
+    ``self.program`` is the program being trained (set by ``set_program``) and
+    ``self.params`` the fit's parameters (epochs, steps, batch_size, samples, seed, ...). During
+    ``fit`` each moment arrives as its hook and as an ``on_event`` dict (both sent by
+    :class:`~training.engine.callbacks.training_events.TrainingEvents`).
+
+    Returns:
+        Hooks return nothing; a callback stops training with ``self.program.stop_training =
+        True``.
+
+    Example:
+
+    ```python
+    class PrintReward(synalinks.callbacks.Callback):
+        async def on_epoch_end(self, epoch, logs=None):
+            print(epoch, logs["reward"])
+    ```
+    """
 
     def __init__(self) -> None:
         self.program = None
@@ -37,7 +56,19 @@ class Callback:
 
 
 class CallbackList(Callback):
-    """Calls every callback in order, awaiting each (so a slow one applies back-pressure)."""
+    """Calls every callback in order, awaiting each (so a slow one applies back-pressure).
+
+    Args:
+        callbacks: the callbacks, called in this order.
+        program: the program to give them (``set_program``).
+
+    Example:
+
+    ```python
+    callback_list = CallbackList([recorder, synalinks.callbacks.ProgressBar()], program=program)
+    await callback_list.on_epoch_begin(0)
+    ```
+    """
 
     def __init__(self, callbacks: list[Callback] | None = None, program: Any = None):
         super().__init__()

@@ -8,6 +8,26 @@ from training.engine.callbacks.callback import Callback
 
 
 class EarlyStopping(Callback):
+    """Stop ``fit`` after ``patience`` epochs without improvement of ``monitor``.
+
+    Args:
+        monitor: the epoch log to watch (``"val_reward"``, ``"reward"``, ``"val_<metric>"``).
+        min_delta: the smallest change that counts as an improvement.
+        patience: epochs without improvement tolerated before stopping.
+        mode: ``"max"`` (higher is better) or ``"min"``.
+        restore_best_variables: on stopping, assign the variables of the best epoch.
+
+    Returns:
+        A callback; after ``fit``, ``stopped_epoch`` is the epoch it stopped at (or None).
+
+    Example:
+
+    ```python
+    stop = synalinks.callbacks.EarlyStopping(monitor="val_reward", patience=2)
+    await program.fit(x, y, validation_split=0.2, epochs=10, callbacks=[stop])
+    ```
+    """
+
     def __init__(
         self,
         monitor: str = "val_reward",

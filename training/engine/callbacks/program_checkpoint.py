@@ -11,9 +11,28 @@ logger = logging.getLogger(__name__)
 
 
 class ProgramCheckpoint(Callback):
-    """``ProgramCheckpoint(filepath="best.json", monitor="val_reward", mode="max", save_best_only=True)``.
+    """Save the program (or only its variables) at the end of epochs.
 
-    ``filepath`` may contain ``{epoch}`` and any log key, e.g. ``"ckpt_{epoch:02d}.json"``.
+    Args:
+        filepath: where to write; may contain ``{epoch}`` (1-based) and any log key, e.g.
+            ``"ckpt_{epoch:02d}.json"``.
+        monitor: the epoch log compared when ``save_best_only``.
+        mode: ``"max"`` (higher is better) or ``"min"``.
+        save_best_only: save only when ``monitor`` improved.
+        save_variables_only: write ``save_variables`` files instead of whole programs.
+        verbose: 1 prints each save.
+
+    Returns:
+        A callback; ``saved`` lists the paths it wrote.
+
+    Example:
+
+    ```python
+    checkpoint = synalinks.callbacks.ProgramCheckpoint(
+        filepath="best.json", monitor="val_reward", mode="max", save_best_only=True
+    )
+    await program.fit(x, y, validation_split=0.2, epochs=5, callbacks=[checkpoint])
+    ```
     """
 
     def __init__(

@@ -17,6 +17,22 @@ def _format_logs(logs: dict | None) -> str:
 
 
 class ProgressBar(Callback):
+    """A terminal progress line per epoch (``verbose=1`` in fit / evaluate adds one).
+
+    Args:
+        stream: where to write (standard error by default).
+        width: characters of the bar.
+
+    Returns:
+        A callback.
+
+    Example:
+
+    ```python
+    await program.fit(x, y, epochs=2, callbacks=[synalinks.callbacks.ProgressBar()])
+    ```
+    """
+
     def __init__(self, stream=None, width: int = 24):
         super().__init__()
         self.stream = stream or sys.stderr

@@ -1,0 +1,51 @@
+"""``program_summary``: the text table ``Program.summary()`` prints (Keras' ``model.summary``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def program_summary(program: Any, print_fn: Any = print) -> str:
+    """A table of the program's inputs and modules, then its trainable variables.
+
+    Args:
+        program: a built :class:`~training.engine.program.Program`.
+        print_fn: called with the text (``None``: only return it).
+
+    Returns:
+        The summary text.
+
+    Example:
+
+    ```python
+    text = program_summary(program, print_fn=None)
+    ```
+    """
+    lines = [
+        f"Program: {program.name}" + (f" — {program.description}" if program.description else "")
+    ]
+    header = f"{'Module (type)':<36}{'Inputs':<28}{'Output':<24}{'Variables':>9}"
+    lines += ["=" * len(header), header, "=" * len(header)]
+    for symbol in program.inputs:
+        lines.append(
+            f"{symbol.name + ' (Input)':<36}{'':<28}{symbol.data_model.__name__:<24}{0:>9}"
+        )
+    for node in program._nodes:
+        ins = ", ".join(s.data_model.__name__ for s in node.inputs)
+        lines.append(
+            f"{node.module.name + ' (' + type(node.module).__name__ + ')':<36}{ins:<28}"
+            f"{node.output.data_model.__name__:<24}{len(node.module.variables):>9}"
+        )
+    lines.append("=" * len(header))
+    trainable = program.trainable_variables
+    lines.append(f"Total variables: {len(program.variables)} (trainable: {len(trainable)})")
+    for variable in trainable:
+        value = variable.value
+        lines.append(
+            f"  {variable.name}: {len(value.get('instructions', '') or '')} chars of instructions, "
+            f"{len(value.get('examples', []))} example(s)"
+        )
+    text = "\n".join(lines)
+    if print_fn is not None:
+        print_fn(text)
+    return text
