@@ -10,7 +10,8 @@
 - Rewards and metrics see a whole batch at once (``reward.score_batch``, batched
   ``metric.update_state``), so e.g. CosineSimilarity embeds a batch in one call.
 - Judge rewards (LMAsJudge, ProgramAsJudge) count judgements that gave no usable score in
-  ``reward.failed_judgements``; the trainer records each new one into usage, so
+  ``reward.failed_judgements``; the trainer records each new one into usage
+  (:class:`~training.engine.rewards.judge_failures.JudgeFailureRecorder`), so
   ``usage.judge_failures`` (and ``history.usage["judge_failures"]``) tells a run how many of
   its zero rewards were judge failures.
 """
@@ -42,6 +43,7 @@ from training.engine.history import History
 from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 from training.engine.optimizers.selection import mean as _mean
+from training.engine.rewards.judge_failures import JudgeFailureRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +60,7 @@ class Trainer:
         self._memo: dict | None = None
         self.failed_predictions = 0
         self.last_failures = 0
-        self._judge_reward: Any = None
-        self._judge_seen = 0
+        self._judge_failures = JudgeFailureRecorder()
 
     # -- compile ---------------------------------------------------------------------------
     def compile(
@@ -214,7 +215,7 @@ class Trainer:
         has it (a Reward does), else one concurrent call per sample (a plain async function)."""
         if len(y_true) != len(y_pred):
             raise ValueError(f"{len(y_true)} targets but {len(y_pred)} predictions")
-        self._sync_judge_baseline()
+        self._judge_failures.start(self.reward)
         try:
             score_batch = getattr(self.reward, "score_batch", None)
             if callable(score_batch):
@@ -229,35 +230,12 @@ class Trainer:
                     *(self.reward(t, p) for t, p in zip(y_true, y_pred, strict=True))
                 )
         finally:
-            self._record_judge_failures()
+            self._judge_failures.record(self.reward)
         scores = []
         for value in values:
             value = float(value)
             scores.append(0.0 if math.isnan(value) else value)
         return scores
-
-    # -- judge failures --------------------------------------------------------------------
-    def _judge_failure_count(self) -> int | None:
-        count = getattr(self.reward, "failed_judgements", None)
-        return count if isinstance(count, int) and not isinstance(count, bool) else None
-
-    def _sync_judge_baseline(self) -> None:
-        """Start counting from the reward's current total when the reward is new to us."""
-        if self._judge_reward is not self.reward:
-            self._judge_reward = self.reward
-            self._judge_seen = self._judge_failure_count() or 0
-
-    def _record_judge_failures(self) -> None:
-        """Record the judge failures since the last look (no await in here: each is counted
-        once even when several evaluations score concurrently)."""
-        now = self._judge_failure_count()
-        if now is None:
-            return
-        new, self._judge_seen = now - self._judge_seen, now
-        judge = getattr(getattr(self.reward, "language_model", None), "model", None)
-        model = judge or str(getattr(self.reward, "name", "judge"))
-        for _ in range(max(0, new)):
-            usage_mod.record(usage_mod.UsageRecord(model=model, kind="judge", failed=True))
 
     async def _update_metrics(self, y_true: list, y_pred: list) -> None:
         """Metrics built on :class:`Metric` take the batch in one ``update_state`` call; a
