@@ -100,6 +100,55 @@ async def test_fit_history_and_events():
     assert history.usage["calls"] > 0
 
 
+async def test_each_fit_moment_sends_its_hook_and_its_event_together():
+    """docs/ARCHITECTURE.md, "Events": fit's events come with their hooks, in this order."""
+
+    class Interleaved(synalinks.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        async def on_train_begin(self, logs=None):
+            self.seen.append("hook:train_begin")
+
+        async def on_epoch_begin(self, epoch, logs=None):
+            self.seen.append("hook:epoch_begin")
+
+        async def on_batch_begin(self, batch, logs=None):
+            self.seen.append("hook:batch_begin")
+
+        async def on_batch_end(self, batch, logs=None):
+            self.seen.append("hook:batch_end")
+
+        async def on_epoch_end(self, epoch, logs=None):
+            self.seen.append("hook:epoch_end")
+
+        async def on_train_end(self, logs=None):
+            self.seen.append("hook:train_end")
+
+        async def on_event(self, event):
+            if event["type"] != "candidate":
+                self.seen.append(f"event:{event['type']}")
+
+    program = compiled(await build_program(oracle_lm()))
+    x, y = dataset(4)
+    callback = Interleaved()
+    await program.fit(x, y, epochs=1, batch_size=2, callbacks=[callback], seed=1)
+    batch = ["hook:batch_begin", "hook:batch_end", "event:batch_end"]
+    assert callback.seen == [
+        "hook:train_begin",
+        "event:train_begin",
+        "event:epoch_begin",
+        "hook:epoch_begin",
+        *batch,
+        *batch,
+        "hook:epoch_end",
+        "event:epoch_end",
+        "hook:train_end",
+        "event:train_end",
+    ]
+
+
 async def test_validation_data_and_bad_split():
     program = compiled(await build_program(oracle_lm()))
     x, y = dataset()

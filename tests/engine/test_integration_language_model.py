@@ -16,11 +16,8 @@ import pytest
 from pydantic import Field
 
 import training.engine as synalinks
-from training.engine.language_model import (
-    LanguageModelConfigError,
-    LanguageModelError,
-    get_litellm,
-)
+from training.engine.errors import LanguageModelConfigError, LanguageModelError
+from training.engine.litellm_loader import get_litellm
 from training.engine.testing import FakeLanguageModel
 
 litellm = get_litellm()

@@ -4,7 +4,7 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import Answer
-from training.engine.language_model import LanguageModelError, LanguageModelUnreachable
+from training.engine.errors import LanguageModelError, LanguageModelUnreachable
 from training.engine.parsing import OutputParseError, extract_json, parse_output
 from training.engine.testing import FakeLanguageModel
 
