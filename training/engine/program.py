@@ -339,7 +339,29 @@ class Program(Trainer, Module):
 
 
 class Sequential(Program):
-    """``Sequential([Input(data_model=Query), Generator(...), ...])``: a chain of modules."""
+    """A program whose modules form a chain, each fed the previous one's output.
+
+    Args:
+        layers: an ``Input(data_model=...)`` followed by at least one module.
+        name: the program's name.
+        description: what the program does.
+        trainable: whether ``fit`` may change its variables.
+
+    Returns:
+        A :class:`Program` (same training, saving and summary).
+
+    Example:
+
+    ```python
+    program = synalinks.Sequential(
+        [
+            synalinks.Input(data_model=Query),
+            synalinks.Generator(data_model=Answer, language_model=language_model),
+        ],
+        name="chain",
+    )
+    ```
+    """
 
     def __init__(
         self,

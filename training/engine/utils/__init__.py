@@ -1,4 +1,7 @@
-"""Plot utilities (matplotlib, Agg backend, PNG files) for training runs and evaluations."""
+"""Plot utilities (matplotlib, Agg backend, PNG files) for training runs and evaluations.
+
+``utils.summary.program_summary`` builds the text of ``Program.summary()``.
+"""
 
 from training.engine.utils.plot_history import plot_history
 from training.engine.utils.plot_metrics import (
