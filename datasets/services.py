@@ -5,6 +5,7 @@ Views stay thin and call these. Every failure a user can cause raises DatasetErr
 datasets.ingest) with a message meant for them; nothing is left saved when it does.
 """
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +27,7 @@ from datasets.ingest.profile import profile_records
 from datasets.ingest.records import Record
 from datasets.ingest.splitting import split_mask
 from datasets.models import Dataset, DatasetRow, Upload
+from datasets.selectors import runs_using
 
 DEFAULT_UPLOAD_MAX_BYTES = 200 * 1024 * 1024
 INSERT_BATCH = 1000
@@ -43,6 +45,7 @@ __all__ = [
     "get_split",
     "import_builtin",
     "iter_jsonl",
+    "preview_mapping",
     "runs_using",
     "save_upload",
     "upload_max_bytes",
@@ -189,6 +192,28 @@ def _build_dataset(
     return dataset
 
 
+def preview_mapping(
+    upload: Upload,
+    mapping_entries: list[dict[str, Any]],
+    skip_incomplete: bool = False,
+    limit: int = 5,
+) -> tuple[Mapping, list[dict[str, Any]]]:
+    """The first ``limit`` rows of ``upload`` as this mapping would store them.
+
+    The same validation and conversion as ``create_dataset_from_upload``, stopped after
+    ``limit`` rows and storing nothing. Raises DatasetError, with the user's message, for a
+    bad mapping or a value that does not convert.
+
+    Returns:
+        (mapping, rows): the validated mapping and the converted rows.
+    """
+    mapping = validate_mapping(mapping_entries, upload.columns)
+    with closing(upload.file.open("rb")) as stream:
+        records = iter_records(stream, upload.format, upload.encoding)
+        rows = list(itertools.islice(MappedRows(records, mapping, skip_incomplete), limit))
+    return mapping, rows
+
+
 def create_dataset_from_upload(
     upload: Upload,
     *,
@@ -304,15 +329,6 @@ def iter_jsonl(dataset: Dataset, split: str | None = None) -> Iterator[bytes]:
 # --- deleting ---------------------------------------------------------------------------
 
 
-def runs_using(dataset: Dataset) -> models.QuerySet | None:
-    """Runs (training.Run) that reference this dataset, or None before that model exists."""
-    for relation in Dataset._meta.related_objects:
-        model = relation.related_model
-        if model._meta.app_label == "training" and model.__name__ == "Run":
-            return model._default_manager.filter(**{relation.field.name: dataset})
-    return None
-
-
 def _describe_run(run) -> str:
     status = getattr(run, "status", "")
     return f"#{run.pk} {status}".strip()
@@ -321,7 +337,7 @@ def _describe_run(run) -> str:
 def delete_dataset(dataset: Dataset) -> None:
     """Delete a dataset, its rows and its file; refuse while a run uses it."""
     runs = runs_using(dataset)
-    count = runs.count() if runs is not None else 0
+    count = runs.count()
     if count:
         shown = ", ".join(_describe_run(run) for run in runs.order_by("-pk")[:5])
         raise DatasetInUse(

@@ -1,22 +1,20 @@
-"""Dataset pages. Thin: parsing, validation and storage live in datasets.services.
+"""Dataset pages. Thin: reads live in datasets.selectors; parsing, validation, the ingest
+pipeline and storage in datasets.services.
 
 Login is enforced for every view by core.middleware.LoginRequiredMiddleware; every lookup
-is filtered by owner, so another user's dataset or upload is a 404.
+is filtered by owner (in the selectors), so another user's dataset or upload is a 404.
 """
-
-import itertools
-from contextlib import closing
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from datasets import services
+from datasets import selectors, services
 from datasets.builtins import BUILTINS
 from datasets.forms import (
     FIELD_TYPE_CHOICES,
@@ -26,9 +24,8 @@ from datasets.forms import (
     mapping_entries,
     mapping_rows_from_post,
 )
-from datasets.ingest import DatasetError, iter_records
+from datasets.ingest import DatasetError
 from datasets.ingest.fieldtypes import display
-from datasets.ingest.mapping import MappedRows, validate_mapping
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.upload_handler import SizeLimitUploadHandler
 
@@ -38,12 +35,11 @@ MAPPED_PREVIEW_ROWS = 5
 
 @require_GET
 def dataset_list(request):
-    datasets = Dataset.objects.filter(owner=request.user)
-    imported = set(datasets.exclude(builtin_key="").values_list("builtin_key", flat=True))
+    imported = selectors.imported_builtin_keys(request.user)
     context = {
-        "datasets": datasets,
+        "datasets": selectors.datasets_of(request.user),
         "builtins": [(spec, spec.key in imported) for spec in BUILTINS.values()],
-        "uploads": Upload.objects.filter(owner=request.user),
+        "uploads": selectors.uploads_of(request.user),
     }
     return render(request, "datasets/list.html", context)
 
@@ -120,7 +116,7 @@ def _preview_context(pending: Upload, rows: list[dict], settings_form, error: st
 
 @require_GET
 def upload_preview(request, pk):
-    pending = get_object_or_404(Upload, pk=pk, owner=request.user)
+    pending = selectors.owned_upload(request.user, pk)
     stem = pending.original_name.rsplit(".", 1)[0]
     settings_form = DatasetSettingsForm(initial={"name": stem[:200], "test_ratio": 0.2, "seed": 42})
     rows = default_mapping_rows(pending.profile["columns"])
@@ -130,15 +126,16 @@ def upload_preview(request, pk):
 @require_POST
 def mapping_preview(request, pk):
     """htmx partial: the first rows as the current mapping would store them, or the error."""
-    pending = get_object_or_404(Upload, pk=pk, owner=request.user)
+    pending = selectors.owned_upload(request.user, pk)
     rows = mapping_rows_from_post(pending.profile["columns"], request.POST)
     context = {"error": "", "inputs": [], "targets": [], "rows": []}
     try:
-        mapping = validate_mapping(mapping_entries(rows), pending.columns)
-        with closing(pending.file.open("rb")) as stream:
-            records = iter_records(stream, pending.format, pending.encoding)
-            converted = MappedRows(records, mapping, bool(request.POST.get("skip_incomplete")))
-            sample = list(itertools.islice(converted, MAPPED_PREVIEW_ROWS))
+        mapping, sample = services.preview_mapping(
+            pending,
+            mapping_entries(rows),
+            skip_incomplete=bool(request.POST.get("skip_incomplete")),
+            limit=MAPPED_PREVIEW_ROWS,
+        )
     except DatasetError as exc:
         context["error"] = str(exc)
     else:
@@ -156,7 +153,7 @@ def mapping_preview(request, pk):
 
 @require_POST
 def create_dataset(request, pk):
-    pending = get_object_or_404(Upload, pk=pk, owner=request.user)
+    pending = selectors.owned_upload(request.user, pk)
     rows = mapping_rows_from_post(pending.profile["columns"], request.POST)
     settings_form = DatasetSettingsForm(request.POST)
     error = ""
@@ -187,7 +184,7 @@ def create_dataset(request, pk):
 
 @require_POST
 def discard_upload(request, pk):
-    pending = get_object_or_404(Upload, pk=pk, owner=request.user)
+    pending = selectors.owned_upload(request.user, pk)
     services.delete_upload(pending)
     messages.info(request, f"Discarded the upload “{pending.original_name}”.")
     return redirect("datasets:list")
@@ -206,15 +203,11 @@ def import_builtin(request, key):
 
 
 def _owned(request, pk) -> Dataset:
-    return get_object_or_404(Dataset, pk=pk, owner=request.user)
+    return selectors.owned_dataset(request.user, pk)
 
 
 def _rows_context(dataset: Dataset, split: str, page_number) -> dict:
-    rows = dataset.rows.order_by("index")
-    if split in (DatasetRow.TRAIN, DatasetRow.TEST):
-        rows = rows.filter(split=split)
-    else:
-        split = "all"
+    rows, split = selectors.rows_of(dataset, split)
     page = Paginator(rows, ROWS_PER_PAGE).get_page(page_number)
     names = dataset.input_names + dataset.target_names
     return {
@@ -232,7 +225,6 @@ def _rows_context(dataset: Dataset, split: str, page_number) -> dict:
 @require_GET
 def dataset_detail(request, pk):
     dataset = _owned(request, pk)
-    runs = services.runs_using(dataset)
     context = {
         **_rows_context(dataset, "all", 1),
         "columns": dataset.stats.get("columns", []),
@@ -241,7 +233,7 @@ def dataset_detail(request, pk):
             for role, fields in (("input", dataset.input_fields), ("target", dataset.target_fields))
             for field in fields
         ],
-        "run_count": runs.count() if runs is not None else 0,
+        "run_count": selectors.runs_using(dataset).count(),
     }
     return render(request, "datasets/detail.html", context)
 

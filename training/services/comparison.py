@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from training import selectors
 from training.models import Run
 from training.services import summaries
 
 
 def compare(runs: list[Run]) -> dict[str, Any]:
+    """The compare page's data for ``runs`` (see ``selectors.runs_by_ids``, which prefetches
+    what is read here): chart series, the metrics table and the config diff."""
     chart_runs = []
     table = []
     for run in runs:
-        history = summaries.history(run.epoch_logs.all())
-        rows = summaries.before_after(run.evaluations.all())
+        history = summaries.history(selectors.epoch_logs(run))
+        rows = summaries.before_after(selectors.evaluations(run))
         chart_runs.append(
             {
                 "id": run.pk,

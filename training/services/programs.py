@@ -1,4 +1,4 @@
-"""Build, import and export engine programs.
+"""Build, import and export engine programs, and save them as Program rows.
 
 A program built in the dashboard is ``Sequential([Input(<dataset inputs>), Generator or
 ChainOfThought(<dataset targets>, instructions, LM)])``; its engine JSON (``get_config``) is
@@ -17,6 +17,7 @@ from typing import Any
 import training.engine as synalinks
 from training.engine.data_model import create_data_model
 from training.engine.saving import get_registered_object
+from training.models import Program
 from training.services.lm import ModelStringError, make_language_model
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
@@ -245,3 +246,66 @@ def check_compatible(program: Any, input_fields: list[str], target_fields: list[
             f"the dataset's target field(s) {missing_targets} are not in the program's output ({outputs})"
         )
     return problems
+
+
+# --- saving Program rows -----------------------------------------------------------------------
+
+
+def create_program(owner, data: dict[str, Any], engine_program: Any) -> Program:
+    """Save a program built with the dashboard's form.
+
+    Args:
+        owner: the user it belongs to.
+        data: the form's cleaned data (name, description, dataset, module, instructions,
+            model, api_base, temperature, max_tokens).
+        engine_program: the engine program the form built from ``data``; its ``get_config()``
+            is what the row stores, the worker loads and "Export" downloads.
+
+    Returns:
+        The saved Program (source ``form``).
+    """
+    return Program.objects.create(
+        owner=owner,
+        name=data["name"],
+        description=data.get("description", ""),
+        dataset=data["dataset"],
+        module=data["module"],
+        instructions=data.get("instructions", ""),
+        model=data["model"],
+        api_base=data.get("api_base", ""),
+        temperature=data["temperature"],
+        max_tokens=data.get("max_tokens"),
+        source=Program.SOURCE_FORM,
+        engine_json=engine_program.get_config(),
+    )
+
+
+def import_program(
+    owner, document: dict, summary: dict[str, Any], *, name: str = "", dataset=None
+) -> Program:
+    """Save an uploaded program document that ``parse_import`` already checked.
+
+    Args:
+        owner: the user it belongs to.
+        document: the sanitised engine JSON (stored as is).
+        summary: ``parse_import``'s summary fields (module, instructions, model, ...).
+        name: the name typed on the form; else the document's, else "imported program".
+        dataset: the dataset chosen on the form, if any.
+
+    Returns:
+        The saved Program (source ``import``).
+    """
+    return Program.objects.create(
+        owner=owner,
+        name=name or document.get("name") or "imported program",
+        description=document.get("description") or "",
+        dataset=dataset,
+        module=summary["module"],
+        instructions=summary["instructions"],
+        model=summary["model"],
+        api_base=summary["api_base"],
+        temperature=summary["temperature"],
+        max_tokens=summary["max_tokens"],
+        source=Program.SOURCE_IMPORT,
+        engine_json=document,
+    )

@@ -1,1 +1,2 @@
-"""HTTP views of the training app (thin: logic lives in training.services)."""
+"""HTTP views of the training app (thin: reads live in training.selectors, writes and logic
+in training.services)."""

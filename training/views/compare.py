@@ -7,27 +7,21 @@ import json
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from training.models import Run
+from training import selectors
 from training.services import comparison
 
 
 @require_GET
 def compare(request):
     ids = [int(value) for value in request.GET.getlist("runs") if value.isdigit()]
-    runs = list(
-        Run.objects.filter(owner=request.user, pk__in=ids)
-        .select_related("program", "dataset")
-        .order_by("pk")
-    )
+    runs = selectors.runs_by_ids(request.user, ids)
     context = {"selected_ids": ids, "runs": runs}
     if len(runs) >= 2:
         data = comparison.compare(runs)
         context.update(data)
         context["compare_json"] = json.dumps(data["chart"])
     else:
-        context["choices"] = Run.objects.filter(owner=request.user).select_related(
-            "program", "dataset"
-        )[:200]
+        context["choices"] = selectors.compare_choices(request.user)
         if ids:
             context["too_few"] = True
     return render(request, "training/compare.html", context)

@@ -9,6 +9,7 @@ import json
 from django.http import FileResponse, Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
+from training import selectors
 from training.services import plots, summaries
 from training.views.runs import owned_run
 
@@ -29,7 +30,7 @@ def run_program_json(request, pk: int):
 @require_GET
 def run_history_csv(request, pk: int):
     run = owned_run(request, pk)
-    data = summaries.history(run.epoch_logs.all())
+    data = summaries.history(selectors.epoch_logs(run))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     keys = list(data["series"])

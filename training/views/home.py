@@ -5,21 +5,16 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from training.models import Program, Run
+from training import selectors
 
 RECENT = 5
 
 
 @require_GET
 def dashboard(request):
-    programs = Program.objects.filter(owner=request.user).select_related("dataset")
-    runs = (
-        Run.objects.filter(owner=request.user)
-        .select_related("program", "dataset")
-        .order_by("-created")
-    )
+    runs = selectors.runs_of(request.user)
     context = {
-        "programs": programs.order_by("-created")[:RECENT],
+        "programs": selectors.recent_programs(request.user, RECENT),
         "runs": runs[:RECENT],
         "run_count": runs.count(),
     }
