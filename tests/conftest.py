@@ -124,6 +124,7 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
     try:
         stack.start_worker()
         stack.manage("prepare")
+        stack.start_reaper()  # as make run does: pages only read, the reaper fails lost runs
         stack.start_web()
         user_id = int(
             stack.manage(

@@ -2,18 +2,17 @@
 
 A running run's heartbeat is refreshed every few seconds by its worker (see execution).
 Celery beat is not running, so the reaper is cheap (one query on the indexed ``status``)
-and called from several places: ``reap_forever`` in its own process (``manage.py reap_runs
---every 15``, a supervised child of ``make run``) so a killed worker is noticed even when
-nobody is watching; from the runs list and run pages (throttled per process); from every
-live run's heartbeat thread; and when a worker starts (it also fails the runs that worker
-itself was executing).
+and called from the processes that do the work, never from a page view (a GET only reads):
+``reap_forever`` in its own process (``manage.py reap_runs --every 15``, a supervised child
+of ``make run`` and of the tests' live stack) so a killed worker is noticed even when nobody
+is watching; from every live run's heartbeat thread; and when a worker starts (it also fails
+the runs that worker itself was executing).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from datetime import timedelta
 
 from django.db import close_old_connections, connection
@@ -24,7 +23,6 @@ from training import conf
 from training.models import Run
 
 logger = logging.getLogger(__name__)
-_last_reap = {"at": 0.0}
 
 
 def stale_after() -> float:
@@ -73,15 +71,6 @@ def reap_stale(worker: str | None = None) -> list[int]:
         if mark_worker_lost(run_id, detail):
             reaped.append(run_id)
     return reaped
-
-
-def reap_if_due(min_interval: float = 5.0) -> list[int]:
-    """The page-view trigger: reap at most every ``min_interval`` seconds per process."""
-    now = time.monotonic()
-    if now - _last_reap["at"] < min_interval:
-        return []
-    _last_reap["at"] = now
-    return reap_stale()
 
 
 def reap_forever(

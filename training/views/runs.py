@@ -1,32 +1,33 @@
-"""Runs: list (filter + sort), launch, the live run page, cancel, resume, candidates."""
+"""Runs: list (filter + sort), launch, the live run page, cancel, resume, candidates.
+
+GET views only read: a run whose worker died is failed by the reaper
+(``manage.py reap_runs``, see ``training.services.reaper``), never by a page view.
+"""
 
 from __future__ import annotations
 
-import difflib
 import json
 
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from datasets.models import Dataset
+from datasets import selectors as dataset_selectors
+from training import selectors
 from training.forms import RunForm
-from training.models import Candidate, Program, Run
-from training.services import live, reaper
+from training.models import Run
+from training.services import candidate_diff, live
 from training.services import runs as run_services
 
 
 def owned_run(request, pk: int) -> Run:
-    return get_object_or_404(
-        Run.objects.select_related("program", "dataset"), pk=pk, owner=request.user
-    )
+    return selectors.owned_run(request.user, pk)
 
 
 @require_GET
 def run_list(request):
-    reaper.reap_if_due()
     runs, applied = run_services.runs_for(request.user, request.GET)
     return render(
         request,
@@ -36,8 +37,8 @@ def run_list(request):
             "applied": applied,
             "statuses": Run.STATUS_CHOICES,
             "sorts": run_services.SORTS,
-            "programs": Program.objects.filter(owner=request.user).only("id", "name"),
-            "datasets": Dataset.objects.filter(owner=request.user).only("id", "name"),
+            "programs": selectors.program_choices(request.user),
+            "datasets": dataset_selectors.dataset_choices(request.user),
         },
     )
 
@@ -47,7 +48,7 @@ def run_create(request):
     initial = {}
     program_id = request.GET.get("program", "")
     if program_id.isdigit():
-        program = Program.objects.filter(pk=int(program_id), owner=request.user).first()
+        program = selectors.owned_program_or_none(request.user, int(program_id))
         if program is not None:
             initial = {"program": program.pk, "dataset": program.dataset_id}
     form = RunForm(request.POST or None, user=request.user, initial=initial)
@@ -64,7 +65,6 @@ def run_create(request):
 
 @require_GET
 def run_detail(request, pk: int):
-    reaper.reap_if_due()
     run = owned_run(request, pk)
     context = live.page_context(run)
     context["config_json"] = json.dumps(run.config, indent=2)
@@ -74,15 +74,12 @@ def run_detail(request, pk: int):
 @require_GET
 @never_cache
 def run_poll(request, pk: int):
-    """Polled every few seconds while a run is active: reaps dead workers, refreshes status.
+    """Polled every few seconds while a run is active: the status and actions as stored.
 
-    The live stream is the WebSocket; this is the safety net that notices a worker that
-    died without a word (nothing would ever be streamed for it).
+    The live stream is the WebSocket; this is the safety net for a status nothing streamed,
+    such as "failed: worker lost", which the reaper writes when a worker died without a word.
     """
     run = owned_run(request, pk)
-    if run.status == Run.RUNNING:
-        reaper.reap_stale()
-        run.refresh_from_db()
     return HttpResponse(live.render_parts(run, ("status", "actions"), oob=True))
 
 
@@ -111,67 +108,6 @@ def run_resume(request, pk: int):
 @require_GET
 def candidate_detail(request, pk: int, candidate_pk: int):
     run = owned_run(request, pk)
-    candidate = get_object_or_404(Candidate, pk=candidate_pk, run=run)
-    parents = candidate.parents()
-    diffs = [  # one per parent: a crossover shows what it took from each
-        {
-            "parent": parent,
-            "lines": [
-                (_diff_class(line), line)
-                for line in difflib.unified_diff(
-                    _as_text(parent.value).splitlines(),
-                    _as_text(candidate.value).splitlines(),
-                    fromfile=f"{parent.candidate_id} (parent)",
-                    tofile=candidate.candidate_id,
-                    lineterm="",
-                )
-            ],
-        }
-        for parent in parents
-    ]
-    value = candidate.value or {}
-    return render(
-        request,
-        "training/candidate_detail.html",
-        {
-            "run": run,
-            "candidate": candidate,
-            "parent": parents[0] if parents else None,
-            "parents": parents,
-            "diffs": diffs,
-            "instructions": value.get("instructions", ""),
-            "examples": [
-                {
-                    "inputs": json.dumps(ex.get("inputs"), indent=2, ensure_ascii=False),
-                    "outputs": json.dumps(ex.get("outputs"), indent=2, ensure_ascii=False),
-                }
-                for ex in value.get("examples", [])
-                if isinstance(ex, dict)
-            ],
-            "other": {k: v for k, v in value.items() if k not in ("instructions", "examples")},
-        },
-    )
-
-
-def _as_text(value) -> str:
-    """A candidate's value as diffable text: instructions as prose, examples as JSON."""
-    value = value or {}
-    lines = ["instructions:", *(value.get("instructions") or "").splitlines(), "", "examples:"]
-    for example in value.get("examples", []) or []:
-        lines.append(json.dumps(example, ensure_ascii=False, sort_keys=True))
-    for key, item in value.items():
-        if key not in ("instructions", "examples"):
-            lines += ["", f"{key}:", json.dumps(item, ensure_ascii=False, sort_keys=True, indent=1)]
-    return "\n".join(lines)
-
-
-def _diff_class(line: str) -> str:
-    if line.startswith(("+++", "---")):
-        return "diff-file"
-    if line.startswith("@@"):
-        return "diff-hunk"
-    if line.startswith("+"):
-        return "diff-add"
-    if line.startswith("-"):
-        return "diff-del"
-    return "diff-same"
+    candidate = selectors.run_candidate(run, candidate_pk)
+    context = {"run": run, **candidate_diff.describe(candidate)}
+    return render(request, "training/candidate_detail.html", context)
