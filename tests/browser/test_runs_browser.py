@@ -11,7 +11,7 @@ import signal
 import time
 
 import pytest
-from test_runs_helpers import (
+from helpers_runs import (
     create_program,
     demo_dataset_id,
     launch_run,

@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import pytest
-from test_runs_helpers import create_program, demo_dataset_id, launch_run, run_field
+from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
 
 pytestmark = pytest.mark.browser
 

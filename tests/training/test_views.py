@@ -1,15 +1,18 @@
 """Pages with the Django test client: programs (create, import, export), launch form
-validation, run page rendered from the DB, runs list filters, compare, downloads."""
+validation, run page rendered from the DB (and only read: reaping is the reaper's), runs
+list filters, compare, downloads, candidates, home."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 import training.engine as synalinks
 from datasets.services import create_demo_dataset
@@ -211,6 +214,16 @@ def test_launch_form_refuses_a_dataset_without_the_programs_fields(client_user, 
     )
 
 
+def test_metric_checkboxes_are_not_nested_in_one_label(client_user, program):
+    html = client_user.get(reverse("training:run-create")).content.decode()
+    start = html.index('id="field-metrics"')
+    block = html[start : html.index("</div>", start)]
+    assert block.count("<label") == block.count("</label>")
+    assert '<label for="id_metrics' in block or "<label>Metrics</label>" in block
+    # each checkbox has its own label, none of them wraps the others
+    assert block.index("Metrics</label>") < block.index('value="F1Score"')
+
+
 def make_finished_run(
     user, program, dataset, rewards=(0.2, 0.5), before=(0.1, 0.2), after=(0.6, 0.7), **fields
 ):
@@ -254,6 +267,31 @@ def test_run_page_renders_everything_so_far_from_the_db(client_user, user, progr
     assert "c1" in html and "Cancel" in html
     history = json.loads(html.split('data-history="', 1)[1].split('"', 1)[0].replace("&quot;", '"'))
     assert history["series"]["reward"] == [0.2, 0.5]
+
+
+def test_run_pages_only_read_a_stale_run_is_left_to_the_reaper(
+    client_user, user, program, demo_dataset, settings
+):
+    """GET never writes: a run whose heartbeat is stale stays as stored until the reaper
+    (``manage.py reap_runs``, see test_lifecycle/test_reaper_loop) fails it."""
+    settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30
+    stale = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now() - timedelta(seconds=45),
+    )
+    for url in (
+        reverse("training:run-list"),
+        stale.get_absolute_url(),
+        reverse("training:run-poll", args=[stale.pk]),
+    ):
+        assert client_user.get(url).status_code == 200, url
+    stale.refresh_from_db()
+    assert (stale.status, stale.error, stale.finished_at) == (Run.RUNNING, "", None)
 
 
 def test_runs_list_filters_and_sorts(client_user, user, program, demo_dataset):
@@ -316,6 +354,12 @@ def test_downloads(client_user, user, program, demo_dataset):
         response = client_user.get(reverse("training:run-plot", args=[run.pk, kind]))
         assert response.status_code == 200 and response["Content-Type"] == "image/png"
         assert b"".join(response.streaming_content)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_history_csv_counts_epochs_like_the_run_page(client_user, user, program, demo_dataset):
+    run = make_finished_run(user, program, demo_dataset, rewards=(0.2, 0.5))
+    body = client_user.get(reverse("training:run-history-csv", args=[run.pk])).content.decode()
+    assert [line.split(",")[0] for line in body.splitlines()] == ["epoch", "1", "2"]
 
 
 def test_candidate_view_diffs_against_its_parent(client_user, user, program, demo_dataset):

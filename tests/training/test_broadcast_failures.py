@@ -1,0 +1,49 @@
+"""A Channels send failure (Redis gone for a moment) fails neither the run nor the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.models import EpochLog, Run
+from training.services import execution, live, runs
+
+from .conftest import run_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class _BrokenLayer:
+    def __init__(self):
+        self.calls = 0
+
+    async def group_send(self, group, message):
+        self.calls += 1
+        raise ConnectionError("Redis went away for a moment")
+
+
+def test_a_channel_layer_error_does_not_fail_the_run(
+    user, program, demo_dataset, monkeypatch, caplog
+):
+    layer = _BrokenLayer()
+    monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
+    run = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(epochs=1, evaluations_before=1, evaluations_after=1),
+    )
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert run.status == Run.SUCCEEDED and run.error == ""
+    assert EpochLog.objects.filter(run=run).count() == 1
+    assert layer.calls > 3
+    assert "Redis went away" in caplog.text
+
+
+def test_web_side_broadcasts_survive_a_channel_layer_error(
+    user, program, demo_dataset, monkeypatch
+):
+    monkeypatch.setattr(live, "get_channel_layer", lambda: _BrokenLayer())
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = runs.request_cancel(run)
+    assert run.status == Run.CANCELLED
