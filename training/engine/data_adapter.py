@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from training.engine import bounds
+
 
 def as_object_array(data: Any, name: str) -> np.ndarray:
     """``data`` as a numpy object array, one DataModel (or row) per item.
@@ -57,13 +59,12 @@ class FitData:
 
 
 def check_fit_arguments(validation_split: float, epochs: int, initial_epoch: int) -> None:
-    """Reject a ``validation_split`` outside [0, 1) and impossible epoch numbers."""
-    if not 0.0 <= validation_split < 1.0:
-        raise ValueError(f"validation_split must be in [0, 1), got {validation_split}")
-    if not isinstance(epochs, int) or epochs < 1 or not 0 <= initial_epoch <= epochs:
-        raise ValueError(
-            f"need epochs >= 1 and 0 <= initial_epoch <= epochs (got {epochs}, {initial_epoch})"
-        )
+    """Reject a ``validation_split`` or ``epochs`` outside their bounds (``bounds.py``) and
+    an ``initial_epoch`` outside ``0..epochs``."""
+    bounds.VALIDATION_SPLIT.check("validation_split", validation_split)
+    bounds.EPOCHS.check("epochs", epochs)
+    if not 0 <= initial_epoch <= epochs:
+        raise ValueError(f"need 0 <= initial_epoch <= epochs (got {initial_epoch}, {epochs})")
 
 
 def prepare_fit_data(

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from training.engine import bounds
 from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
@@ -205,9 +206,7 @@ class Trainer:
 
     @staticmethod
     def _check_batch_size(batch_size: int) -> int:
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        return batch_size
+        return bounds.BATCH_SIZE.check("batch_size", batch_size)
 
     # -- rewards and metrics ---------------------------------------------------------------
     async def _rewards(self, y_true: list, y_pred: list) -> list[float]:

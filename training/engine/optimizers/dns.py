@@ -21,8 +21,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from training.engine.bounds import MAX_COUNT, IntRange
+
 #: Competition score of a candidate that nothing beats.
 UNDOMINATED_SCORE = 1.0
+
+#: Candidates each competition keeps per variable. At least 2: with one survivor there is
+#: never a second parent for a crossover at an epoch's start, and the competition can keep
+#: nothing novel beside the best (it degenerates into a hill-climb). OMEGA declares this bound
+#: for its ``population_size`` and the functions below check it, so it is written once.
+POPULATION_SIZE = IntRange(2, MAX_COUNT)
+#: Fitter neighbours a candidate's novelty is measured against.
+K_NEAREST_FITTER = IntRange(1, MAX_COUNT)
 
 
 def cosine_distance_matrix(vectors: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
@@ -58,8 +68,7 @@ def dominated_novelty_scores(
         raise ValueError(
             f"dominated_novelty_scores: distances must be {count}x{count}, got {distances.shape}"
         )
-    if k_nearest_fitter < 1:
-        raise ValueError(f"k_nearest_fitter must be >= 1, got {k_nearest_fitter}")
+    K_NEAREST_FITTER.check("k_nearest_fitter", k_nearest_fitter)
     if count == 0:
         return np.zeros(0)
     fitter = reward[None, :] > reward[:, None]  # fitter[i, j]: j has a higher reward than i
@@ -83,8 +92,7 @@ def competition(
     score = np.asarray(scores, dtype=float)
     if reward.shape != score.shape:
         raise ValueError("competition: rewards and scores must have the same length")
-    if population_size < 1:
-        raise ValueError(f"population_size must be >= 1, got {population_size}")
+    POPULATION_SIZE.check("population_size", population_size)
     if reward.size == 0:
         return []
     undominated = reward >= reward.max()
@@ -95,6 +103,7 @@ def competition(
 
 def elitism(rewards: Sequence[float] | np.ndarray, population_size: int) -> list[int]:
     """``algorithm="ga"``: no competition, just the top ``population_size`` by reward."""
+    POPULATION_SIZE.check("population_size", population_size)
     reward = np.asarray(rewards, dtype=float)
     ranked = sorted(range(reward.size), key=lambda i: (-reward[i], i))
     return sorted(ranked[:population_size])

@@ -35,6 +35,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from training.engine.bounds import Choice, FloatRange, check_parameters
 from training.engine.optimizers import dns
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.mutation import (
@@ -57,6 +58,9 @@ TEMPERATURES = (
     "selection_temperature",
     "sampling_temperature",
 )
+#: Every temperature must be above 0 (0 breaks the softmax). The bound is closed at 0.01 so a
+#: browser can enforce it exactly; below it the softmax already picks the best every time.
+TEMPERATURE = FloatRange(0.01)
 
 
 def _is_async_callable(function: Any) -> bool:
@@ -74,6 +78,17 @@ def _embedding_key(value: Any) -> str:
 @register_synalinks_serializable(package="synalinks")
 class OMEGA(Optimizer):
     """``OMEGA(language_model=lm, embedding_model=em, ...)`` — every parameter of the guide."""
+
+    PARAMETERS = {
+        **Optimizer.PARAMETERS,
+        "k_nearest_fitter": dns.K_NEAREST_FITTER,
+        **dict.fromkeys(TEMPERATURES, TEMPERATURE),
+        # merging_rate × epoch is the crossover probability (capped at 1 by the draw).
+        "merging_rate": FloatRange(0.0, 1.0),
+        "population_size": dns.POPULATION_SIZE,
+        "algorithm": Choice(ALGORITHMS),
+        "selection": Choice(SELECTIONS),
+    }
 
     def __init__(
         self,
@@ -103,14 +118,21 @@ class OMEGA(Optimizer):
             seed=seed,
             name=name,
         )
-        if algorithm not in ALGORITHMS:
-            raise ValueError(
-                f"OMEGA: algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}"
-            )
-        if selection not in SELECTIONS:
-            raise ValueError(
-                f"OMEGA: selection must be one of {list(SELECTIONS)}, got {selection!r}"
-            )
+        check_parameters(
+            "OMEGA",
+            self.PARAMETERS,
+            {
+                "k_nearest_fitter": k_nearest_fitter,
+                "mutation_temperature": mutation_temperature,
+                "crossover_temperature": crossover_temperature,
+                "selection_temperature": selection_temperature,
+                "sampling_temperature": sampling_temperature,
+                "merging_rate": merging_rate,
+                "population_size": population_size,
+                "algorithm": algorithm,
+                "selection": selection,
+            },
+        )
         if language_model is None:
             raise ValueError(
                 "OMEGA needs language_model=... (the LM that reasons about mutations and crossovers)"
@@ -120,41 +142,12 @@ class OMEGA(Optimizer):
                 "OMEGA(algorithm='dns') needs embedding_model=... to measure how different "
                 "candidates are (or a custom distance_function, or algorithm='ga' without DNS)"
             )
-        temperatures = {
-            "mutation_temperature": mutation_temperature,
-            "crossover_temperature": crossover_temperature,
-            "selection_temperature": selection_temperature,
-            "sampling_temperature": sampling_temperature,
-        }
-        for key, value in temperatures.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(
-                    f"OMEGA: {key} must be a number > 0 (0 breaks the softmax), got {value!r}"
-                )
         if distance_function is not None and not _is_async_callable(distance_function):
             raise TypeError(
                 "OMEGA: distance_function must be an async function "
                 "`async def distance(c1, c2, embedding_model=None, **kwargs) -> float`, got "
                 f"{distance_function!r}"
             )
-        if (
-            isinstance(k_nearest_fitter, bool)
-            or not isinstance(k_nearest_fitter, int)
-            or k_nearest_fitter < 1
-        ):
-            raise ValueError(
-                f"OMEGA: k_nearest_fitter must be an integer >= 1, got {k_nearest_fitter!r}"
-            )
-        if (
-            isinstance(population_size, bool)
-            or not isinstance(population_size, int)
-            or population_size < 1
-        ):
-            raise ValueError(
-                f"OMEGA: population_size must be an integer >= 1, got {population_size!r}"
-            )
-        if not isinstance(merging_rate, int | float) or not 0.0 <= merging_rate <= 1.0:
-            raise ValueError(f"OMEGA: merging_rate must be in [0, 1], got {merging_rate!r}")
         self.language_model = language_model
         self.embedding_model = embedding_model
         self.k_nearest_fitter = k_nearest_fitter

@@ -27,6 +27,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from training.engine.bounds import MAX_COUNT, IntRange, ParameterError, check_parameters
 from training.engine.saving import register_synalinks_serializable
 from training.engine.variables import Variable
 
@@ -37,7 +38,16 @@ OPERATIONS = ("seed", "few_shot", "mutation", "crossover")
 
 @register_synalinks_serializable(package="synalinks")
 class Optimizer:
-    """Base optimizer. On its own it keeps the starting variables (a no-op that still scores)."""
+    """Base optimizer. On its own it keeps the starting variables (a no-op that still scores).
+
+    ``PARAMETERS`` declares the limits of the constructor's parameters; subclasses extend it
+    with theirs and the constructors check them (forms read the same declarations).
+    """
+
+    PARAMETERS = {
+        "nb_min_examples": IntRange(0, MAX_COUNT),
+        "nb_max_examples": IntRange(0, MAX_COUNT),
+    }
 
     def __init__(
         self,
@@ -47,10 +57,18 @@ class Optimizer:
         seed: int | None = None,
         name: str | None = None,
     ):
-        if nb_min_examples < 0 or nb_max_examples < nb_min_examples:
-            raise ValueError(
-                f"{type(self).__name__}: need 0 <= nb_min_examples <= nb_max_examples, got "
-                f"{nb_min_examples}..{nb_max_examples}"
+        check_parameters(
+            type(self).__name__,
+            Optimizer.PARAMETERS,
+            {"nb_min_examples": nb_min_examples, "nb_max_examples": nb_max_examples},
+        )
+        if nb_max_examples < nb_min_examples:
+            raise ParameterError(
+                {
+                    "nb_max_examples": f"must be at least nb_min_examples ({nb_min_examples}), "
+                    f"got {nb_max_examples}"
+                },
+                type(self).__name__,
             )
         self.few_shot_learning = few_shot_learning
         self.nb_min_examples = int(nb_min_examples)

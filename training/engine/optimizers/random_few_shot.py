@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from training.engine.bounds import MAX_COUNT, IntRange, check_parameters
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import register_synalinks_serializable
 
@@ -22,6 +23,8 @@ class RandomFewShot(Optimizer):
     ``few_shot_learning`` is accepted for parity with the guide; sampling examples is what this
     optimizer does, so it always does it.
     """
+
+    PARAMETERS = {**Optimizer.PARAMETERS, "nb_candidates": IntRange(1, MAX_COUNT)}
 
     def __init__(
         self,
@@ -39,8 +42,7 @@ class RandomFewShot(Optimizer):
             seed=seed,
             name=name,
         )
-        if nb_candidates < 1:
-            raise ValueError("RandomFewShot: nb_candidates must be >= 1")
+        check_parameters("RandomFewShot", self.PARAMETERS, {"nb_candidates": nb_candidates})
         self.nb_candidates = int(nb_candidates)
 
     async def propose(self, epoch: int) -> list[list[tuple[Any, dict[str, Any]]]]:

@@ -1,0 +1,199 @@
+"""Declarative limits of the engine's parameters: each limit is written once, here or next to
+the constructor that owns it, and everything else reads it.
+
+An optimizer lists its parameters' bounds in ``PARAMETERS`` and its constructor checks them
+with :func:`check_parameters`; ``fit`` checks its own arguments against :data:`EPOCHS`,
+:data:`BATCH_SIZE` and :data:`VALIDATION_SPLIT`. Forms (outside the engine) read the same
+objects to build typed fields, so the browser's ``min``/``max``, the server's check and the
+engine's error are one rule. Every bound is closed (``min <= value <= max``) on purpose: an
+HTML number input can only enforce closed bounds, so a closed bound is one the browser and
+the engine can agree on exactly.
+
+Example:
+
+    POPULATION = IntRange(2, MAX_COUNT)
+    POPULATION.check("population_size", 1)
+    # ParameterError: population_size must be a whole number between 2 and 10000, got 1
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+#: Upper bound on any count the engine is given (examples, candidates, population): it bounds
+#: the work (DNS is O(N²) in the population) before any starts.
+MAX_COUNT = 10_000
+
+
+class ParameterError(ValueError):
+    """One or more parameters outside their limits; ``errors`` maps each name to a message.
+
+    It is a ``ValueError``, so code that catches those keeps working; callers that report on
+    a form read ``errors`` to put each message on its own field.
+    """
+
+    def __init__(self, errors: dict[str, str], owner: str | None = None):
+        self.errors = dict(errors)
+        text = "; ".join(f"{name} {message}" for name, message in self.errors.items())
+        super().__init__(f"{owner}: {text}" if owner else text)
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """A whole number in ``[min, max]`` (``max=None``: no upper limit).
+
+    Args:
+        min: The smallest allowed value.
+        max: The largest allowed value, or None.
+    """
+
+    min: int
+    max: int | None = None
+
+    def describe(self) -> str:
+        if self.max is None:
+            return f"a whole number of at least {self.min}"
+        return f"a whole number between {self.min} and {self.max}"
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused ("must be ..., got ..."), or None when it is allowed."""
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < self.min
+            or (self.max is not None and value > self.max)
+        ):
+            return f"must be {self.describe()}, got {value!r}"
+        return None
+
+    def check(self, name: str, value: Any) -> int:
+        """``value`` when allowed; :class:`ParameterError` naming ``name`` otherwise."""
+        message = self.problem(value)
+        if message:
+            raise ParameterError({name: message})
+        return value
+
+    def narrow(self, max: int) -> IntRange:  # noqa: A002 - the bound's own field name
+        """The same bound with a lower ceiling (a server's cap on top of the engine's rule)."""
+        return IntRange(self.min, max if self.max is None else min(self.max, max))
+
+
+@dataclass(frozen=True)
+class FloatRange:
+    """A number (int or float, not bool) in ``[min, max]`` (``max=None``: no upper limit).
+
+    Args:
+        min: The smallest allowed value.
+        max: The largest allowed value, or None.
+    """
+
+    min: float
+    max: float | None = None
+
+    def describe(self) -> str:
+        if self.max is None:
+            return f"a number of at least {_number(self.min)}"
+        return f"a number between {_number(self.min)} and {_number(self.max)}"
+
+    def problem(self, value: Any) -> str | None:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not value >= self.min  # also refuses NaN
+            or (self.max is not None and value > self.max)
+        ):
+            return f"must be {self.describe()}, got {value!r}"
+        return None
+
+    def check(self, name: str, value: Any) -> float:
+        message = self.problem(value)
+        if message:
+            raise ParameterError({name: message})
+        return value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed tuple of values (the first is not implied to be the default).
+
+    Args:
+        values: The allowed values.
+    """
+
+    values: tuple
+
+    def describe(self) -> str:
+        return f"one of {list(self.values)}"
+
+    def problem(self, value: Any) -> str | None:
+        if value not in self.values:
+            return f"must be {self.describe()}, got {value!r}"
+        return None
+
+    def check(self, name: str, value: Any) -> Any:
+        message = self.problem(value)
+        if message:
+            raise ParameterError({name: message})
+        return value
+
+
+Bound = IntRange | FloatRange | Choice
+
+
+def check_parameters(owner: str, bounds: dict[str, Bound], values: dict[str, Any]) -> None:
+    """Check every named value against its bound; one :class:`ParameterError` listing them all.
+
+    Args:
+        owner: The class name, to start the message (``"OMEGA: ..."``).
+        bounds: ``{parameter name: bound}`` (a class's ``PARAMETERS``).
+        values: ``{parameter name: value}``; names without a bound are not checked.
+    """
+    errors = {}
+    for name, bound in bounds.items():
+        if name in values:
+            message = bound.problem(values[name])
+            if message:
+                errors[name] = message
+    if errors:
+        raise ParameterError(errors, owner)
+
+
+def defaults(callable_: Any) -> dict[str, Any]:
+    """The default value of each parameter of ``callable_`` (a class: its ``__init__``), so a
+    caller that offers the defaults (a form's initial values) never retypes them."""
+    return {
+        name: parameter.default
+        for name, parameter in inspect.signature(callable_).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+
+
+# --- Program.fit's arguments -----------------------------------------------------------------
+#: ``fit(epochs=...)``: at least one pass over the data.
+EPOCHS = IntRange(1)
+#: ``fit(batch_size=...)`` (also evaluate/predict).
+BATCH_SIZE = IntRange(1)
+#: ``fit(validation_split=...)``: the fraction of the training data held out (the last rows).
+#: 0 keeps everything for training; at most 0.95, so some training data always remains (a
+#: closed bound, so a browser can enforce it too). Whether the split leaves at least one row
+#: on each side depends on the data, and fit checks that too.
+VALIDATION_SPLIT = FloatRange(0.0, 0.95)
+
+__all__ = [
+    "BATCH_SIZE",
+    "EPOCHS",
+    "MAX_COUNT",
+    "VALIDATION_SPLIT",
+    "Choice",
+    "FloatRange",
+    "IntRange",
+    "ParameterError",
+    "check_parameters",
+    "defaults",
+]
