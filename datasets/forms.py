@@ -9,6 +9,7 @@ from django import forms
 from datasets.ingest.fieldtypes import FIELD_TYPES
 from datasets.ingest.formats import FORMATS
 from datasets.ingest.mapping import field_name_for
+from datasets.ingest.splitting import SEED_MAX, TEST_RATIO_MAX, TEST_RATIO_MIN
 from datasets.ingest.textstream import ENCODINGS
 
 TARGET_HINTS = {"answer", "label", "labels", "target", "output", "y", "class", "category"}
@@ -30,13 +31,18 @@ class DatasetSettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     test_ratio = forms.FloatField(
-        min_value=0.01, max_value=0.9, initial=0.2, label="Test ratio",
-        help_text="Share of rows held out as the test split (0.01-0.9).",
-    )  # fmt: skip
+        min_value=TEST_RATIO_MIN,
+        max_value=TEST_RATIO_MAX,
+        initial=0.2,
+        label="Test ratio",
+        help_text=f"Share of rows held out as the test split ({TEST_RATIO_MIN}-{TEST_RATIO_MAX}).",
+    )
     seed = forms.IntegerField(
-        min_value=0, max_value=2**31 - 1, initial=42,
+        min_value=0,
+        max_value=SEED_MAX,
+        initial=42,
         help_text="The same seed and ratio always give the same split.",
-    )  # fmt: skip
+    )
     skip_incomplete = forms.BooleanField(
         required=False, label="Skip rows with an empty value in a mapped non-text column"
     )

@@ -25,7 +25,7 @@ from datasets.ingest import DatasetError, detect_format, iter_records
 from datasets.ingest.mapping import MappedRows, Mapping, validate_mapping
 from datasets.ingest.profile import profile_records
 from datasets.ingest.records import Record
-from datasets.ingest.splitting import split_mask
+from datasets.ingest.splitting import check_split_settings, split_mask
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.selectors import runs_using
 
@@ -125,10 +125,7 @@ def discard_stale_uploads(user) -> None:
 def _check_settings(name: str, test_ratio: float, seed: int) -> None:
     if not name.strip():
         raise DatasetError("Give the dataset a name.")
-    if not 0.0 < float(test_ratio) < 1.0:
-        raise DatasetError("The test ratio must be between 0 and 1 (e.g. 0.2 for 20%).")
-    if not 0 <= int(seed) < 2**31:
-        raise DatasetError("The seed must be a whole number from 0 to 2147483647.")
+    check_split_settings(test_ratio, seed)
 
 
 def _store_rows(dataset: Dataset, rows: Iterable[dict[str, Any]]) -> int:

@@ -1,14 +1,41 @@
-"""The reproducible train/test split: the same (row count, ratio, seed) → the same split."""
+"""The reproducible train/test split: the same (row count, ratio, seed) → the same split.
+
+The split's limits live here and only here: the settings form builds its fields from
+``TEST_RATIO_MIN``/``TEST_RATIO_MAX``/``SEED_MAX`` (so the browser enforces them too) and
+``datasets.services`` checks a dataset's settings with :func:`check_split_settings`.
+"""
 
 import numpy as np
 
 from datasets.ingest.errors import DatasetError
 
+#: Share of rows held out as the test split. Closed bounds, so the browser's min/max say
+#: exactly the same: at least 1% is held out, at most 90%, so both splits have rows to use.
+TEST_RATIO_MIN = 0.01
+TEST_RATIO_MAX = 0.9
+#: Seeds are stored in a 32-bit column: 0..2**31-1.
+SEED_MAX = 2**31 - 1
+
+
+def check_test_ratio(test_ratio: float) -> None:
+    """DatasetError unless ``test_ratio`` is within ``TEST_RATIO_MIN..TEST_RATIO_MAX``."""
+    if not TEST_RATIO_MIN <= float(test_ratio) <= TEST_RATIO_MAX:
+        raise DatasetError(
+            f"The test ratio must be between {TEST_RATIO_MIN} and {TEST_RATIO_MAX} "
+            "(e.g. 0.2 for 20%)."
+        )
+
+
+def check_split_settings(test_ratio: float, seed: int) -> None:
+    """DatasetError unless the ratio and seed are within the limits above."""
+    check_test_ratio(test_ratio)
+    if not 0 <= int(seed) <= SEED_MAX:
+        raise DatasetError(f"The seed must be a whole number from 0 to {SEED_MAX}.")
+
 
 def count_test_rows(row_count: int, test_ratio: float) -> int:
     """Rows in the test split: rounded, and at least one row in each split."""
-    if not 0.0 < test_ratio < 1.0:
-        raise DatasetError("The test ratio must be between 0 and 1 (e.g. 0.2 for 20%).")
+    check_test_ratio(test_ratio)
     if row_count < 2:
         raise DatasetError(
             f"A train/test split needs at least 2 rows; this dataset has {row_count}."

@@ -317,12 +317,13 @@ def test_split_is_reproducible_and_sized():
     assert (split_mask(100, 0.2, seed=7) == first).all()
     assert not (split_mask(100, 0.2, seed=8) == first).all()
     assert split_mask(3, 0.01, seed=1).sum() == 1  # at least one test row
-    assert split_mask(3, 0.99, seed=1).sum() == 2  # at least one train row
+    assert split_mask(3, 0.9, seed=1).sum() == 2  # at least one train row
 
 
 def test_split_refuses_bad_ratio_and_tiny_data():
-    with pytest.raises(DatasetError, match="between 0 and 1"):
-        split_mask(10, 1.0, seed=1)
+    for ratio in (0.0, 0.005, 0.95, 1.0):
+        with pytest.raises(DatasetError, match="between 0.01 and 0.9"):
+            split_mask(10, ratio, seed=1)
     with pytest.raises(DatasetError, match="at least 2 rows"):
         split_mask(1, 0.5, seed=1)
 

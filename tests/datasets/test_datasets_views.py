@@ -547,3 +547,26 @@ def test_tweeteval_sample_reads_as_text_not_escapes(alice):
     assert len(texts) == 300
     assert not [t for t in texts if "\\u" in t or "&amp;" in t or "&gt;" in t]
     assert any("\u2019" in t for t in texts)  # the right single quote, as a character
+
+
+def test_split_settings_form_and_service_share_one_rule():
+    """The settings form's HTML min/max and the service's check are splitting.py's limits."""
+    from datasets.forms import DatasetSettingsForm
+    from datasets.ingest import splitting
+    from datasets.ingest.errors import DatasetError
+
+    html = str(DatasetSettingsForm()["test_ratio"])
+    assert f'min="{splitting.TEST_RATIO_MIN}"' in html
+    assert f'max="{splitting.TEST_RATIO_MAX}"' in html
+    assert f'max="{splitting.SEED_MAX}"' in str(DatasetSettingsForm()["seed"])
+    for ratio in (splitting.TEST_RATIO_MIN, splitting.TEST_RATIO_MAX):
+        splitting.check_split_settings(ratio, 0)
+        form = DatasetSettingsForm({"name": "x", "test_ratio": str(ratio), "seed": "1"})
+        assert form.is_valid(), form.errors
+    for ratio in (0.005, 0.95):
+        with pytest.raises(DatasetError, match="test ratio must be between 0.01 and 0.9"):
+            splitting.check_split_settings(ratio, 0)
+        form = DatasetSettingsForm({"name": "x", "test_ratio": str(ratio), "seed": "1"})
+        assert not form.is_valid() and list(form.errors) == ["test_ratio"]
+    with pytest.raises(DatasetError, match="seed"):
+        splitting.check_split_settings(0.2, splitting.SEED_MAX + 1)
