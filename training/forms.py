@@ -1,7 +1,11 @@
 """Forms: build a program, import one, and launch a run.
 
-Numbers are plain text fields on purpose: ``training.services.run_config`` is the single
-validator and its messages (what is wrong, what is allowed) are attached to the fields.
+The launch form's numbers are typed, bounded fields built from the engine's own declarations
+(``training.engine.bounds`` objects, read through ``training.services.run_config``): their
+``min_value``/``max_value`` become the HTML ``min``/``max`` the browser enforces and the
+check the server runs, with the engine's wording, and their initial values are the engine's
+signature defaults. ``run_config.validate_run_config`` then builds the engine objects, whose
+constructors have the last word; what they refuse is put on the field it is about.
 """
 
 from __future__ import annotations
@@ -10,27 +14,92 @@ from django import forms
 from django.conf import settings
 
 from datasets.models import Dataset
+from training.engine import bounds
 from training.models import Program
 from training.services import programs as program_services
 from training.services.run_config import (
+    FIELD_PREFIXES,
     METRICS,
-    OMEGA_ALGORITHMS,
-    OMEGA_DEFAULTS,
-    OMEGA_SELECTIONS,
     OPTIMIZERS,
-    RANDOM_FEW_SHOT_DEFAULTS,
     REWARDS,
+    TRAINING,
+    TRAINING_DEFAULTS,
     RunConfigError,
+    optimizer_parameters,
     validate_run_config,
 )
 
 
-def _number(initial, step="any", **attrs) -> forms.CharField:
-    return forms.CharField(
+def bounded_field(bound, initial=None, **kwargs) -> forms.Field:
+    """An optional typed field that enforces ``bound`` (an engine bound) and says it its way.
+
+    ``IntRange``/``FloatRange`` give an Integer/FloatField whose min/max are the bound's (so
+    the HTML ``min``/``max`` too; floats get ``step="any"``: the server does not round), and
+    ``Choice`` a ChoiceField listing the initial value first. Empty means "the default".
+
+    Args:
+        bound: An ``IntRange``, ``FloatRange`` or ``Choice``.
+        initial: The initial value (the engine's default).
+        **kwargs: Passed to the field (label, help_text, widget).
+
+    Returns:
+        The form field.
+    """
+    if isinstance(bound, bounds.Choice):
+        values = sorted(bound.values, key=lambda value: value != initial)
+        return forms.ChoiceField(
+            choices=[(value, value) for value in values], initial=initial, required=False, **kwargs
+        )
+    rule = f"must be {bound.describe()}"
+    messages = {
+        "invalid": rule,
+        "min_value": f"{rule}, got %(value)s",
+        "max_value": f"{rule}, got %(value)s",
+    }
+    field_class = forms.IntegerField if isinstance(bound, bounds.IntRange) else forms.FloatField
+    return field_class(
         required=False,
         initial=initial,
-        widget=forms.NumberInput(attrs={"step": step, **attrs}),
+        min_value=bound.min,
+        max_value=bound.max,
+        error_messages=messages,
+        **kwargs,
     )
+
+
+def _optimizer_fields() -> dict[str, forms.Field]:
+    """Every offered parameter of every optimizer, as ``rfs_nb_min_examples`` etc."""
+    fields: dict[str, forms.Field] = {}
+    for name, prefix in FIELD_PREFIXES.items():
+        for key, (default, bound) in optimizer_parameters(name).items():
+            if bound is not None:
+                field = bounded_field(bound, default)
+            elif isinstance(default, bool):
+                field = forms.BooleanField(required=False, initial=default)
+            elif key == "instructions":
+                field = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+            else:
+                field = forms.CharField(required=False, initial=default)
+            field.label = key  # the guide's argument names, which users know from code
+            fields[prefix + key] = field
+    fields["omega_language_model"].label = "language_model (default: the program's)"
+    return fields
+
+
+def _training_fields() -> dict[str, forms.Field]:
+    fields = {
+        key: bounded_field(TRAINING[key], TRAINING_DEFAULTS[key])
+        for key in ("epochs", "batch_size", "validation_split")
+    }
+    fields["shuffle"] = forms.BooleanField(required=False, initial=TRAINING_DEFAULTS["shuffle"])
+    fields["seed"] = bounded_field(
+        TRAINING["seed"], widget=forms.NumberInput(attrs={"placeholder": "random"})
+    )
+    for key, when in (("evaluations_before", "before"), ("evaluations_after", "after")):
+        fields[key] = bounded_field(
+            TRAINING[key], TRAINING_DEFAULTS[key], label=f"Evaluate N times {when} training"
+        )
+    return fields
 
 
 class ProgramForm(forms.Form):
@@ -143,59 +212,16 @@ class RunForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
     metrics_in_mask = forms.CharField(required=False, label="Metrics in_mask")
-    # Optimizer
+    # Optimizer (its parameters and the training loop's fields are added below the class)
     optimizer = forms.ChoiceField(
         choices=[(name, name) for name in OPTIMIZERS], initial="RandomFewShot"
     )
-    rfs_few_shot_learning = forms.BooleanField(required=False, label="few_shot_learning")
-    rfs_nb_min_examples = _number(RANDOM_FEW_SHOT_DEFAULTS["nb_min_examples"], step=1, min=0)
-    rfs_nb_max_examples = _number(RANDOM_FEW_SHOT_DEFAULTS["nb_max_examples"], step=1, min=0)
-    rfs_nb_candidates = _number(RANDOM_FEW_SHOT_DEFAULTS["nb_candidates"], step=1, min=1)
-    omega_language_model = forms.CharField(
-        required=False, label="language_model (default: the program's)"
-    )
-    omega_embedding_model = forms.CharField(required=False, label="embedding_model")
-    omega_k_nearest_fitter = _number(OMEGA_DEFAULTS["k_nearest_fitter"], step=1, min=1)
-    omega_mutation_temperature = _number(OMEGA_DEFAULTS["mutation_temperature"])
-    omega_crossover_temperature = _number(OMEGA_DEFAULTS["crossover_temperature"])
-    omega_selection_temperature = _number(OMEGA_DEFAULTS["selection_temperature"])
-    omega_sampling_temperature = _number(OMEGA_DEFAULTS["sampling_temperature"])
-    omega_few_shot_learning = forms.BooleanField(required=False, label="few_shot_learning")
-    omega_nb_min_examples = _number(OMEGA_DEFAULTS["nb_min_examples"], step=1, min=0)
-    omega_nb_max_examples = _number(OMEGA_DEFAULTS["nb_max_examples"], step=1, min=0)
-    omega_merging_rate = _number(OMEGA_DEFAULTS["merging_rate"])
-    omega_population_size = _number(OMEGA_DEFAULTS["population_size"], step=1, min=2)
-    omega_algorithm = forms.ChoiceField(
-        choices=[(n, n) for n in OMEGA_ALGORITHMS], initial="dns", required=False
-    )
-    omega_selection = forms.ChoiceField(
-        choices=[(n, n) for n in OMEGA_SELECTIONS], initial="softmax", required=False
-    )
-    omega_instructions = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="instructions"
-    )
-    # Training loop
-    epochs = _number(3, step=1, min=1)
-    batch_size = _number(8, step=1, min=1)
-    validation_split = _number(0.2, step="0.05", min=0, max=0.95)
-    shuffle = forms.BooleanField(required=False, initial=True)
-    seed = _number("", step=1, min=0, placeholder="random")
-    evaluations_before = _number(1, step=1, min=0, label="Evaluate N times before")
-    evaluations_after = _number(1, step=1, min=0)
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["program"].queryset = Program.objects.filter(owner=user)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
-        self.fields["evaluations_before"].label = "Evaluate N times before training"
-        self.fields["evaluations_after"].label = "Evaluate N times after training"
-        # Optimizer parameters are labelled with the guide's argument names, which users
-        # already know from code (``nb_min_examples``, not "Rfs nb min examples").
-        for name, field in self.fields.items():
-            for prefix in ("rfs_", "omega_"):
-                if name.startswith(prefix) and field.label is None:
-                    field.label = name.removeprefix(prefix)
         self.run_config = None
 
     def clean(self):
@@ -225,3 +251,9 @@ class RunForm(forms.Form):
             for field, message in exc.errors.items():
                 self.add_error(field if field in self.fields else None, message)
         return data
+
+
+# Built from the engine's declarations, in the constructors' order, after the static fields.
+RunForm.base_fields.update(_optimizer_fields())
+RunForm.base_fields.update(_training_fields())
+RunForm.declared_fields = dict(RunForm.base_fields)

@@ -159,8 +159,8 @@ def test_launch_creates_a_queued_run_and_enqueues_it(
 @pytest.mark.parametrize(
     ("overrides", "field", "text"),
     [
-        ({"epochs": "0"}, "epochs", "must be between 1 and 1000"),
-        ({"validation_split": "1.5"}, "validation_split", "must be at least 0 and below 1"),
+        ({"epochs": "0"}, "epochs", "must be a whole number between 1 and 1000, got 0"),
+        ({"validation_split": "1.5"}, "validation_split", "must be a number between 0 and 0.95"),
         (
             {"rfs_nb_min_examples": "4", "rfs_nb_max_examples": "2"},
             "rfs_nb_max_examples",
@@ -169,7 +169,7 @@ def test_launch_creates_a_queued_run_and_enqueues_it(
         (
             {"optimizer": "OMEGA", "omega_mutation_temperature": "0"},
             "omega_mutation_temperature",
-            "must be greater than 0",
+            "must be a number of at least 0.01, got 0",
         ),
         (
             {"optimizer": "OMEGA", "omega_merging_rate": "2"},
@@ -179,7 +179,7 @@ def test_launch_creates_a_queued_run_and_enqueues_it(
         (
             {"optimizer": "OMEGA", "omega_population_size": "1"},
             "omega_population_size",
-            "at least 2",
+            "must be a whole number between 2 and 10000, got 1",
         ),
         (
             {"optimizer": "OMEGA", "omega_algorithm": "nope"},

@@ -3,9 +3,15 @@
 ``validate_run_config(data, program_fields, target_fields)`` takes a flat dict (the form's
 cleaned data or a test's literal) and returns the JSON configuration a Run stores, or raises
 :class:`RunConfigError` whose ``errors`` maps each bad field to a message saying what is
-wrong and what is allowed. The same builders the worker uses (``build_reward``,
-``build_metrics``, ``build_optimizer``) are called during validation, so an optimizer
-parameter the engine refuses is reported on the form, not as a failed run.
+wrong and what is allowed.
+
+No limit is written here. The optimizers' parameters are checked by their own constructors
+against the bounds they declare (``OMEGA.PARAMETERS``, ...), fit's arguments against
+``training.engine.bounds``; their defaults are read from the engine's signatures. What this
+module adds is the dashboard's own policy: caps on a run's size (``EPOCHS``, ``BATCH_SIZE``)
+and its evaluation passes. The launch form builds its typed fields from the same objects
+(:data:`TRAINING`, :func:`optimizer_parameters`), so the browser, the form and the engine
+enforce one rule.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 from django.conf import settings
 
 import training.engine as synalinks
-from training.engine.optimizers import omega as omega_module
+from training.engine import bounds
 from training.services.lm import (
     ModelStringError,
     check_provider,
@@ -26,37 +32,51 @@ from training.services.lm import (
 
 REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
 METRICS = ("F1Score", "Precision", "Recall")
-OPTIMIZERS = ("RandomFewShot", "OMEGA")
-OMEGA_ALGORITHMS = omega_module.ALGORITHMS
-# The engine's selection choices (omega_module.SELECTIONS) in the order the form lists them:
-# the guide's default first.
-OMEGA_SELECTIONS = ("softmax", "best", "random")
+OPTIMIZER_CLASSES = {
+    "RandomFewShot": synalinks.optimizers.RandomFewShot,
+    "OMEGA": synalinks.optimizers.OMEGA,
+}
+OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
+#: Prefix of each optimizer's parameters among the launch form's fields.
+FIELD_PREFIXES = {"RandomFewShot": "rfs_", "OMEGA": "omega_"}
+#: Constructor parameters a run does not take from the user: the run's own seed is passed,
+#: the name is the class's, and a distance function is code.
+NOT_OFFERED = ("seed", "name", "distance_function")
 
-# Defaults of every parameter, as the training guide documents them.
-RANDOM_FEW_SHOT_DEFAULTS = {
-    "few_shot_learning": False,
-    "nb_min_examples": 1,
-    "nb_max_examples": 3,
-    "nb_candidates": 1,
+# The dashboard's policy on top of the engine's rules: a run's size is capped (the engine's
+# own bounds have no ceiling), and each run evaluates the test split a few times.
+TRAINING = {
+    "epochs": bounds.EPOCHS.narrow(1000),
+    "batch_size": bounds.BATCH_SIZE.narrow(4096),
+    "validation_split": bounds.VALIDATION_SPLIT,
+    "seed": bounds.IntRange(0, 2**31 - 1),
+    "evaluations_before": bounds.IntRange(0, 20),
+    "evaluations_after": bounds.IntRange(0, 20),
 }
-OMEGA_DEFAULTS = {
-    "language_model": "",  # empty: the program's model
-    "embedding_model": "",  # empty: settings.TRAINBOARD_EMBEDDING_MODEL
-    "k_nearest_fitter": 5,
-    "mutation_temperature": 0.3,
-    "crossover_temperature": 0.3,
-    "selection_temperature": 0.3,
-    "sampling_temperature": 0.3,
-    "few_shot_learning": False,
-    "nb_min_examples": 1,
-    "nb_max_examples": 3,
-    "merging_rate": 0.02,
-    "population_size": 10,
-    "algorithm": "dns",
-    "selection": "softmax",
-    "instructions": "",
+#: Defaults of the training fields: fit's own for its arguments; one evaluation pass each
+#: side; no seed (a random one is drawn and stored, so a resume replays the same order).
+TRAINING_DEFAULTS = {
+    **{
+        key: value
+        for key, value in bounds.defaults(synalinks.Program.fit).items()
+        if key in ("epochs", "batch_size", "validation_split", "shuffle")
+    },
+    "seed": None,
+    "evaluations_before": 1,
+    "evaluations_after": 1,
 }
-LIMITS = {"epochs": (1, 1000), "batch_size": (1, 4096), "evaluations": (0, 20)}
+
+
+def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
+    """``{parameter: (default, bound or None)}`` of the parameters a run offers for ``name``,
+    in the constructor's order; the defaults are the signature's (None as "" for strings:
+    the JSON a Run stores keeps "" for "the program's model" / "no instructions")."""
+    cls = OPTIMIZER_CLASSES[name]
+    return {
+        key: ("" if default is None else default, cls.PARAMETERS.get(key))
+        for key, default in bounds.defaults(cls).items()
+        if key not in NOT_OFFERED
+    }
 
 
 class RunConfigError(ValueError):
@@ -78,37 +98,6 @@ def _mask(value: Any, field: str, allowed: list[str], errors: dict[str, str]) ->
     return names or None
 
 
-def _int(
-    data: dict, key: str, default: int, low: int, high: int, errors: dict, field: str | None = None
-) -> int:
-    field = field or key
-    value = data.get(key, default)
-    if value in (None, ""):
-        value = default
-    try:
-        number = int(value)
-        if str(value).strip() != str(number) and not isinstance(value, int):
-            raise ValueError
-    except (TypeError, ValueError):
-        errors[field] = f"must be a whole number between {low} and {high}, got {value!r}"
-        return default
-    if not low <= number <= high:
-        errors[field] = f"must be between {low} and {high}, got {number}"
-    return number
-
-
-def _float(data: dict, key: str, default: float, errors: dict, field: str | None = None) -> float:
-    field = field or key
-    value = data.get(key, default)
-    if value in (None, ""):
-        value = default
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        errors[field] = f"must be a number, got {value!r}"
-        return default
-
-
 def _check_model(value: Any, field: str, kind: str, errors: dict) -> None:
     """Report a mistyped model string (no provider/, unknown provider) on its own field.
 
@@ -127,10 +116,9 @@ def _check_model(value: Any, field: str, kind: str, errors: dict) -> None:
         errors[field] = str(exc)
 
 
-def _bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "on", "yes")
-    return bool(value)
+def _value(data: dict, key: str, default: Any) -> Any:
+    value = data.get(key, default)
+    return default if value is None or value == "" else value
 
 
 def validate_run_config(
@@ -154,6 +142,9 @@ def validate_run_config(
         reward["embedding_model"] = (data.get("reward_embedding_model") or "").strip() or (
             settings.TRAINBOARD_EMBEDDING_MODEL
         )
+        _check_model(
+            data.get("reward_embedding_model"), "reward_embedding_model", "embedding model", errors
+        )
     if reward_name == "LMAsJudge":
         reward["language_model"] = (
             data.get("reward_language_model") or ""
@@ -161,15 +152,10 @@ def validate_run_config(
         reward["criteria"] = (
             data.get("reward_criteria") or ""
         ).strip() or "accuracy and completeness"
-    config["reward"] = reward
-    if reward_name == "CosineSimilarity":
-        _check_model(
-            data.get("reward_embedding_model"), "reward_embedding_model", "embedding model", errors
-        )
-    if reward_name == "LMAsJudge":
         _check_model(
             data.get("reward_language_model"), "reward_language_model", "judge model", errors
         )
+    config["reward"] = reward
 
     # Metrics
     metric_names = data.get("metrics") or []
@@ -186,96 +172,74 @@ def validate_run_config(
     ]
 
     # Training loop
-    config["epochs"] = _int(data, "epochs", 3, *LIMITS["epochs"], errors)
-    config["batch_size"] = _int(data, "batch_size", 8, *LIMITS["batch_size"], errors)
-    split = _float(data, "validation_split", 0.0, errors)
-    if not 0.0 <= split < 1.0:
-        errors["validation_split"] = (
-            f"must be at least 0 and below 1 (a fraction of the training split), got {split}"
-        )
-    config["validation_split"] = split
-    config["shuffle"] = _bool(data.get("shuffle", True))
-    seed = data.get("seed")
-    if seed in (None, ""):
-        seed = secrets.randbelow(2**31)  # stored, so a resume replays the same order
-    config["seed"] = _int({"seed": seed}, "seed", 0, 0, 2**31 - 1, errors)
-    config["evaluations_before"] = _int(
-        data, "evaluations_before", 1, *LIMITS["evaluations"], errors
-    )
-    config["evaluations_after"] = _int(data, "evaluations_after", 1, *LIMITS["evaluations"], errors)
+    for key in ("epochs", "batch_size", "validation_split"):
+        config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
+    config["shuffle"] = bool(_value(data, "shuffle", TRAINING_DEFAULTS["shuffle"]))
+    seed = _value(data, "seed", secrets.randbelow(2**31))  # stored: a resume replays the order
+    config["seed"] = _bounded({"seed": seed}, "seed", TRAINING["seed"], None, errors)
+    for key in ("evaluations_before", "evaluations_after"):
+        config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
 
-    # Optimizer
+    # Optimizer: its constructor checks its parameters (the bounds it declares).
     name = data.get("optimizer") or "RandomFewShot"
     if name not in OPTIMIZERS:
         errors["optimizer"] = f"must be one of {', '.join(OPTIMIZERS)}, got {name!r}"
         name = "RandomFewShot"
-    config["optimizer"] = {"name": name, "params": _optimizer_params(name, data, errors)}
+    prefix = FIELD_PREFIXES[name]
+    config["optimizer"] = {
+        "name": name,
+        "params": {
+            key: _param(_value(data, prefix + key, default), default)
+            for key, (default, _bound) in optimizer_parameters(name).items()
+        },
+    }
     if name == "OMEGA":
-        _check_model(
-            data.get("omega_language_model"), "omega_language_model", "language_model", errors
-        )
-        _check_model(
-            data.get("omega_embedding_model"), "omega_embedding_model", "embedding_model", errors
-        )
+        for key in ("language_model", "embedding_model"):
+            _check_model(data.get(prefix + key), prefix + key, key, errors)
+    if not any(field.startswith(prefix) for field in errors):
+        _build("optimizer", lambda: build_optimizer(config), errors, prefix)
 
     if not errors:
-        # The engine's own constructors have the last word (e.g. OMEGA's pitfalls).
-        for field, build in (
-            ("reward", lambda: build_reward(config)),
-            ("metrics", lambda: build_metrics(config)),
-            ("optimizer", lambda: build_optimizer(config)),
-        ):
-            try:
-                build()
-            except (ValueError, TypeError, RuntimeError) as exc:
-                # RuntimeError: a local model that cannot run here, a rejected model string.
-                errors[field] = str(exc)
+        _build("reward", lambda: build_reward(config), errors)
+        _build("metrics", lambda: build_metrics(config), errors)
     if errors:
         raise RunConfigError(errors)
     return config
 
 
-def _optimizer_params(name: str, data: dict, errors: dict) -> dict[str, Any]:
-    prefix = "rfs_" if name == "RandomFewShot" else "omega_"
-    defaults = RANDOM_FEW_SHOT_DEFAULTS if name == "RandomFewShot" else OMEGA_DEFAULTS
-    params: dict[str, Any] = {}
-    for key, default in defaults.items():
-        field = prefix + key
-        if isinstance(default, bool):
-            params[key] = _bool(data.get(field, default))
-        elif isinstance(default, int):
-            params[key] = _int(data, field, default, 0, 10_000, errors)
-        elif isinstance(default, float):
-            params[key] = _float(data, field, default, errors)
-        else:
-            params[key] = str(data.get(field) or default).strip()
-    lo, hi = params["nb_min_examples"], params["nb_max_examples"]
-    if lo > hi:
-        errors[prefix + "nb_max_examples"] = f"must be at least nb_min_examples ({lo}), got {hi}"
-    if name == "RandomFewShot":
-        if params["nb_candidates"] < 1:
-            errors["rfs_nb_candidates"] = "must be at least 1"
-        return params
-    for key in omega_module.TEMPERATURES:
-        if params[key] <= 0:
-            errors["omega_" + key] = (
-                f"must be greater than 0 (the guide's default is 0.3), got {params[key]}"
-            )
-    if not 0.0 <= params["merging_rate"] <= 1.0:
-        errors["omega_merging_rate"] = f"must be between 0 and 1, got {params['merging_rate']}"
-    if params["population_size"] < 2:
-        errors["omega_population_size"] = f"must be at least 2, got {params['population_size']}"
-    if params["k_nearest_fitter"] < 1:
-        errors["omega_k_nearest_fitter"] = f"must be at least 1, got {params['k_nearest_fitter']}"
-    if params["algorithm"] not in OMEGA_ALGORITHMS:
-        errors["omega_algorithm"] = (
-            f"must be one of {', '.join(OMEGA_ALGORITHMS)}, got {params['algorithm']!r}"
-        )
-    if params["selection"] not in OMEGA_SELECTIONS:
-        errors["omega_selection"] = (
-            f"must be one of {', '.join(OMEGA_SELECTIONS)}, got {params['selection']!r}"
-        )
-    return params
+def _bounded(data: dict, key: str, bound: Any, default: Any, errors: dict) -> Any:
+    value = _value(data, key, default)
+    message = bound.problem(value)
+    if message:
+        errors[key] = message
+    elif isinstance(bound, bounds.FloatRange):
+        value = float(value)
+    return value
+
+
+def _param(value: Any, default: Any) -> Any:
+    """A parameter as the JSON stores it: strings stripped, floats as floats."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _build(field: str, build: Any, errors: dict, prefix: str = "") -> None:
+    """Build an engine object; what it refuses lands on the field it is about.
+
+    A :class:`~training.engine.bounds.ParameterError` names each parameter (the field is
+    ``prefix + name``); any other refusal (a local model that cannot run here, a rejected
+    model string) lands on ``field``.
+    """
+    try:
+        build()
+    except bounds.ParameterError as exc:
+        for name, message in exc.errors.items():
+            errors[prefix + name] = message
+    except (ValueError, TypeError, RuntimeError) as exc:
+        errors[field] = str(exc)
 
 
 # --- builders (used by validation and by the worker) -----------------------------------------

@@ -1,0 +1,189 @@
+"""The launch form's limits are the engine's: the same bound gives the browser's HTML
+min/max, the server's field message and the engine constructor's refusal, and the initial
+values are the engine's signature defaults."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+from django.urls import reverse
+
+import training.engine as synalinks
+from training.engine import bounds
+from training.engine.optimizers import dns
+from training.forms import RunForm
+from training.models import Run
+from training.services.run_config import (
+    FIELD_PREFIXES,
+    OPTIMIZER_CLASSES,
+    TRAINING,
+    RunConfigError,
+    optimizer_parameters,
+)
+
+from .conftest import run_config
+from .test_views import launch_data
+
+pytestmark = pytest.mark.django_db
+
+
+def _bounded_fields():
+    """(form field name, engine bound) of every number on the launch form."""
+    pairs = [(key, bound) for key, bound in TRAINING.items()]
+    for name, prefix in FIELD_PREFIXES.items():
+        for key, (_default, bound) in optimizer_parameters(name).items():
+            if isinstance(bound, bounds.IntRange | bounds.FloatRange):
+                pairs.append((prefix + key, bound))
+    return pairs
+
+
+def _attribute(html: str, name: str) -> str | None:
+    found = re.search(rf'\s{name}="([^"]*)"', html)
+    return found.group(1) if found else None
+
+
+def test_every_engine_parameter_bound_is_on_the_form():
+    names = {field for field, _ in _bounded_fields()}
+    assert {
+        "rfs_nb_min_examples",
+        "rfs_nb_max_examples",
+        "rfs_nb_candidates",
+        "omega_k_nearest_fitter",
+        "omega_mutation_temperature",
+        "omega_crossover_temperature",
+        "omega_selection_temperature",
+        "omega_sampling_temperature",
+        "omega_nb_min_examples",
+        "omega_nb_max_examples",
+        "omega_merging_rate",
+        "omega_population_size",
+        "epochs",
+        "batch_size",
+        "validation_split",
+        "seed",
+        "evaluations_before",
+        "evaluations_after",
+    } == names
+    assert TRAINING["validation_split"] is bounds.VALIDATION_SPLIT
+    assert OPTIMIZER_CLASSES["OMEGA"].PARAMETERS["population_size"] is dns.POPULATION_SIZE
+
+
+@pytest.mark.parametrize(("field", "bound"), _bounded_fields())
+def test_html_bounds_the_browser_enforces_are_the_engines(field, bound):
+    html = str(RunForm()[field])
+    assert _attribute(html, "type") == "number"
+    assert float(_attribute(html, "min")) == bound.min
+    if bound.max is None:
+        assert _attribute(html, "max") is None
+    else:
+        assert float(_attribute(html, "max")) == bound.max
+    # Floats are not rounded by the server, so the browser must not impose a step either.
+    expected_step = "any" if isinstance(bound, bounds.FloatRange) else None
+    assert _attribute(html, "step") == expected_step
+
+
+def test_initial_values_are_the_engine_signature_defaults():
+    form = RunForm()
+    fit = inspect.signature(synalinks.Program.fit).parameters
+    for key in ("epochs", "batch_size", "validation_split", "shuffle"):
+        assert form.fields[key].initial == fit[key].default
+    for name, prefix in FIELD_PREFIXES.items():
+        signature = inspect.signature(OPTIMIZER_CLASSES[name]).parameters
+        for key in optimizer_parameters(name):
+            if key in ("language_model", "embedding_model", "instructions"):
+                continue  # blank on the form: "the program's model" / the settings' default
+            assert form.fields[prefix + key].initial == signature[key].default, key
+
+
+@pytest.mark.parametrize(("field", "bound"), _bounded_fields())
+def test_a_value_below_the_bound_is_reported_on_its_field(
+    client_user, program, demo_dataset, field, bound
+):
+    below = bound.min - (1 if isinstance(bound, bounds.IntRange) else 0.005)
+    overrides = {field: str(below)}
+    if field.startswith("omega_"):
+        overrides["optimizer"] = "OMEGA"
+    response = client_user.post(
+        reverse("training:run-create"), launch_data(program, demo_dataset, **overrides)
+    )
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert list(errors) == [field], errors
+    assert errors[field] == [f"must be {bound.describe()}, got {below}"]
+    assert not Run.objects.exists()
+
+
+def test_validation_split_bound_is_one_rule_for_browser_server_and_fit():
+    top = bounds.VALIDATION_SPLIT.max
+    assert run_config(validation_split=top)["validation_split"] == top
+    with pytest.raises(RunConfigError) as raised:
+        run_config(validation_split=top + 0.01)
+    assert raised.value.errors == {
+        "validation_split": f"must be {bounds.VALIDATION_SPLIT.describe()}, got {top + 0.01}"
+    }
+    form_field = RunForm().fields["validation_split"]
+    assert (form_field.min_value, form_field.max_value) == (0.0, top)
+
+
+def test_engine_refusal_lands_on_the_parameters_field():
+    """A rule only the constructor knows (nb_min <= nb_max) still lands on its field."""
+    with pytest.raises(RunConfigError) as raised:
+        run_config(optimizer="OMEGA", omega_nb_min_examples=5, omega_nb_max_examples=2)
+    assert raised.value.errors == {
+        "omega_nb_max_examples": "must be at least nb_min_examples (5), got 2"
+    }
+
+
+def test_code_callers_get_every_bad_parameter_at_once():
+    with pytest.raises(RunConfigError) as raised:
+        run_config(
+            optimizer="OMEGA",
+            omega_population_size=1,
+            omega_merging_rate=1.5,
+            omega_selection="tournament",
+            epochs=0,
+        )
+    assert set(raised.value.errors) == {
+        "omega_population_size",
+        "omega_merging_rate",
+        "omega_selection",
+        "epochs",
+    }
+    assert "got 1" in raised.value.errors["omega_population_size"]
+    assert "'tournament'" in raised.value.errors["omega_selection"]
+
+
+def test_stored_json_keeps_its_shape():
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="")
+    assert list(config["optimizer"]["params"]) == [
+        "language_model",
+        "embedding_model",
+        "k_nearest_fitter",
+        "mutation_temperature",
+        "crossover_temperature",
+        "selection_temperature",
+        "sampling_temperature",
+        "few_shot_learning",
+        "nb_min_examples",
+        "nb_max_examples",
+        "merging_rate",
+        "population_size",
+        "algorithm",
+        "selection",
+        "instructions",
+    ]
+    params = config["optimizer"]["params"]
+    assert (params["language_model"], params["embedding_model"], params["instructions"]) == (
+        "",
+        "",
+        "",
+    )
+    assert isinstance(params["merging_rate"], float) and params["population_size"] == 10
+    assert list(run_config()["optimizer"]["params"]) == [
+        "few_shot_learning",
+        "nb_min_examples",
+        "nb_max_examples",
+        "nb_candidates",
+    ]
