@@ -4,7 +4,7 @@ the engine's bound is the edge, one step beyond is refused before anything is se
 from __future__ import annotations
 
 import pytest
-from test_runs_helpers import create_program, demo_dataset_id
+from helpers_runs import create_program, demo_dataset_id
 
 from training.engine import bounds
 from training.engine.optimizers import dns, omega
