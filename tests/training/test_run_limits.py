@@ -1,6 +1,6 @@
 """The launch form's limits are the engine's: the same bound gives the browser's HTML
-min/max, the server's field message and the engine constructor's refusal, and the initial
-values are the engine's signature defaults."""
+min/max, the server's field message and the engine constructor's refusal; the optimizers'
+initial values are their signature defaults, training's the dashboard's one set of suggestions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import re
 import pytest
 from django.urls import reverse
 
-import training.engine as synalinks
 from training.engine import bounds
 from training.engine.optimizers import dns
 from training.forms import RunForm
@@ -19,6 +18,7 @@ from training.services.run_config import (
     FIELD_PREFIXES,
     OPTIMIZER_CLASSES,
     TRAINING,
+    TRAINING_DEFAULTS,
     RunConfigError,
     optimizer_parameters,
 )
@@ -84,11 +84,18 @@ def test_html_bounds_the_browser_enforces_are_the_engines(field, bound):
     assert _attribute(html, "step") == expected_step
 
 
-def test_initial_values_are_the_engine_signature_defaults():
+def test_initial_values_are_the_dashboard_training_defaults_and_the_optimizer_signatures():
     form = RunForm()
-    fit = inspect.signature(synalinks.Program.fit).parameters
     for key in ("epochs", "batch_size", "validation_split", "shuffle"):
-        assert form.fields[key].initial == fit[key].default
+        assert form.fields[key].initial == TRAINING_DEFAULTS[key]
+    # The dashboard's suggestions are within the engine's bounds for fit.
+    assert bounds.EPOCHS.min <= TRAINING_DEFAULTS["epochs"]
+    assert bounds.BATCH_SIZE.min <= TRAINING_DEFAULTS["batch_size"]
+    assert (
+        bounds.VALIDATION_SPLIT.min
+        <= TRAINING_DEFAULTS["validation_split"]
+        <= bounds.VALIDATION_SPLIT.max
+    )
     for name, prefix in FIELD_PREFIXES.items():
         signature = inspect.signature(OPTIMIZER_CLASSES[name]).parameters
         for key in optimizer_parameters(name):

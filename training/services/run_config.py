@@ -55,12 +55,15 @@ TRAINING = {
 }
 #: Defaults of the training fields: fit's own for its arguments; one evaluation pass each
 #: side; no seed (a random one is drawn and stored, so a resume replays the same order).
+# The dashboard's suggested training settings, defined here once (the form shows them, a
+# stored configuration without them gets them). They differ from fit()'s own signature on
+# purpose: a first run from the browser should train for a few small batches and keep a
+# validation split for the optimizer to select on, which fit's script defaults do not.
 TRAINING_DEFAULTS = {
-    **{
-        key: value
-        for key, value in bounds.defaults(synalinks.Program.fit).items()
-        if key in ("epochs", "batch_size", "validation_split", "shuffle")
-    },
+    "epochs": 3,
+    "batch_size": 8,
+    "validation_split": 0.2,
+    "shuffle": bounds.defaults(synalinks.Program.fit)["shuffle"],
     "seed": None,
     "evaluations_before": 1,
     "evaluations_after": 1,
