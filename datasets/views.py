@@ -25,6 +25,7 @@ from datasets.forms import (
     mapping_rows_from_post,
 )
 from datasets.ingest import DatasetError
+from datasets.ingest.columns import MAX_COLUMNS
 from datasets.ingest.fieldtypes import display
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.upload_handler import SizeLimitUploadHandler
@@ -60,7 +61,7 @@ def _upload_error(request, form, message: str, status: int):
 
 def _limit_context() -> dict:
     limit = services.upload_max_bytes()
-    return {"max_bytes": limit, "max_mb": f"{limit / 1024 / 1024:.0f}"}
+    return {"max_bytes": limit, "max_mb": f"{limit / 1024 / 1024:.0f}", "max_columns": MAX_COLUMNS}
 
 
 @csrf_exempt  # the limiter must be installed before CSRF reads request.POST; see _upload

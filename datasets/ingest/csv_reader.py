@@ -1,6 +1,7 @@
 """CSV and TSV rows as a stream: the csv module over decoded lines, header first.
 
-A header row is required; names must be present and distinct. Every later row must have
+A header row is required; names must be present and distinct, at most MAX_COLUMNS of them
+(datasets.ingest.columns). Every later row must have
 as many values as the header (a "ragged" row is an error naming its line). Blank lines are
 skipped. Values stay strings; types are inferred later.
 """
@@ -8,12 +9,14 @@ skipped. Values stay strings; types are inferred later.
 import csv
 from collections.abc import Iterable, Iterator
 
+from datasets.ingest.columns import check_column_count
 from datasets.ingest.errors import DatasetError
 from datasets.ingest.records import Record
 
 
 def check_header(names: list[str], line: int = 1) -> list[str]:
-    """Strip the names and refuse empty or repeated ones."""
+    """Strip the names and refuse too many, empty or repeated ones."""
+    check_column_count(len(names), line, "the header")
     names = [name.strip() for name in names]
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):

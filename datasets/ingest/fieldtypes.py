@@ -9,7 +9,11 @@ import math
 import re
 from typing import Any
 
+from core.bounded_json import describe_surrogate, lone_surrogate, nesting_depth_exceeds
+
 FIELD_TYPES = ["str", "int", "float", "bool", "list[str]"]
+# A list[str] cell holds a flat JSON array; a little nesting is shown as JSON text.
+LIST_TEXT_MAX_NESTING = 8
 
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -113,10 +117,16 @@ def convert(value: Any, field_type: str) -> Any:
         raise ConversionError("not a boolean (true/false, yes/no, 1/0)")
     if field_type == "list[str]":
         if isinstance(value, str):
+            text = value
+            if nesting_depth_exceeds(text, LIST_TEXT_MAX_NESTING) is not None:
+                raise ConversionError("not a list of texts (nested too deeply)")
             try:
-                value = json.loads(value)
+                value = json.loads(text)
             except json.JSONDecodeError:
                 raise ConversionError('not a list (write it as a JSON array: ["a", "b"])') from None
+            bad = lone_surrogate(value, text)
+            if bad is not None:
+                raise ConversionError(f"it holds {describe_surrogate(bad)}")
         if isinstance(value, list):
             return [item if isinstance(item, str) else display(item) for item in value]
         raise ConversionError("not a list")

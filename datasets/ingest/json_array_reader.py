@@ -9,7 +9,14 @@ import json
 from collections.abc import Iterable, Iterator
 
 from datasets.ingest.errors import DatasetError
-from datasets.ingest.jsonl_reader import DECODER, DuplicateKeyError, describe_type
+from datasets.ingest.jsonl_reader import (
+    DECODER,
+    MAX_NESTING,
+    DuplicateKeyError,
+    check_code_points,
+    check_nesting,
+    describe_type,
+)
 from datasets.ingest.records import Record
 
 MAX_ITEM_CHARS = 16 * 1024 * 1024
@@ -103,6 +110,14 @@ def _decode_item(buf: _Buffer, index: int):
                 f"Malformed JSON on line {line} (item {index + 1} of the array): {exc.msg}.",
                 line=line,
             ) from None
+        except RecursionError:
+            # The item ends somewhere past json's recursion limit: far beyond MAX_NESTING.
+            line = buf.line_at(buf.pos)
+            raise DatasetError(
+                f"Line {line}: item {index + 1} of the JSON array is nested more than "
+                f"{MAX_NESTING} levels deep.",
+                line=line,
+            ) from None
         except DuplicateKeyError as exc:
             line = buf.line_at(buf.pos)
             raise DatasetError(
@@ -151,6 +166,10 @@ def read_json_array(chunks: Iterable[str]) -> Iterator[Record]:
             )
         start_line = buf.line_at(buf.pos)
         value, end = _decode_item(buf, index)
+        item_text = buf.text[buf.pos : end]
+        where = f"item {index + 1} of the JSON array"
+        check_nesting(item_text, start_line, where)
+        check_code_points(value, item_text, start_line, where)
         if not isinstance(value, dict):
             raise DatasetError(
                 f"Item {index + 1} of the JSON array (line {start_line}) is "

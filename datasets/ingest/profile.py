@@ -10,6 +10,7 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
+from datasets.ingest.columns import check_column_count
 from datasets.ingest.errors import DatasetError
 from datasets.ingest.fieldtypes import combine_kinds, display, is_empty, kind_of
 from datasets.ingest.records import Record
@@ -41,6 +42,8 @@ def profile_records(
         for name, value in values.items():
             column = columns.get(name)
             if column is None:
+                # JSON rows may each bring new keys: the limit is on all of them together.
+                check_column_count(len(columns) + 1, record.line, "the file (all rows together)")
                 column = columns[name] = {"filled": 0, "kinds": set()}
             if not is_empty(value):
                 column["filled"] += 1
