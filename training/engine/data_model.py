@@ -81,6 +81,18 @@ def _check_class_name(name: Any) -> str:
     return name
 
 
+# Most fields one DataModel may have. Building a model costs time per field (pydantic):
+# a 20,000-field schema took a minute of CPU before failing, so size is checked first.
+MAX_FIELDS = 200
+
+
+def _check_field_count(count: int, name: str) -> None:
+    if count > MAX_FIELDS:
+        raise ValueError(
+            f"DataModel {name!r} has {count:,} fields; at most {MAX_FIELDS} are allowed"
+        )
+
+
 def create_data_model(name: str, fields: list[dict[str, Any]]) -> type[DataModel]:
     """Build a DataModel class from ``[{"name", "type", "description", "required"?}]``.
 
@@ -90,6 +102,7 @@ def create_data_model(name: str, fields: list[dict[str, Any]]) -> type[DataModel
     _check_class_name(name)
     if not fields:
         raise ValueError(f"create_data_model({name!r}): at least one field is required")
+    _check_field_count(len(fields), name)
     definitions: dict[str, Any] = {}
     for index, spec in enumerate(fields):
         where = f"create_data_model({name!r}) field #{index}"
@@ -151,9 +164,13 @@ def _object_from_schema(
     schema: dict[str, Any], name: str, defs: dict, built: dict[str, type[DataModel]]
 ) -> type[DataModel]:
     class_name = _check_class_name(name.replace(" ", ""))
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise ValueError(f"schema {class_name!r}: 'properties' must be an object")
+    _check_field_count(len(properties), class_name)
     required = set(schema.get("required", []))
     definitions: dict[str, Any] = {}
-    for field_name, field_schema in (schema.get("properties") or {}).items():
+    for field_name, field_schema in properties.items():
         where = f"schema {class_name!r} field {field_name!r}"
         _check_field_name(field_name, where)
         annotation = _type_from_schema(field_schema, where, defs, built, field_name)

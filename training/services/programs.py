@@ -15,6 +15,14 @@ import re
 from typing import Any
 
 import training.engine as synalinks
+from core.bounded_json import (
+    UnsafeJSON,
+    describe_surrogate,
+    lone_surrogate,
+    nesting_depth_exceeds,
+    non_finite_path,
+    refuse_constant,
+)
 from training.engine.data_model import create_data_model
 from training.engine.saving import get_registered_object
 from training.models import Program
@@ -22,6 +30,9 @@ from training.services.lm import ModelStringError, make_language_model
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
+# Deepest JSON nesting of an imported program (saved programs nest about a dozen levels);
+# checked on the text, before json recurses into it.
+IMPORT_MAX_NESTING = 100
 # Limits on the model settings an uploaded or stored program may carry: (lowest, highest).
 # A missing/None timeout would let one request hold a worker forever; the others bound
 # how hard one run may hammer a provider and how long its retries may sleep.
@@ -163,15 +174,32 @@ def parse_import(raw: bytes) -> tuple[dict, dict]:
     if len(raw) > IMPORT_MAX_BYTES:
         raise ProgramError(f"the file is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB")
     try:
-        document = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProgramError(f"the file is not UTF-8 text (byte {exc.start})") from None
+    deep_at = nesting_depth_exceeds(text, IMPORT_MAX_NESTING)
+    if deep_at is not None:
+        line = text.count("\n", 0, deep_at) + 1
+        raise ProgramError(
+            f"the JSON is nested more than {IMPORT_MAX_NESTING} levels deep (line {line})"
+        )
+    try:
+        document = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         raise ProgramError(
             f"the file is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except UnsafeJSON as exc:
+        raise ProgramError(f"the file is not valid JSON: {exc}") from None
+    bad = lone_surrogate(document, text)
+    if bad is not None:
+        raise ProgramError(f"the JSON holds {describe_surrogate(bad)}")
     program = program_from_json(document)
-    return program.get_config(), summarize(program)
+    config = program.get_config()
+    where = non_finite_path(config)
+    if where is not None:  # e.g. "nan" given for a number: no JSON column stores NaN
+        raise ProgramError(f"{where} is not a finite number")
+    return config, summarize(program)
 
 
 def first_generator(program: Any) -> Any | None:
