@@ -54,3 +54,11 @@ class EchoConsumer(LoginRequiredJsonConsumer):
 
     async def echo_message(self, event):
         await self.send_json(event["payload"])
+
+
+class NoRouteConsumer(AsyncJsonWebsocketConsumer):
+    """The last WebSocket route: a path nothing else matches (``/ws/runs/abc/``) is refused
+    at the handshake (403) instead of raising "No route found" (a 500)."""
+
+    async def connect(self):
+        await self.close()

@@ -29,7 +29,6 @@ from datasets.ingest.splitting import check_split_settings, split_mask
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.selectors import runs_using
 
-DEFAULT_UPLOAD_MAX_BYTES = 200 * 1024 * 1024
 INSERT_BATCH = 1000
 UPDATE_BATCH = 500  # keeps "index IN (...)" under SQLite's variable limit
 STALE_UPLOAD_AGE = timedelta(days=1)
@@ -57,7 +56,8 @@ class DatasetInUse(Exception):
 
 
 def upload_max_bytes() -> int:
-    return int(getattr(settings, "TRAINBOARD_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES))
+    """TRAINBOARD_UPLOAD_MAX_BYTES, defined once in settings (the server enforces it too)."""
+    return settings.TRAINBOARD_UPLOAD_MAX_BYTES
 
 
 def too_large_message(limit: int) -> str:

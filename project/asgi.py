@@ -1,7 +1,8 @@
 """ASGI entry point served by daphne: HTTP through Django, WebSockets through Channels.
 
-WebSockets pass the allowed-hosts origin check and the session auth middleware; every
-consumer then refuses anonymous users itself (see core.consumers).
+WebSockets pass the same-origin check (scheme, host and port: core.ws_origin) and the
+session auth middleware; every consumer then refuses anonymous users itself (see
+core.consumers). A path no route matches is refused at the handshake (NoRouteConsumer).
 """
 
 import os
@@ -15,20 +16,26 @@ django_asgi_app = get_asgi_application()
 # Imported after Django is set up: consumers import models.
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
+from core import body_limits  # noqa: E402
+from core.consumers import NoRouteConsumer  # noqa: E402
 from core.routing import websocket_urlpatterns as core_ws  # noqa: E402
+from core.ws_origin import SameOriginValidator  # noqa: E402
 from training.routing import websocket_urlpatterns as training_ws  # noqa: E402
 
+body_limits.install()  # daphne refuses over-limit bodies before reading them
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter([*core_ws, *training_ws]))
+        "websocket": SameOriginValidator(
+            AuthMiddlewareStack(
+                URLRouter([*core_ws, *training_ws, re_path(r"", NoRouteConsumer.as_asgi())])
+            )
         ),
     }
 )

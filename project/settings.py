@@ -11,11 +11,16 @@ from pathlib import Path
 
 import dj_database_url
 
+from datasets.ingest.columns import MAPPING_INPUTS_PER_COLUMN, MAX_COLUMNS
 from project.redis_config import default_url, derive
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Everything this process creates (SQLite file, logs, uploads, sockets) is owner-only:
+# var/ holds sessions, password hashes and users' datasets.
+os.umask(0o077)
 VAR_DIR = Path(os.environ.get("TRAINBOARD_VAR_DIR") or BASE_DIR / "var").resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+VAR_DIR.chmod(0o700)  # an install made before this rule: close the folder, not each file
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -151,14 +156,33 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 SERVE_STATIC = env_bool("TRAINBOARD_SERVE_STATIC", True)
 
 MEDIA_ROOT = Path(os.environ.get("TRAINBOARD_MEDIA_ROOT") or VAR_DIR / "media")
+if MEDIA_ROOT.is_dir():
+    MEDIA_ROOT.chmod(0o700)  # outside var/ when TRAINBOARD_MEDIA_ROOT says so
+# Django's storage chmods saved files itself (0o644 by default): users' datasets stay private.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
 # --- Trainboard -----------------------------------------------------------------------
 TRAINBOARD_LM = os.environ.get("TRAINBOARD_LM", "local/smollm2")
 TRAINBOARD_EMBEDDING_MODEL = os.environ.get("TRAINBOARD_EMBEDDING_MODEL", "local/minilm")
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+# The mapping form of the widest file accepted (plus the settings fields) must parse.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = MAX_COLUMNS * MAPPING_INPUTS_PER_COLUMN + 100
+# Largest request body of a visitor who is not logged in (the login form is ~200 bytes).
+TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES = int(
+    os.environ.get("TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES", 64 * 1024)
+)
+# Failed log-ins allowed per username and per client address within the window below.
+TRAINBOARD_LOGIN_FAILURES_PER_USER = int(os.environ.get("TRAINBOARD_LOGIN_FAILURES_PER_USER", 5))
+TRAINBOARD_LOGIN_FAILURES_PER_ADDRESS = int(
+    os.environ.get("TRAINBOARD_LOGIN_FAILURES_PER_ADDRESS", 20)
+)
+TRAINBOARD_LOGIN_WINDOW_SECONDS = int(os.environ.get("TRAINBOARD_LOGIN_WINDOW_SECONDS", 900))
 # Seconds the worker indicator caches a Celery ping answer.
 TRAINBOARD_WORKER_STATUS_TTL = float(os.environ.get("TRAINBOARD_WORKER_STATUS_TTL", "5"))
 
+# A server error's traceback goes to the log (django.request logs it with the exception);
+# the user sees templates/500.html. DEBUG pages never show in production.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

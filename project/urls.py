@@ -8,9 +8,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views as core_views
+from core.login_throttle import ThrottledLoginView
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", core_views.healthz, name="healthz"),
     path("status/worker/", core_views.worker_status, name="worker-status"),

@@ -7,8 +7,8 @@ migrates, creates the first user and the demo -> the run reaper (``manage.py rea
 the URL. Run it with the virtualenv's Python (the Makefile does).
 
 Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
-TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15), DEBUG (on by
-default here, for local use).
+TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15), DEBUG (off unless
+set: ``DEBUG=1 make run``).
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ def main() -> int:
     started = time.monotonic()
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    env.setdefault("DEBUG", "1")
     env["PYTHONUNBUFFERED"] = "1"
+    # var/ holds sessions, password hashes, logs and datasets: owner-only, for what this
+    # process creates (logs, redis) and every process it starts (umask is inherited).
+    os.umask(0o077)
     var_dir = Path(env.get("TRAINBOARD_VAR_DIR") or BASE_DIR / "var").resolve()
-    var_dir.mkdir(parents=True, exist_ok=True)
+    var_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    var_dir.chmod(0o700)
     host = env.get("TRAINBOARD_HOST", "127.0.0.1")
     try:
         port = int(env.get("TRAINBOARD_PORT", "8000"))

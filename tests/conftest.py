@@ -99,7 +99,6 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         PYTHONUNBUFFERED="1",
     )
     env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    env.setdefault("DEBUG", "1")  # as make run does
     drop_db = None
     source = os.environ.get("DATABASE_URL", "")
     if source.startswith(("postgres://", "postgresql://")):
