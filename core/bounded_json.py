@@ -17,8 +17,10 @@ import math
 import re
 from typing import Any
 
-# Tokens that matter for nesting: brackets, and strings (whose brackets do not count).
-_NESTING_TOKEN = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A JSON string (its brackets do not count), written so the regex engine never backtracks;
+# then the brackets left.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
 # A JSON escape of a UTF-16 surrogate; a valid pair decodes to one ordinary character.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -29,7 +31,7 @@ class UnsafeJSON(ValueError):
 
 
 def nesting_depth_exceeds(text: str, limit: int) -> int | None:
-    """The character offset where nesting first goes deeper than ``limit``, else None.
+    """The line where nesting first goes deeper than ``limit``, else None.
 
     Args:
         text: the JSON text, not yet decoded.
@@ -37,18 +39,19 @@ def nesting_depth_exceeds(text: str, limit: int) -> int | None:
 
     Returns:
         None when the text stays within the limit (always, and without a scan, when it
-        holds no more than ``limit`` opening brackets).
+        holds no more than ``limit`` opening brackets), else the 1-based line number.
     """
     if text.count("[") + text.count("{") <= limit:
         return None
+    # Strings hold no raw newline in JSON: emptying them keeps every line where it was.
+    blanked = _STRING.sub('""', text)
     depth = 0
-    for match in _NESTING_TOKEN.finditer(text):
-        token = match.group()
-        if token in "[{":
+    for match in _BRACKET.finditer(blanked):
+        if match.group() in "[{":
             depth += 1
             if depth > limit:
-                return match.start()
-        elif token in "]}":
+                return blanked.count("\n", 0, match.start()) + 1
+        else:
             depth -= 1
     return None
 

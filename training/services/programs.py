@@ -177,9 +177,8 @@ def parse_import(raw: bytes) -> tuple[dict, dict]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProgramError(f"the file is not UTF-8 text (byte {exc.start})") from None
-    deep_at = nesting_depth_exceeds(text, IMPORT_MAX_NESTING)
-    if deep_at is not None:
-        line = text.count("\n", 0, deep_at) + 1
+    line = nesting_depth_exceeds(text, IMPORT_MAX_NESTING)
+    if line is not None:
         raise ProgramError(
             f"the JSON is nested more than {IMPORT_MAX_NESTING} levels deep (line {line})"
         )
