@@ -166,8 +166,9 @@ FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 TRAINBOARD_LM = os.environ.get("TRAINBOARD_LM", "local/smollm2")
 TRAINBOARD_EMBEDDING_MODEL = os.environ.get("TRAINBOARD_EMBEDDING_MODEL", "local/minilm")
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
-# The mapping form of the widest file accepted (plus the settings fields) must parse.
-DATA_UPLOAD_MAX_NUMBER_FIELDS = MAX_COLUMNS * MAPPING_INPUTS_PER_COLUMN + 100
+# Django's default (1000), raised if ever needed so that the mapping form of the widest
+# file accepted (plus the settings fields) parses.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = max(1000, MAX_COLUMNS * MAPPING_INPUTS_PER_COLUMN + 100)
 # Largest request body of a visitor who is not logged in (the login form is ~200 bytes).
 TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES = int(
     os.environ.get("TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES", 64 * 1024)
