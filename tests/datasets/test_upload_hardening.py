@@ -135,3 +135,20 @@ def test_nesting_within_the_limit_is_read(alice_client):
     value = "[" * (MAX_NESTING - 1) + "1" + "]" * (MAX_NESTING - 1)
     response = post_file(alice_client, "ok.jsonl", ('{"q": ' + value + ', "a": "x"}\n').encode())
     assert response.status_code == 302
+
+
+@pytest.mark.parametrize(
+    "name,payload,encoding",
+    [
+        ("bad.csv", b"q,a\nfine,ok\nx\xed\xa0\x80y,ok\n", "utf-8"),  # U+D800 encoded as UTF-8
+        ("bad.tsv", "q\ta\nfine\tok\n".encode("utf-16") + b"\x00\xd8\x0a\x00", "utf-16"),
+    ],
+)
+def test_surrogate_bytes_in_csv_and_tsv_are_refused_naming_the_line(
+    alice_client, name, payload, encoding
+):
+    """Delimited files hold no JSON escapes: the strict decoder refuses surrogate bytes."""
+    response = post_file(alice_client, name, payload, encoding=encoding)
+    assert response.status_code == 400
+    assert "line 3" in response.content.decode()
+    assert Upload.objects.count() == 0
