@@ -7,7 +7,17 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
+from tests.training.conftest import _close_executor_connection
+
 pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+async def _no_connection_left_in_the_orm_thread():
+    """The session and the auth middleware use sync_to_async's ORM thread: leave no open
+    connection there for a later test without database access."""
+    yield
+    await sync_to_async(_close_executor_connection)()
 
 
 @sync_to_async
