@@ -1,4 +1,9 @@
-"""Celery tasks of the training app, and the worker signals that keep runs honest.
+"""Celery tasks of the training app: sending a run's attempt to a worker, executing it there,
+and the worker signals that keep runs honest.
+
+``enqueue`` sits next to the task it sends, so the services that launch and resume runs
+call down into this module, and this module calls down into the services that execute
+them: nothing imports back up (no services → tasks → services loop).
 
 ``execute_run`` acks late and is not re-queued when its worker process dies
 (``reject_on_worker_lost=False``): the pool's parent then reports ``WorkerLostError``
@@ -14,44 +19,95 @@ import logging
 from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.signals import task_failure, worker_ready
+from django.db import transaction
+
+from project.redis_config import describe
+from training.models import Run
+from training.services import execution, reaper, run_state
 
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "training.execute_run"
+# Sending a run to the broker is bounded: each connection attempt and each socket operation
+# waits at most BROKER_TIMEOUT_SECONDS, and the send is retried at most ENQUEUE_RETRIES times
+# (a broker that restarts gets ~1 s), so a launch never hangs on an unreachable broker.
+BROKER_TIMEOUT_SECONDS = 3.0
+ENQUEUE_RETRIES = 2
+ENQUEUE_RETRY_POLICY = {
+    "max_retries": ENQUEUE_RETRIES,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 1.0,
+}
 
 
 @shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=False)
 def execute_run(self, run_id: int, attempt: int) -> str:
-    from training.services.execution import execute
+    return execution.execute(run_id, attempt, worker=self.request.hostname or "")
 
-    return execute(run_id, attempt, worker=self.request.hostname or "")
+
+def enqueue(run: Run) -> None:
+    """Send the run's current attempt to a worker once the transaction commits."""
+    run_id, attempt = run.pk, run.attempt
+    transaction.on_commit(lambda: send_attempt(run_id, attempt))
+
+
+def send_attempt(run_id: int, attempt: int) -> bool:
+    """Send one attempt to the broker now; True if it was queued.
+
+    A broker that cannot take it within the bounds above fails the attempt with a message
+    that says where the broker is and what to do, instead of leaving the run "queued" with
+    no task behind it (nothing would ever claim it).
+    """
+    app = execute_run.app
+    timeouts = {
+        "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+        "socket_timeout": BROKER_TIMEOUT_SECONDS,
+    }
+    try:
+        with app.connection_for_write(transport_options=timeouts) as connection:
+            result = execute_run.apply_async(
+                args=[run_id, attempt],
+                connection=connection,
+                retry=True,
+                retry_policy=ENQUEUE_RETRY_POLICY,
+            )
+    except Exception as exc:
+        broker = describe(str(app.conf.broker_write_url or app.conf.broker_url or ""))
+        logger.warning("run %s attempt %s could not be queued: %s", run_id, attempt, exc)
+        run_state.fail_attempt(
+            run_id,
+            attempt,
+            f"The run could not be queued: the task broker (Redis at {broker}) did not take it "
+            f"({type(exc).__name__}: {exc}). Check that Redis is running and REDIS_URL points "
+            "to it, then launch the run again.",
+        )
+        return False
+    Run.objects.filter(pk=run_id, attempt=attempt).update(task_id=result.id or "")
+    return True
 
 
 @task_failure.connect
 def _run_task_failed(sender=None, task_id=None, exception=None, args=None, **kwargs):
     if getattr(sender, "name", None) != TASK_NAME or not args:
         return
-    from training.services.reaper import mark_worker_lost
-
     if isinstance(exception, WorkerLostError):
-        mark_worker_lost(
+        reaper.mark_worker_lost(
             int(args[0]), f"the worker process died: {exception}", attempt=int(args[1])
         )
     else:
         # execute() turns training errors into a failed run itself; this catches what
         # happens before it can (a broken install, a database error while claiming), so a
         # run never sits "queued" behind a task that already died.
-        from training.services.execution import fail_attempt
-
-        fail_attempt(int(args[0]), int(args[1]), f"{type(exception).__name__}: {exception}")
+        run_state.fail_attempt(
+            int(args[0]), int(args[1]), f"{type(exception).__name__}: {exception}"
+        )
 
 
 @worker_ready.connect
 def _reap_on_worker_start(sender=None, **kwargs):
-    from training.services.reaper import reap_stale
-
     try:
-        reaped = reap_stale(worker=getattr(sender, "hostname", None))
+        reaped = reaper.reap_stale(worker=getattr(sender, "hostname", None))
         if reaped:
             logger.warning("marked runs %s as failed: worker lost", reaped)
     except Exception:  # a reaper problem must never stop a worker from starting

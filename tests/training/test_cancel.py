@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from training.models import Run
-from training.services import execution, runs
+from training.services import execution, run_state, runs
 
 from .conftest import run_config
 
@@ -17,13 +17,13 @@ def test_cancel_of_a_run_claimed_meanwhile_still_reaches_the_worker(user, progra
     run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
     seen_by_the_view = Run.objects.get(pk=run.pk)
     assert seen_by_the_view.status == Run.QUEUED
-    assert execution.claim(run.pk, run.attempt, "w@host")  # the worker wins the race
+    assert run_state.claim(run.pk, run.attempt, "w@host")  # the worker wins the race
 
     runs.request_cancel(seen_by_the_view)
 
     run.refresh_from_db()
     assert run.status == Run.RUNNING and run.cancel_requested is True
-    assert execution._cancel_requested(run.pk)
+    assert run_state.cancel_requested(run.pk)
 
 
 def test_cancel_of_a_queued_run_is_still_immediate(user, program, demo_dataset):

@@ -71,7 +71,7 @@ def test_resume_continues_from_the_last_completed_epoch(
     sent = []
     monkeypatch.setattr(
         "training.tasks.execute_run.apply_async",
-        lambda args: sent.append(args) or type("R", (), {"id": "t"})(),
+        lambda args, **options: sent.append(args) or type("R", (), {"id": "t"})(),
     )
     with django_capture_on_commit_callbacks(execute=True):
         run = runs.resume(run)
@@ -157,3 +157,25 @@ def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_qu
     _run_task_failed(sender=execute_run, exception=RuntimeError("late"), args=[run.pk, run.attempt])
     run.refresh_from_db()
     assert run.error == "ImportError: cannot import name 'conf'"
+
+
+def test_a_launch_the_broker_cannot_take_fails_the_run_with_a_clear_message(
+    client_user, user, program, demo_dataset, monkeypatch
+):
+    """Redis down or REDIS_URL wrong: the launch still answers (no traceback, no hang) and
+    the run says why it failed instead of staying "queued" with no task behind it."""
+    from .test_views import launch_data
+
+    monkeypatch.setenv("CELERY_BROKER_WRITE_URL", "redis://127.0.0.1:1/0")  # nothing listens
+    response = client_user.post(
+        reverse("training:run-create"), launch_data(program, demo_dataset, metrics=["F1Score"])
+    )
+    run = Run.objects.get(owner=user)
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert run.status == Run.FAILED and run.finished_at is not None and run.task_id == ""
+    assert run.error.startswith(
+        "The run could not be queued: the task broker (Redis at 127.0.0.1:1)"
+    )
+    assert "launch the run again" in run.error
+    page = client_user.get(run.get_absolute_url()).content.decode()
+    assert "The run could not be queued" in page

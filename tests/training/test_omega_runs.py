@@ -178,7 +178,8 @@ def test_launch_form_takes_omega_model_overrides_and_refuses_bad_ones(
     from .test_views import launch_data
 
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async", lambda args: type("R", (), {"id": "t1"})()
+        "training.tasks.execute_run.apply_async",
+        lambda args, **options: type("R", (), {"id": "t1"})(),
     )
     program = make_program(user, demo_dataset, model="fake/rules")
     response = client_user.post(

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from training.models import Candidate, EpochLog, OptimizerError, Run
 from training.services import execution
+from training.services.heartbeat import Heartbeat
 from training.services.persistence import PersistenceCallback
 
 from .conftest import make_program, run_config
@@ -122,7 +123,7 @@ def test_the_heartbeat_notices_a_superseded_attempt_and_the_callback_obeys(
     user, program, demo_dataset
 ):
     run = _running(user, program, demo_dataset)
-    heartbeat = execution.Heartbeat(run.pk, 1)
+    heartbeat = Heartbeat(run.pk, 1)
     assert heartbeat.beat() and not heartbeat.superseded.is_set()
     _resumed_elsewhere(run)
     assert heartbeat.beat() and heartbeat.superseded.is_set()
@@ -141,7 +142,7 @@ def test_a_locked_database_makes_the_heartbeat_retry_not_raise(
     user, program, demo_dataset, monkeypatch, caplog
 ):
     run = _running(user, program, demo_dataset)
-    heartbeat = execution.Heartbeat(run.pk, 1)
+    heartbeat = Heartbeat(run.pk, 1)
     real_update = QuerySet.update
     monkeypatch.setattr(
         QuerySet,

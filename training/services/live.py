@@ -6,6 +6,10 @@ The run page and the live stream share one renderer: the page includes each frag
 swaps them in by id. Each fragment is self-contained and idempotent (the epoch table and the
 chart data carry the whole history), so a missed or repeated message heals itself with the
 next one, and a socket that connects late is sent a full snapshot.
+
+This module alone renders and sends: the worker's persistence code stores an event and
+hands the stored run here (``send_parts`` with ``EVENT_PARTS``), state transitions call
+``broadcast_run``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 import time
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db.models import Count, F
 from django.template.loader import render_to_string
@@ -34,6 +38,15 @@ ALL_PARTS = (
     "evaluations",
 )
 TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
+# The fragments each stored engine event changes.
+EVENT_PARTS = {
+    "train_begin": ("status", "progress"),
+    "epoch_begin": ("progress",),
+    "batch_end": ("progress", "usage"),
+    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard"),
+    "candidate": ("leaderboard",),
+    "optimizer_error": ("leaderboard",),
+}
 LEADERBOARD_SIZE = 15
 OPTIMIZER_ERRORS_SHOWN = 10
 MESSAGE_TYPE = "run.html"
@@ -146,6 +159,17 @@ def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra:
         async_to_sync(get_channel_layer().group_send)(run.group_name, message(html))
     except Exception as exc:
         _send_failed(run.group_name, exc)
+
+
+async def send_parts(
+    group: str, run: Run, parts: tuple[str, ...] | list[str], **extra: Any
+) -> None:
+    """Render ``parts`` of a run the worker just stored, and send them (async callers).
+
+    ``extra`` reaches the templates (``emitted_at``: when the engine emitted the event,
+    which the epochs fragment carries for the stream-latency bench).
+    """
+    await send(group, await sync_to_async(render_parts)(run, parts, **extra))
 
 
 async def send(group: str, html: str) -> None:

@@ -1,9 +1,11 @@
-"""The callback that makes a run observable: it persists every engine event and streams it.
+"""Storing what an attempt produces: engine events, evaluations and the final results.
 
-For each event ``fit`` emits it writes the rows the run page is rendered from (epoch logs,
-candidates, progress, usage, the per-epoch checkpoint used by Resume), renders the changed
-fragments and sends them to the run's Channels group. It also reads the cancel flag after
-every batch and sets ``program.stop_training``, which the engine checks after each batch.
+``PersistenceCallback`` writes, for each event ``fit`` emits, the rows the run page is
+rendered from (epoch logs, candidates, progress, usage, the per-epoch checkpoint used by
+Resume), then hands the stored run to ``live`` (which alone renders and sends the fragments
+that event changed). It also reads the cancel flag after every batch and sets
+``program.stop_training``, which the engine checks after each batch. ``store_evaluation``
+and ``results`` store and return the evaluations and the final figures of an attempt.
 
 An attempt can be superseded while its worker still runs (the reaper failed it, the user
 resumed it): then every write below changes nothing, because each one first touches the run
@@ -11,8 +13,8 @@ row filtered on this attempt and RUNNING (in the same transaction as the rows it
 and the callback stops training after the batch. ``superseded`` is shared with the
 heartbeat thread, which notices the same thing between batches.
 
-Database work runs through ``sync_to_async`` (the ORM is synchronous); the group send is
-awaited directly, so an epoch's row reaches open pages as soon as it is stored.
+Database work runs through ``sync_to_async`` (the ORM is synchronous); the send is awaited
+right after, so an epoch's row reaches open pages as soon as it is stored.
 """
 
 from __future__ import annotations
@@ -26,14 +28,28 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from training.engine.callbacks import Callback
-from training.models import Candidate, EpochLog, OptimizerError, Run
-from training.services import live
+from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
+from training.services import live, summaries
 from training.services.usage import merged_usage
-
-PROGRESS_PARTS = ("progress", "usage")
 
 
 class PersistenceCallback(Callback):
+    """Stores each engine event of one attempt, then has ``live`` stream the changed parts.
+
+    Args:
+        run_id: the run being executed.
+        attempt: the attempt this worker executes (writes for another attempt are refused).
+        group: the run's Channels group (``run.group_name``).
+        tracker: the ``synalinks.usage.track()`` totals of this attempt.
+        base_usage: the usage stored by earlier attempts (a resumed run keeps counting).
+        superseded: set when the run is no longer this attempt's (shared with the heartbeat).
+
+    Example:
+        >>> with synalinks.usage.track() as tracker:
+        ...     callback = PersistenceCallback(run.pk, run.attempt, run.group_name, tracker, {})
+        ...     await program.fit(x, y, callbacks=[callback])
+    """
+
     def __init__(
         self,
         run_id: int,
@@ -86,45 +102,39 @@ class PersistenceCallback(Callback):
             return None
         return Run.objects.select_related("program").get(pk=self.run_id)
 
-    async def _push(self, html: str) -> None:
-        await live.send(self.group, html)
-
     # -- events ----------------------------------------------------------------------------
     async def on_event(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, f"_on_{event.get('type')}", None)
+        kind = event.get("type")
+        handler = getattr(self, f"_on_{kind}", None)
         if handler is None:
             return
         if self.superseded.is_set():  # set by the heartbeat thread between batches
             self._stop()
             return
-        html = await sync_to_async(handler)(event)
-        if html:
-            await self._push(html)
+        emitted = time.time()
+        run = await sync_to_async(handler)(event)
+        if run is not None:
+            await live.send_parts(self.group, run, live.EVENT_PARTS[kind], emitted_at=emitted)
 
-    def _on_train_begin(self, event: dict) -> str:
-        run = self._update(
+    def _on_train_begin(self, event: dict) -> Run | None:
+        return self._update(
             phase="training",
             batches_per_epoch=int(event.get("steps") or 0),
             current_epoch=int(event.get("initial_epoch") or 0),
             current_batch=0,
         )
-        return live.render_parts(run, ("status", "progress")) if run else ""
 
-    def _on_epoch_begin(self, event: dict) -> str:
-        run = self._update(current_epoch=int(event["epoch"]), current_batch=0)
-        return live.render_parts(run, ("progress",)) if run else ""
+    def _on_epoch_begin(self, event: dict) -> Run | None:
+        return self._update(current_epoch=int(event["epoch"]), current_batch=0)
 
-    def _on_batch_end(self, event: dict) -> str:
+    def _on_batch_end(self, event: dict) -> Run | None:
         run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
-        if run is None:
-            return ""
-        if run.cancel_requested and self.program is not None:
+        if run is not None and run.cancel_requested and self.program is not None:
             self.program.stop_training = True
             self.cancelled = True
-        return live.render_parts(run, PROGRESS_PARTS)
+        return run
 
-    def _on_epoch_end(self, event: dict) -> str:
-        emitted = time.time()
+    def _on_epoch_end(self, event: dict) -> Run | None:
         epoch = int(event["epoch"])
         logs = {
             key: value
@@ -141,15 +151,13 @@ class PersistenceCallback(Callback):
                 **self.usage_fields(),
             )
             if run is None:
-                return ""
+                return None
             EpochLog.objects.update_or_create(
                 run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
-        return live.render_parts(
-            run, ("progress", "usage", "epochs", "chart", "leaderboard"), emitted_at=emitted
-        )
+        return run
 
-    def _on_candidate(self, event: dict) -> str:
+    def _on_candidate(self, event: dict) -> Run | None:
         defaults = {
             "parent_ids": list(event.get("parent_ids") or []),
             "operation": str(event.get("operation") or ""),
@@ -167,20 +175,20 @@ class PersistenceCallback(Callback):
         with transaction.atomic():
             run = self._update()
             if run is None:
-                return ""
+                return None
             try:
                 with transaction.atomic():
                     Candidate.objects.update_or_create(**key, defaults=defaults)
             except IntegrityError:  # a concurrent insert of the same candidate: update instead
                 Candidate.objects.filter(**key).update(**defaults)
-        return live.render_parts(run, ("leaderboard",))
+        return run
 
-    def _on_optimizer_error(self, event: dict) -> str:
+    def _on_optimizer_error(self, event: dict) -> Run | None:
         """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""
         with transaction.atomic():
             run = self._update()
             if run is None:
-                return ""
+                return None
             OptimizerError.objects.create(
                 run_id=self.run_id,
                 epoch=int(event.get("epoch") or 0),
@@ -188,4 +196,45 @@ class PersistenceCallback(Callback):
                 operation=str(event.get("operation") or "")[:20],
                 error=str(event.get("error") or "unknown error")[:2000],
             )
-        return live.render_parts(run, ("leaderboard",))
+        return run
+
+
+def store_evaluation(
+    run_id: int, attempt: int, phase: str, index: int, logs: dict, failures: int, usage: dict
+) -> Run | None:
+    """Store one evaluation (and the phase's mean reward); the run re-read, or None when the
+    attempt was superseded meanwhile (then nothing is stored)."""
+    metrics = {key: float(value) for key, value in logs.items() if isinstance(value, int | float)}
+    with transaction.atomic():
+        # Touching the run first (this attempt, still running) locks its row and tells a
+        # superseded attempt apart: that one stores nothing (None).
+        if not Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+            heartbeat_at=timezone.now()
+        ):
+            return None
+        Evaluation.objects.update_or_create(
+            run_id=run_id,
+            phase=phase,
+            index=index,
+            defaults={"metrics": metrics, "failures": failures},
+        )
+        rewards = list(
+            Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(
+                "metrics__reward", flat=True
+            )
+        )
+        mean, _ = summaries.mean_std([float(value) for value in rewards if value is not None])
+        field = "baseline_reward" if phase == Evaluation.BEFORE else "final_reward"
+        Run.objects.filter(pk=run_id, attempt=attempt).update(**{field: mean}, **usage)
+    return Run.objects.select_related("program").get(pk=run_id)
+
+
+def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[str, Any]:
+    """The final fields of an attempt: the trained program, the best reward, the usage."""
+    logs = EpochLog.objects.filter(run_id=run_id)
+    best = summaries.best_of_history(summaries.history(logs)["series"])
+    return {
+        "trained_program_json": program.get_config(),
+        "best_reward": best,
+        **callback.usage_fields(),
+    }

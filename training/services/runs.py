@@ -12,19 +12,7 @@ from django.utils import timezone
 from training.models import Program, Run
 from training.services import live
 from training.services.run_config import OPTIMIZERS
-
-
-def enqueue(run: Run) -> None:
-    """Send the run's current attempt to a worker once the transaction commits."""
-    from training.tasks import execute_run
-
-    run_id, attempt = run.pk, run.attempt
-
-    def send() -> None:
-        result = execute_run.apply_async(args=[run_id, attempt])
-        Run.objects.filter(pk=run_id, attempt=attempt).update(task_id=result.id or "")
-
-    transaction.on_commit(send)
+from training.tasks import enqueue
 
 
 def launch(owner, program: Program, dataset, config: dict[str, Any]) -> Run:
