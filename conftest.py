@@ -20,8 +20,8 @@ _session_redis = {}
 def pytest_configure(config):
     if os.environ.get("REDIS_URL"):
         return
-    from core import embedded_redis
-    from core.launcher import _child_setup
+    from core.local_runtime import embedded_redis
+    from core.local_runtime.launcher import _child_setup
 
     tmp = Path(tempfile.mkdtemp(prefix="tb-redis-"))
     sock = tmp / "redis.sock"
@@ -39,7 +39,7 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     if _session_redis:
-        from core import embedded_redis
+        from core.local_runtime import embedded_redis
 
         embedded_redis.stop(_session_redis["proc"], _session_redis["sock"])
         shutil.rmtree(_session_redis["tmp"], ignore_errors=True)

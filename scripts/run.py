@@ -22,7 +22,7 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 
-from core import launcher, preflight  # noqa: E402
+from core.local_runtime import launcher, preflight  # noqa: E402
 from project.redis_config import derive  # noqa: E402
 
 

