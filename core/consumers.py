@@ -1,4 +1,4 @@
-"""WebSocket consumers that refuse anonymous users, and a small echo consumer.
+"""The base of every WebSocket consumer: it refuses anonymous users.
 
 Reuse ``LoginRequiredJsonConsumer`` for every app consumer: it closes the socket (code
 4401) before accepting when the scope's user is anonymous, then calls
@@ -33,27 +33,6 @@ class LoginRequiredJsonConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         for group in getattr(self, "joined_groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
-
-
-def echo_group(user_id: int, name: str) -> str:
-    """Group name for a user's echo channel (groups are per user: nobody hears others)."""
-    return f"echo.u{user_id}.{name}"
-
-
-class EchoConsumer(LoginRequiredJsonConsumer):
-    """ws/echo/<name>/: relays group messages of type "echo.message" to the client and
-    echoes what the client sends. Used by the plumbing tests and as an example."""
-
-    async def on_authenticated(self):
-        name = self.scope["url_route"]["kwargs"]["name"]
-        await self.join(echo_group(self.user.pk, name))
-        await self.accept()
-
-    async def receive_json(self, content, **kwargs):
-        await self.send_json({"echo": content})
-
-    async def echo_message(self, event):
-        await self.send_json(event["payload"])
 
 
 class NoRouteConsumer(AsyncJsonWebsocketConsumer):

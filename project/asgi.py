@@ -22,7 +22,6 @@ from django.urls import re_path  # noqa: E402
 
 from core import body_limits  # noqa: E402
 from core.consumers import NoRouteConsumer  # noqa: E402
-from core.routing import websocket_urlpatterns as core_ws  # noqa: E402
 from core.ws_origin import SameOriginValidator  # noqa: E402
 from training.routing import websocket_urlpatterns as training_ws  # noqa: E402
 
@@ -33,9 +32,7 @@ application = ProtocolTypeRouter(
     {
         "http": http_app,
         "websocket": SameOriginValidator(
-            AuthMiddlewareStack(
-                URLRouter([*core_ws, *training_ws, re_path(r"", NoRouteConsumer.as_asgi())])
-            )
+            AuthMiddlewareStack(URLRouter([*training_ws, re_path(r"", NoRouteConsumer.as_asgi())]))
         ),
     }
 )

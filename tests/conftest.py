@@ -12,8 +12,10 @@ database that the subprocesses share, and never touches pytest-django's:
 
 It runs ``manage.py prepare`` there (migrations + a first user with a known password +
 ``bootstrap_demo`` if some app defines it), then starts daphne and a Celery worker exactly
-as ``make run`` does (core.launcher), on a free port and the session's Redis (root
-conftest.py). It is session-scoped: start cost (~5-10 s) is paid once.
+as ``make run`` does (core.local_runtime.launcher), on a free port and the session's Redis
+(root conftest.py). It is session-scoped: start cost (~5-10 s) is paid once. Its processes
+run with the test settings (``tests.support.settings``: the scripted ``fake/…`` models, the
+echo WebSocket and the plumbing tasks of tests/support/).
 
 Using it from another app's tests
 ---------------------------------
@@ -42,7 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from core import launcher
+from core.local_runtime import launcher
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TRAINBOARD_CHROMIUM", "/usr/bin/chromium")
@@ -55,6 +57,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+TEST_SETTINGS = "tests.support.settings"
+TEST_ASGI_APPLICATION = "tests.support.asgi:application"
 _counter = itertools.count()
 
 
@@ -98,7 +102,9 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         TRAINBOARD_INITIAL_PASSWORD="live-test-password-1",
         PYTHONUNBUFFERED="1",
     )
-    env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    # Trainboard's settings plus the test_support app: the fake/… models, ws/echo/ and
+    # the plumbing tasks exist in these processes and in no production one.
+    env["DJANGO_SETTINGS_MODULE"] = TEST_SETTINGS
     drop_db = None
     source = os.environ.get("DATABASE_URL", "")
     if source.startswith(("postgres://", "postgresql://")):
@@ -113,6 +119,7 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         concurrency=concurrency,
         worker_name=f"live-{os.getpid()}-{next(_counter)}",
         python=sys.executable,
+        asgi_application=TEST_ASGI_APPLICATION,
     )
 
     def stop():

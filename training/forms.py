@@ -113,7 +113,7 @@ class ProgramForm(forms.Form):
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     model = forms.CharField(
         max_length=200,
-        help_text="provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, ollama/llama3; fake/fewshot for a scripted test model.",
+        help_text="provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, ollama/llama3.",
     )
     api_base = forms.CharField(max_length=300, required=False, label="API base (optional)")
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)

@@ -7,8 +7,8 @@ pytestmark = pytest.mark.browser
 
 
 def test_login_worker_indicator_and_websocket_round_trip(logged_in_page, live_stack):
-    from core.consumers import echo_group
-    from core.tasks import broadcast
+    from tests.support.consumers import echo_group
+    from tests.support.tasks import broadcast
 
     page = logged_in_page
     page.goto("/")

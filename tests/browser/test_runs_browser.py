@@ -1,7 +1,7 @@
 """Runs in Chromium against the real server and Celery worker.
 
 Fast tests use a scripted fake LM (``fake/…`` model strings, resolved by
-training.services.lm in the worker); the ``slow`` one trains the real local model.
+tests/support/fake_models.py in the worker); the ``slow`` one trains the real local model.
 """
 
 from __future__ import annotations

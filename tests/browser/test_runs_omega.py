@@ -1,6 +1,6 @@
 """OMEGA from the launch form, and the reaper with nobody watching, against the real stack.
 
-The program's model is ``fake/rules`` (training.services.lm): OMEGA's mutations add rules
+The program's model is ``fake/rules`` (tests/support/fake_models.py): OMEGA's mutations add rules
 learnt from wrong answers, its crossovers merge them, and ``fake/embedding`` gives DNS its
 distances, so a real Celery worker runs a whole OMEGA fit in seconds.
 """

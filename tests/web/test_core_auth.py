@@ -94,17 +94,17 @@ def test_login_then_pages_render(client, django_user_model):
 
 
 def _websocket_paths():
-    from core.routing import websocket_urlpatterns as core_ws
+    from tests.support.routing import websocket_urlpatterns as test_ws
     from training.routing import websocket_urlpatterns as training_ws
 
-    return ["/" + _pattern_text(p) for p in [*core_ws, *training_ws]]
+    return ["/" + _pattern_text(p) for p in [*test_ws, *training_ws]]
 
 
 @pytest.mark.smoke
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("path", _websocket_paths())
 async def test_anonymous_websocket_is_refused(path):
-    from project.asgi import application
+    from tests.support.asgi import application  # Trainboard's, plus the tests' ws/echo/
 
     communicator = WebsocketCommunicator(
         application, path, headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
@@ -117,7 +117,7 @@ async def test_anonymous_websocket_is_refused(path):
 
 @pytest.mark.smoke
 async def test_login_required_consumer_closes_anonymous_scope():
-    from core.consumers import EchoConsumer
+    from tests.support.consumers import EchoConsumer
 
     communicator = WebsocketCommunicator(EchoConsumer.as_asgi(), "/ws/echo/x/")
     communicator.scope["user"] = AnonymousUser()

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from core import launcher
+from core.local_runtime import launcher
 
 BASE_DIR = Path(__file__).resolve().parents[2]
+# make run's own defaults: no DATABASE_URL/REDIS_URL, and Trainboard's settings, not the tests'.
+PRODUCTION_UNSET = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
 
 
 def run_script(env_overrides, tmp_path, timeout=30):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env = {k: v for k, v in os.environ.items() if k not in PRODUCTION_UNSET}
     env.update(TRAINBOARD_VAR_DIR=str(tmp_path / "var"), TRAINBOARD_PORT=str(launcher.free_port()))
     env.update(env_overrides)
     return subprocess.run(
@@ -56,7 +58,7 @@ def test_make_run_cleans_stale_files_starts_and_stops_everything(tmp_path):
     (var / "run" / "web.pid").write_text(f"{dead.pid}\ndaphne\n")
     (var / "redis.sock").write_text("")  # a socket file nobody listens on
     port = launcher.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env = {k: v for k, v in os.environ.items() if k not in PRODUCTION_UNSET}
     env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port))
     proc = subprocess.Popen(
         [sys.executable, "scripts/run.py"],

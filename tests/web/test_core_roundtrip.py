@@ -16,7 +16,7 @@ pytestmark = pytest.mark.smoke
 
 
 def test_celery_task_round_trip_through_real_broker(live_stack):
-    from core.tasks import ping
+    from tests.support.tasks import ping
 
     token = uuid.uuid4().hex
     result = ping.delay(token).get(timeout=30)
@@ -27,8 +27,8 @@ def test_celery_task_round_trip_through_real_broker(live_stack):
 async def test_message_from_worker_process_reaches_websocket(live_stack):
     from types import SimpleNamespace
 
-    from core.consumers import EchoConsumer, echo_group
-    from core.tasks import broadcast
+    from tests.support.consumers import EchoConsumer, echo_group
+    from tests.support.tasks import broadcast
 
     name = uuid.uuid4().hex[:12]
     communicator = WebsocketCommunicator(EchoConsumer.as_asgi(), f"/ws/echo/{name}/")

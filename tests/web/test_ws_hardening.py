@@ -31,7 +31,7 @@ def session_cookie() -> bytes:
 
 
 async def handshake(path: str, origin: bytes | None, cookie: bytes = b"", host=b"127.0.0.1:8000"):
-    from project.asgi import application
+    from tests.support.asgi import application  # Trainboard's, plus the tests' ws/echo/
 
     headers = [(b"host", host)]
     if origin is not None:

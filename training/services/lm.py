@@ -1,154 +1,54 @@
-"""Model strings → engine LanguageModel objects, including scripted ``fake/…`` models.
+"""Model strings → engine LanguageModel and EmbeddingModel objects.
 
-``fake/<behaviour>[?latency=0.05&failure_rate=0.3&failure=fatal]`` builds the engine's
-FakeLanguageModel (no network, no weights) so tests, benchmarks and demos can run a whole
-training run in milliseconds. Behaviours are responders registered for saving, so a program
-JSON that uses one loads back in a worker exactly like a real model:
-
-* ``echo``     copies same-named input fields, leaves the others empty (the engine default);
-* ``fewshot``  answers each output field with the most common value among the prompt's
-               few-shot examples: reward rises once an optimizer adds examples;
-* ``rules``    learns through OMEGA: each mutation adds one rule learnt from a wrong answer of
-               the batch (``By default, answer team=bug.``, then keyword rules
-               ``When you see "word|other", answer team=box.``), a crossover merges its
-               parents' rules, and the answers follow the instructions' rules (then the
-               few-shot majority): reward rises as useful rules accumulate;
-* ``xss``      answers every string field with a ``<script>`` tag (escaping tests);
-* ``unreachable`` refuses every connection (fails the run fast).
+A model string is ``provider/name``: ``local/…`` (the engine's offline provider) or any
+litellm provider. ``register_provider`` lets a process resolve one more prefix itself
+instead of through litellm; Trainboard registers none (the test settings register the
+scripted ``fake/`` models of tests/support/fake_models.py).
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import training.engine as synalinks
 from training.engine.language_model import get_litellm
-from training.engine.saving import register_synalinks_serializable
-from training.engine.testing.fake_language_model import FakeLanguageModel, FakeRequest
-
-XSS_PAYLOAD = "<script>window.__xss = 1</script><b>bold?</b>"
-
-
-@register_synalinks_serializable(package="trainboard")
-def fewshot_responder(request: FakeRequest) -> dict[str, Any]:
-    answer = request.default_output()
-    examples = request.examples or []
-    for field in list(answer):
-        if field in request.inputs:
-            continue
-        values = [
-            example.get("outputs", {}).get(field)
-            for example in examples
-            if isinstance(example.get("outputs"), dict)
-        ]
-        values = [value for value in values if value is not None]
-        if values:
-            answer[field] = Counter(map(str, values)).most_common(1)[0][0]
-    return answer
-
-
-RULE = re.compile(
-    r'When you see "(?P<words>[^"]+)", answer (?P<field>\w+)=(?P<value>[^\n]*?)\.$', re.M
-)
-DEFAULT_RULE = re.compile(r"By default, answer (?P<field>\w+)=(?P<value>[^\n]*?)\.$", re.M)
-_WORD = re.compile(r"[a-z][a-z-]{4,}")  # on lower-cased text: words of 5+ letters
-RULE_WORDS = 6
-
-
-def _text_of(value: Any) -> str:
-    if isinstance(value, dict):
-        return " ".join(_text_of(item) for item in value.values())
-    if isinstance(value, list):
-        return " ".join(_text_of(item) for item in value)
-    return "" if value is None else str(value)
-
-
-def _new_rule(instructions: str, batch: list[dict]) -> str | None:
-    """One rule learnt from the first wrong answer of the batch: a default answer first (its
-    label), then keyword rules (its longest words not in a rule yet → its label)."""
-    known = {w for m in RULE.finditer(instructions) for w in m["words"].split("|")}
-    has_default = DEFAULT_RULE.search(instructions) is not None
-    for row in batch or []:
-        truth, prediction = row.get("ground_truth"), row.get("prediction")
-        if not isinstance(truth, dict) or prediction == truth:
-            continue
-        for field, value in truth.items():
-            if not isinstance(value, str | int | float) or not str(value).strip():
-                continue
-            if not has_default:
-                return f"By default, answer {field}={value}."
-            words = set(_WORD.findall(_text_of(row.get("inputs")).lower())) - known
-            if words:
-                chosen = sorted(words, key=lambda word: (-len(word), word))[:RULE_WORDS]
-                return f'When you see "{"|".join(chosen)}", answer {field}={value}.'
-    return None
-
-
-def _lines(text: Any) -> list[str]:
-    return [line for line in str(text or "").splitlines() if line.strip()]
-
-
-@register_synalinks_serializable(package="trainboard")
-def rules_responder(request: FakeRequest) -> dict[str, Any]:
-    module = request.module or ""
-    answer = request.default_output()
-    if module.startswith("omega_mutation"):
-        current = (request.inputs.get("current_variable") or {}).get("instructions", "")
-        rule = _new_rule(str(current or ""), request.inputs.get("batch") or [])
-        answer["instructions"] = "\n".join(_lines(current) + ([rule] if rule else []))
-        answer["thinking"] = "a wrong answer: add a rule" if rule else "nothing to add"
-        return answer
-    if module.startswith("omega_crossover"):
-        lines: list[str] = []
-        for key in ("candidate_a", "candidate_b"):
-            for line in _lines((request.inputs.get(key) or {}).get("instructions")):
-                if line not in lines:
-                    lines.append(line)
-        answer["instructions"] = "\n".join(lines)
-        answer["thinking"] = "keep the rules of both"
-        return answer
-    answer = fewshot_responder(request)
-    words = set(_WORD.findall(_text_of(request.inputs).lower()))
-    instructions = request.instructions or ""
-    rules = [
-        (set(m["words"].split("|")), m["field"], m["value"]) for m in RULE.finditer(instructions)
-    ]
-    rules += [(None, m["field"], m["value"]) for m in DEFAULT_RULE.finditer(instructions)]
-    for keywords, field, value in rules:
-        if (
-            field in answer
-            and field not in request.inputs
-            and (keywords is None or words & keywords)
-        ):
-            answer[field] = value
-            break
-    return answer
-
-
-@register_synalinks_serializable(package="trainboard")
-def xss_responder(request: FakeRequest) -> dict[str, Any]:
-    answer = request.default_output()
-    properties = (request.schema or {}).get("properties", {})
-    for field, spec in properties.items():
-        if isinstance(spec, dict) and spec.get("type") == "string":
-            answer[field] = XSS_PAYLOAD
-    return answer
-
-
-FAKE_BEHAVIOURS = {
-    "echo": None,
-    "fewshot": fewshot_responder,
-    "rules": rules_responder,
-    "xss": xss_responder,
-    "unreachable": None,
-}
 
 
 class ModelStringError(ValueError):
     """A model string the dashboard cannot turn into a language model."""
+
+
+@dataclass(frozen=True)
+class ModelProvider:
+    """A provider prefix resolved by the dashboard itself instead of through litellm.
+
+    Args:
+        language_model: ``(model, temperature=, api_base=, max_tokens=)`` → a language model;
+            raises ModelStringError for a model string it does not know.
+        embedding_model: ``(model)`` → an embedding model.
+        address: where its models are reached, for error messages.
+
+    Example:
+        >>> register_provider("fake", ModelProvider(make_fake, FakeEmbeddingModel, "a script"))
+    """
+
+    language_model: Callable[..., Any]
+    embedding_model: Callable[[str], Any]
+    address: str
+
+
+_PROVIDERS: dict[str, ModelProvider] = {}
+
+
+def register_provider(prefix: str, provider: ModelProvider) -> None:
+    """Resolve ``<prefix>/…`` model strings with ``provider`` in this process."""
+    _PROVIDERS[prefix] = provider
+
+
+def _registered(model: str) -> ModelProvider | None:
+    return _PROVIDERS.get(model.split("/", 1)[0]) if "/" in model else None
 
 
 def check_provider(model: str, kind: str = "model") -> None:
@@ -156,10 +56,10 @@ def check_provider(model: str, kind: str = "model") -> None:
 
     Offline and instant (litellm's own provider table), so a typo such as ``nosuch/model``
     is reported on the form that took it instead of failing every LM call of a run.
-    ``local/`` (checked by the engine with its own hint) and ``fake/`` are ours.
+    ``local/`` (checked by the engine with its own hint) and registered prefixes are ours.
     """
     provider = model.split("/", 1)[0]
-    if provider in ("local", "fake"):
+    if provider == "local" or provider in _PROVIDERS:
         return
     litellm = get_litellm()
     known = {str(getattr(item, "value", item)) for item in litellm.provider_list}
@@ -172,45 +72,18 @@ def check_provider(model: str, kind: str = "model") -> None:
         )
 
 
-def parse_fake(model: str) -> dict[str, Any]:
-    """Keyword arguments of FakeLanguageModel for a ``fake/…`` model string."""
-    parts = urlsplit(model)
-    behaviour = model[len("fake/") :].split("?", 1)[0]
-    if behaviour not in FAKE_BEHAVIOURS:
-        raise ModelStringError(
-            f"unknown fake model {behaviour!r}: use one of "
-            + ", ".join(f"fake/{name}" for name in FAKE_BEHAVIOURS)
-        )
-    kwargs: dict[str, Any] = {"model": model, "responder": FAKE_BEHAVIOURS[behaviour]}
-    for key, value in parse_qsl(parts.query):
-        try:
-            if key in ("latency", "failure_rate"):
-                kwargs[key] = float(value)
-            elif key == "seed":
-                kwargs[key] = int(value)
-            elif key == "failure":
-                kwargs[key] = value
-            else:
-                raise ModelStringError(
-                    f"fake model option {key!r} is not one of latency, failure_rate, failure, seed"
-                )
-        except ValueError as exc:
-            raise ModelStringError(f"fake model option {key}={value!r}: {exc}") from None
-    if behaviour == "unreachable":
-        kwargs.update(failure="unreachable", failure_rate=1.0)
-    return kwargs
-
-
 def make_language_model(
     model: str, temperature: float = 0.0, api_base: str = "", max_tokens: int | None = None
 ) -> Any:
-    """The engine LM for a model string (``provider/name``) or a ``fake/…`` string."""
+    """The engine LM for a model string (``provider/name``)."""
     model = (model or "").strip()
     if not model:
         raise ModelStringError("a model string is required, e.g. local/smollm2")
-    if model.startswith("fake/"):
-        kwargs = parse_fake(model)
-        return FakeLanguageModel(temperature=temperature, **kwargs)
+    provider = _registered(model)
+    if provider is not None:
+        return provider.language_model(
+            model, temperature=temperature, api_base=api_base, max_tokens=max_tokens
+        )
     if "/" not in model:
         raise ModelStringError(
             f"model {model!r} must look like provider/name (e.g. local/smollm2, openai/gpt-4o-mini)"
@@ -225,15 +98,16 @@ def make_language_model(
 
 
 def make_embedding_model(model: str) -> Any:
-    """The engine embedding model (``fake/…`` → the scripted fake embedding model)."""
+    """The engine embedding model for a model string (``provider/name``)."""
     model = (model or "").strip()
     if "/" not in model:
         raise ModelStringError(
             f"embedding model {model!r} must look like provider/name "
-            "(e.g. local/minilm, openai/text-embedding-3-small, fake/embedding)"
+            "(e.g. local/minilm, openai/text-embedding-3-small)"
         )
-    if model.startswith("fake/"):
-        return synalinks.testing.FakeEmbeddingModel(model=model)
+    provider = _registered(model)
+    if provider is not None:
+        return provider.embedding_model(model)
     check_provider(model, "embedding model")
     return synalinks.EmbeddingModel(model=model)
 
@@ -246,7 +120,8 @@ def describe_address(language_model: Any) -> str:
         return api_base
     if model.startswith("local/"):
         return "the local llama-cpp provider in the worker"
-    if model.startswith("fake/"):
-        return "the scripted fake provider"
+    provider = _registered(model)
+    if provider is not None:
+        return provider.address
     provider = model.split("/", 1)[0]
     return f"the default {provider} endpoint (set an API base to change it)"

@@ -1,4 +1,7 @@
-"""Plumbing tasks: a ping for round-trip checks and a group broadcast from a worker."""
+"""Plumbing tasks for the tests: a ping for round trips and a group broadcast from a worker.
+
+Found by Celery's autodiscovery in the test stack's worker (``test_support`` is installed by
+the test settings only)."""
 
 import os
 import socket
@@ -8,13 +11,13 @@ from celery import shared_task
 from channels.layers import get_channel_layer
 
 
-@shared_task(name="core.ping")
+@shared_task(name="test_support.ping")
 def ping(payload=None):
     """Returns the payload with the worker's host and pid: proof a worker ran it."""
     return {"payload": payload, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-@shared_task(name="core.broadcast")
+@shared_task(name="test_support.broadcast")
 def broadcast(group: str, payload: dict):
     """Send ``payload`` to every socket in ``group`` (delivered as type echo.message)."""
     async_to_sync(get_channel_layer().group_send)(
