@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import training.engine as synalinks
-from training.engine.language_model import get_litellm
+from training.engine.litellm_loader import get_litellm
 
 
 class ModelStringError(ValueError):
