@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from core import launcher
+from core.local_runtime import launcher
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,11 @@ def test_make_run_keeps_var_private_and_debug_off(tmp_path):
     var.mkdir(mode=0o755)
     var.chmod(0o755)  # an install made before the fix
     port = launcher.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG", "DJANGO_SETTINGS_MODULE")
+    }
     env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port))
     proc = subprocess.Popen(
         [sys.executable, "scripts/run.py"],
