@@ -5,7 +5,7 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_rewards import Answer, AnswerWithThinking, word_overlap_reward
-from training.engine.masking import apply_mask, mask_pair
+from training.engine.masking import UnknownMaskFieldWarning, apply_mask, mask_pair
 from training.engine.saving import UnknownObjectError, deserialize, serialize
 
 
@@ -42,8 +42,11 @@ def test_unknown_mask_field_names_the_field_and_the_available_ones():
         apply_mask({"thinking": "t", "answer": "4"}, in_mask=["anwser"])
     message = str(info.value)
     assert "'anwser'" in message and "['answer', 'thinking']" in message
-    with pytest.raises(ValueError, match="out_mask.*'reasoning'"):
-        apply_mask({"answer": "4"}, out_mask=["reasoning"])
+
+
+def test_out_mask_naming_an_absent_field_warns_and_excludes_nothing():
+    with pytest.warns(UnknownMaskFieldWarning, match="out_mask.*'reasoning'"):
+        assert apply_mask({"answer": "4"}, out_mask=["reasoning"]) == {"answer": "4"}
 
 
 def test_mask_pair_accepts_a_field_present_on_one_side_only():

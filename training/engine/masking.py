@@ -5,24 +5,35 @@ some fields: the final ``answer`` matters, the free-text ``thinking`` does not.
 ``in_mask`` keeps only the named fields, ``out_mask`` drops the named fields
 (both may be given; ``in_mask`` is applied first).
 
-A misspelt field name would otherwise silently compare nothing (and score every
-prediction the same), so an unknown field is an error that names the field and
-the fields that do exist.
+A misspelt ``in_mask`` field would silently compare nothing (and score every
+prediction the same), so an unknown ``in_mask`` field is an error that names the
+field and the fields that do exist. Excluding a field that is not there is
+harmless (``ExactMatch(out_mask=["thinking"])`` on a plain Generator, whose
+outputs have no ``thinking``), so an unknown ``out_mask`` field only warns
+(:class:`UnknownMaskFieldWarning`; a scorer warns once).
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
     "MaskedDataModel",
+    "UnknownMaskFieldWarning",
     "apply_mask",
     "mask_pair",
     "normalize_mask",
     "to_dict",
+    "unknown_fields",
+    "warn_unknown_out_mask",
 ]
+
+
+class UnknownMaskFieldWarning(UserWarning):
+    """An ``out_mask`` names a field the data does not have (nothing to exclude)."""
 
 
 class MaskedDataModel(dict):
@@ -95,10 +106,36 @@ def normalize_mask(mask: Any, *, argument: str = "mask") -> list[str] | None:
     raise TypeError(f"{argument} must be None or a list of field names, got {mask!r}")
 
 
+def unknown_fields(mask: list[str] | None, available: Iterable[str]) -> list[str]:
+    """The fields of ``mask`` that are not in ``available``, in mask order."""
+    available = set(available)
+    return [field for field in mask or [] if field not in available]
+
+
+def warn_unknown_out_mask(
+    out_mask: list[str] | None, available: Iterable[str], where: str = ""
+) -> bool:
+    """Warn (:class:`UnknownMaskFieldWarning`) when ``out_mask`` names absent fields.
+
+    Returns whether it warned, so a caller can warn once.
+    """
+    available = set(available)
+    unknown = unknown_fields(out_mask, available)
+    if not unknown:
+        return False
+    names = ", ".join(repr(f) for f in unknown)
+    prefix = f"{where}: " if where else ""
+    warnings.warn(
+        f"{prefix}out_mask names field(s) {names} that the data does not have; nothing to "
+        f"exclude there (available fields: {sorted(available)})",
+        UnknownMaskFieldWarning,
+        stacklevel=3,
+    )
+    return True
+
+
 def _check_known(mask: list[str] | None, available: set[str], argument: str) -> None:
-    if not mask:
-        return
-    unknown = [field for field in mask if field not in available]
+    unknown = unknown_fields(mask, available)
     if unknown:
         names = ", ".join(repr(f) for f in unknown)
         raise ValueError(
@@ -116,8 +153,9 @@ def apply_mask(
     """Keep the ``in_mask`` fields of ``data``, then drop the ``out_mask`` fields.
 
     ``data`` may be a dict or anything :func:`to_dict` accepts; ``None`` stays
-    ``None``. With ``strict`` (the default), a mask naming a field that ``data``
-    does not have raises ``ValueError`` naming the field and the available ones.
+    ``None``. With ``strict`` (the default), an ``in_mask`` naming a field that
+    ``data`` does not have raises ``ValueError`` naming the field and the available
+    ones, and an ``out_mask`` naming one warns (excluding an absent field is harmless).
     """
     fields = to_dict(data, what="data")
     if fields is None:
@@ -126,7 +164,7 @@ def apply_mask(
     out_mask = normalize_mask(out_mask, argument="out_mask")
     if strict:
         _check_known(in_mask, set(fields), "in_mask")
-        _check_known(out_mask, set(fields), "out_mask")
+        warn_unknown_out_mask(out_mask, fields)
     if in_mask is not None:
         fields = {key: fields[key] for key in in_mask if key in fields}
     if out_mask:
@@ -142,10 +180,12 @@ def mask_pair(
 ) -> tuple[MaskedDataModel | None, MaskedDataModel | None]:
     """Mask a ground truth and a prediction the same way.
 
-    A mask field must exist in at least one of the two: a ground truth often
-    lacks the ``thinking`` a ChainOfThought prediction adds, so
-    ``out_mask=["thinking"]`` is valid even though ``y_true`` has no such field.
+    An ``in_mask`` field must exist in at least one of the two: a ground truth
+    often lacks the ``thinking`` a ChainOfThought prediction adds, so
+    ``in_mask=["thinking"]`` is valid even though ``y_true`` has no such field.
     A field the prediction lacks simply does not match the ground truth.
+    ``out_mask`` fields may be absent from both (nothing is excluded); the
+    scorers warn about that once (:meth:`MaskedScorer._prepare`).
     """
     true_fields = to_dict(y_true, what="y_true")
     pred_fields = to_dict(y_pred, what="y_pred")
@@ -154,7 +194,6 @@ def mask_pair(
     out_mask = normalize_mask(out_mask, argument="out_mask")
     if true_fields is not None or pred_fields is not None:
         _check_known(in_mask, available, "in_mask")
-        _check_known(out_mask, available, "out_mask")
 
     def masked(fields: dict[str, Any] | None) -> MaskedDataModel | None:
         if fields is None:

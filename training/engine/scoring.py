@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.masking import MaskedDataModel, mask_pair, normalize_mask
+from training.engine.masking import (
+    MaskedDataModel,
+    mask_pair,
+    normalize_mask,
+    to_dict,
+    warn_unknown_out_mask,
+)
 from training.engine.saving import deserialize
 
 __all__ = ["MaskedScorer", "default_name", "get_scorer", "is_batch"]
@@ -53,6 +59,7 @@ class MaskedScorer:
         self.name = name or default_name(type(self))
         self.in_mask = normalize_mask(in_mask, argument=f"{cls_name}(in_mask=...)")
         self.out_mask = normalize_mask(out_mask, argument=f"{cls_name}(out_mask=...)")
+        self._out_mask_checked = False
 
     @property
     def _where(self) -> str:
@@ -74,9 +81,22 @@ class MaskedScorer:
         self, y_true: Any, y_pred: Any
     ) -> tuple[MaskedDataModel | None, MaskedDataModel | None]:
         try:
-            return mask_pair(y_true, y_pred, self.in_mask, self.out_mask)
+            pair = mask_pair(y_true, y_pred, self.in_mask, self.out_mask)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{self._where}: {exc}") from exc
+        if self.out_mask and not self._out_mask_checked and None not in (y_true, y_pred):
+            self._warn_unknown_out_mask(y_true, y_pred)
+        return pair
+
+    def _warn_unknown_out_mask(self, y_true: Any, y_pred: Any) -> None:
+        """Warn once per scorer when ``out_mask`` names a field neither side has.
+
+        Checked on the first pair where both sides exist (a failed prediction's
+        ``None`` would hide the fields a ChainOfThought adds).
+        """
+        self._out_mask_checked = True
+        available = set(to_dict(y_true) or {}) | set(to_dict(y_pred) or {})
+        warn_unknown_out_mask(self.out_mask, available, self._where)
 
     def get_config(self) -> dict[str, Any]:
         return {"name": self.name, "in_mask": self.in_mask, "out_mask": self.out_mask}

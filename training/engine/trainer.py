@@ -278,12 +278,19 @@ class Trainer:
                 items[start : start + batch_size]
             )
             truths = targets[start : start + batch_size]
-            rewards.extend(await self._rewards(truths, outputs))
+            batch_rewards = await self._rewards(truths, outputs)
+            rewards.extend(batch_rewards)
             await self._update_metrics(truths, outputs)
             failures += batch_failures
             if callback_list is not None:
+                # example_rewards: this batch's per-example rewards (callbacks.ExampleRewards).
                 await callback_list.on_test_batch_end(
-                    batch, {"reward": _mean(rewards), "batches": batches}
+                    batch,
+                    {
+                        "reward": _mean(rewards),
+                        "batches": batches,
+                        "example_rewards": batch_rewards,
+                    },
                 )
         self.last_failures = failures
         logs = {f"{prefix}reward": _mean(rewards)}

@@ -2,7 +2,15 @@
 
 from training.engine.callbacks.callback import Callback, CallbackList
 from training.engine.callbacks.early_stopping import EarlyStopping
+from training.engine.callbacks.example_rewards import ExampleRewards
 from training.engine.callbacks.program_checkpoint import ProgramCheckpoint
 from training.engine.callbacks.progress_bar import ProgressBar
 
-__all__ = ["Callback", "CallbackList", "EarlyStopping", "ProgramCheckpoint", "ProgressBar"]
+__all__ = [
+    "Callback",
+    "CallbackList",
+    "EarlyStopping",
+    "ExampleRewards",
+    "ProgramCheckpoint",
+    "ProgressBar",
+]

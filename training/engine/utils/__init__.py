@@ -1,8 +1,11 @@
-"""Plot utilities (matplotlib, Agg backend, PNG files) for training runs and evaluations.
+"""Plot utilities (matplotlib, Agg backend, PNG files) for training runs and evaluations,
+and the paired bootstrap statistic the dashboard shows beside them.
 
 ``utils.summary.program_summary`` builds the text of ``Program.summary()``.
 """
 
+from training.engine.utils.paired_bootstrap import PairedBootstrap, paired_bootstrap
+from training.engine.utils.plot_bootstrap import plot_reward_difference_with_bootstrap
 from training.engine.utils.plot_history import plot_history
 from training.engine.utils.plot_metrics import (
     plot_metrics_comparison_with_mean_and_std,
@@ -10,7 +13,10 @@ from training.engine.utils.plot_metrics import (
 )
 
 __all__ = [
+    "PairedBootstrap",
+    "paired_bootstrap",
     "plot_history",
     "plot_metrics_comparison_with_mean_and_std",
     "plot_metrics_with_mean_and_std",
+    "plot_reward_difference_with_bootstrap",
 ]

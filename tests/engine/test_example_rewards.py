@@ -1,0 +1,33 @@
+"""Opt-in per-example rewards of ``evaluate`` (callbacks.ExampleRewards), for the bootstrap."""
+
+import training.engine as synalinks
+from tests.engine.helpers_engine import TRUTH, build_program, dataset
+
+WRONG = {"Capital of France?", "Largest planet?", "Square root of 9?"}
+
+
+def half_right_lm():
+    responses = {q: {"answer": "no idea" if q in WRONG else a} for q, a in TRUTH.items()}
+    return synalinks.testing.FakeLanguageModel(responses=responses)
+
+
+async def test_example_rewards_are_per_example_in_input_order_across_batches():
+    program = await build_program(half_right_lm())
+    program.compile(reward=synalinks.rewards.ExactMatch(), metrics=[synalinks.metrics.F1Score()])
+    x, y = dataset()
+    per_example = synalinks.callbacks.ExampleRewards()
+    logs = await program.evaluate(x, y, batch_size=3, callbacks=[per_example])
+    expected = [0.0 if q in WRONG else 1.0 for q in TRUTH]
+    assert per_example.rewards == expected
+    # what evaluate returns is unchanged: the mean reward and the metrics, nothing more
+    assert set(logs) == {"reward", "f1_score"}
+    assert logs["reward"] == sum(expected) / len(expected)
+
+
+async def test_example_rewards_restart_with_each_evaluation():
+    program = await build_program(half_right_lm())
+    program.compile(reward=synalinks.rewards.ExactMatch())
+    per_example = synalinks.callbacks.ExampleRewards()
+    await program.evaluate(*dataset(), batch_size=4, callbacks=[per_example])
+    await program.evaluate(*dataset(2), batch_size=4, callbacks=[per_example])
+    assert per_example.rewards == [1.0, 0.0]
