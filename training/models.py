@@ -97,6 +97,10 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When this attempt's fit began, and how many batches (over all epochs) were already done
+    # then (a resume starts part-way): the ETA is drawn from the batches done since.
+    training_started_at = models.DateTimeField(null=True, blank=True)
+    training_start_batch = models.IntegerField(default=0)
     # Progress
     current_epoch = models.IntegerField(default=0)  # epochs completed
     current_batch = models.IntegerField(default=0)  # batches completed in the current epoch
@@ -159,10 +163,17 @@ class Run(models.Model):
 
     @property
     def improvement(self) -> float | None:
-        after = self.final_reward if self.final_reward is not None else self.best_reward
-        if self.baseline_reward is None or after is None:
+        """Test reward after minus test reward before (None until both exist).
+
+        Never the best validation/training reward: that is another split."""
+        if self.baseline_reward is None or self.final_reward is None:
             return None
-        return after - self.baseline_reward
+        return self.final_reward - self.baseline_reward
+
+    @property
+    def best_reward_split(self) -> str:
+        """Which split ``best_reward`` was measured on (``summaries.best_of_history``)."""
+        return "validation" if float(self.config.get("validation_split") or 0) > 0 else "training"
 
 
 class EpochLog(models.Model):
@@ -237,6 +248,9 @@ class Evaluation(models.Model):
     phase = models.CharField(max_length=6, choices=PHASE_CHOICES)
     index = models.IntegerField()
     metrics = models.JSONField()  # {"reward": .., "<metric>": ..}
+    # One reward per test example, in the test split's order (callbacks.ExampleRewards): the
+    # paired bootstrap pairs them with the other phase's, example by example.
+    example_rewards = models.JSONField(default=list, blank=True)
     failures = models.IntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
 

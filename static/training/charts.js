@@ -23,6 +23,11 @@
     return PALETTE[index % PALETTE.length] || PALETTE[0];
   }
 
+  // Every reward names its split: fit logs training batches as "reward", validation as "val_".
+  function splitLabel(key) {
+    return key.startsWith("val_") ? `validation ${key.slice(4)}` : `training ${key}`;
+  }
+
   function historyDatasets(history, labelPrefix, colorOffset) {
     const keys = Object.keys(history.series || {});
     const bases = [];
@@ -30,7 +35,7 @@
     return keys.map((key) => {
       const color = PALETTE[(bases.indexOf(key.replace(/^val_/, "")) + (colorOffset || 0)) % PALETTE.length];
       return {
-        label: (labelPrefix || "") + key,
+        label: (labelPrefix || "") + splitLabel(key),
         data: history.series[key],
         borderColor: color,
         backgroundColor: color,
@@ -107,8 +112,8 @@
 
   function barDatasets(rows, prefix, colors) {
     return [
-      { label: (prefix || "") + "before", data: rows.map((r) => r.before_mean), errors: rows.map((r) => r.before_std), backgroundColor: colors[0] },
-      { label: (prefix || "") + "after", data: rows.map((r) => r.after_mean), errors: rows.map((r) => r.after_std), backgroundColor: colors[1] },
+      { label: (prefix || "") + "test before", data: rows.map((r) => r.before_mean), errors: rows.map((r) => r.before_std), backgroundColor: colors[0] },
+      { label: (prefix || "") + "test after", data: rows.map((r) => r.after_mean), errors: rows.map((r) => r.after_std), backgroundColor: colors[1] },
     ];
   }
 
@@ -168,7 +173,7 @@
           const values = new Array(longest).fill(null);
           run.history.epochs.forEach((epoch, i) => { values[epoch] = run.history.series[key][i]; });
           const color = PALETTE[runIndex % PALETTE.length];
-          datasets.push({ label: `${run.label} ${key}`, data: values, borderColor: color, backgroundColor: color, borderDash: key.startsWith("val_") ? [6, 4] : [], spanGaps: true, tension: 0.2 });
+          datasets.push({ label: `${run.label} ${splitLabel(key)}`, data: values, borderColor: color, backgroundColor: color, borderDash: key.startsWith("val_") ? [6, 4] : [], spanGaps: true, tension: 0.2 });
         });
       });
       charts.compareHistory = new Chart(canvas, { type: "line", data: { labels, datasets }, options: lineOptions });
@@ -181,8 +186,8 @@
       data.runs.forEach((run, runIndex) => {
         const rows = metrics.map((metric) => run.before_after.find((row) => row.metric === metric) || {});
         const color = PALETTE[runIndex % PALETTE.length];
-        datasets.push({ label: `${run.label} before`, data: rows.map((r) => r.before_mean ?? null), errors: rows.map((r) => r.before_std ?? null), backgroundColor: color + "66", stack: `run${runIndex}b` });
-        datasets.push({ label: `${run.label} after`, data: rows.map((r) => r.after_mean ?? null), errors: rows.map((r) => r.after_std ?? null), backgroundColor: color, stack: `run${runIndex}a` });
+        datasets.push({ label: `${run.label} test before`, data: rows.map((r) => r.before_mean ?? null), errors: rows.map((r) => r.before_std ?? null), backgroundColor: color + "66", stack: `run${runIndex}b` });
+        datasets.push({ label: `${run.label} test after`, data: rows.map((r) => r.after_mean ?? null), errors: rows.map((r) => r.after_std ?? null), backgroundColor: color, stack: `run${runIndex}a` });
       });
       charts.compareBars = new Chart(bars, { type: "bar", data: { labels: metrics, datasets }, options: barOptions, plugins: [errorBars] });
     }

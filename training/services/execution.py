@@ -147,7 +147,10 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
                 )
                 await live.send_parts(data["group"], labelled, ("status", "progress"))
                 failed_before = program.failed_predictions
-                logs = await program.evaluate(x_test, y_test, batch_size=batch_size)
+                per_example = synalinks.callbacks.ExampleRewards()
+                logs = await program.evaluate(
+                    x_test, y_test, batch_size=batch_size, callbacks=[per_example]
+                )
                 stored = await sync_to_async(persistence.store_evaluation)(
                     run.pk,
                     run.attempt,
@@ -156,6 +159,7 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
                     logs,
                     program.failed_predictions - failed_before,
                     callback.usage_fields(),
+                    per_example.rewards,
                 )
                 if stored is None:  # superseded meanwhile: nothing was stored
                     callback.superseded.set()

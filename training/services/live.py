@@ -25,7 +25,7 @@ from django.db.models import Count, F
 from django.template.loader import render_to_string
 
 from training.models import Candidate, Run
-from training.services import summaries
+from training.services import summaries, timing
 
 ALL_PARTS = (
     "status",
@@ -128,6 +128,7 @@ def progress(run: Run) -> dict[str, Any]:
         "batches_done": batch_done,
         "percent": round(100 * fraction, 1),
         "batch_percent": round(100 * batch_done / batches, 1) if batches else 0,
+        "timing": timing.timing(run),
     }
 
 

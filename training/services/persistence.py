@@ -117,11 +117,15 @@ class PersistenceCallback(Callback):
             await live.send_parts(self.group, run, live.EVENT_PARTS[kind], emitted_at=emitted)
 
     def _on_train_begin(self, event: dict) -> Run | None:
+        steps = int(event.get("steps") or 0)
+        initial_epoch = int(event.get("initial_epoch") or 0)
         return self._update(
             phase="training",
-            batches_per_epoch=int(event.get("steps") or 0),
-            current_epoch=int(event.get("initial_epoch") or 0),
+            batches_per_epoch=steps,
+            current_epoch=initial_epoch,
             current_batch=0,
+            training_started_at=timezone.now(),  # the ETA's clock (training.services.timing)
+            training_start_batch=initial_epoch * steps,
         )
 
     def _on_epoch_begin(self, event: dict) -> Run | None:
@@ -200,7 +204,14 @@ class PersistenceCallback(Callback):
 
 
 def store_evaluation(
-    run_id: int, attempt: int, phase: str, index: int, logs: dict, failures: int, usage: dict
+    run_id: int,
+    attempt: int,
+    phase: str,
+    index: int,
+    logs: dict,
+    failures: int,
+    usage: dict,
+    example_rewards: list[float],
 ) -> Run | None:
     """Store one evaluation (and the phase's mean reward); the run re-read, or None when the
     attempt was superseded meanwhile (then nothing is stored)."""
@@ -216,7 +227,11 @@ def store_evaluation(
             run_id=run_id,
             phase=phase,
             index=index,
-            defaults={"metrics": metrics, "failures": failures},
+            defaults={
+                "metrics": metrics,
+                "failures": failures,
+                "example_rewards": example_rewards,
+            },
         )
         rewards = list(
             Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(

@@ -9,7 +9,7 @@ from django.conf import settings
 from training.models import Evaluation, Run
 from training.services import summaries
 
-KINDS = ("history", "evaluation")
+KINDS = ("history", "evaluation", "difference")
 
 
 class NoPlotData(LookupError):
@@ -42,6 +42,21 @@ def plot_for(run: Run, kind: str) -> Path:
                 to_folder=str(folder),
                 to_file="history.png",
                 title=f"Run #{run.pk}: training history",
+            )
+        )
+    if kind == "difference":
+        evaluations = list(run.evaluations.all())
+        before = summaries.per_example_means(evaluations, Evaluation.BEFORE)
+        after = summaries.per_example_means(evaluations, Evaluation.AFTER)
+        if before is None or after is None or len(before) != len(after):
+            raise NoPlotData("this run has no per-example test rewards before and after training")
+        return Path(
+            utils.plot_reward_difference_with_bootstrap(
+                before,
+                after,
+                to_folder=str(folder),
+                to_file="difference.png",
+                title=f"Run #{run.pk}: test reward before / after training",
             )
         )
     before = [e.metrics for e in run.evaluations.filter(phase=Evaluation.BEFORE)]

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import ExpressionWrapper, F, FloatField, Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from training.models import Program, Run
@@ -71,9 +70,9 @@ SORTS = {
     "status": ("status", "Status"),
     "program": ("program__name", "Program"),
     "dataset": ("dataset__name", "Dataset"),
-    "best": ("best_reward", "Best"),
-    "baseline": ("baseline_reward", "Baseline"),
-    "improvement": ("improvement_value", "Improvement"),
+    "best": ("best_reward", "Best val./train"),
+    "baseline": ("baseline_reward", "Test before → after"),
+    "improvement": ("improvement_value", "Test Δ"),
     "calls": ("lm_calls", "LM calls"),
     "duration": ("duration_value", "Duration"),
 }
@@ -106,7 +105,7 @@ def runs_for(user, params: dict[str, str]) -> tuple[list[Run], dict[str, str]]:
         applied["q"] = text
     runs = runs.annotate(
         improvement_value=ExpressionWrapper(
-            Coalesce(F("final_reward"), F("best_reward")) - F("baseline_reward"),
+            F("final_reward") - F("baseline_reward"),  # test after − test before
             output_field=FloatField(),
         )
     )

@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from training.engine.utils import paired_bootstrap
+
 
 def history(epoch_logs: Iterable[Any]) -> dict[str, Any]:
     """``{"epochs": [0, 1, ...], "series": {"reward": [...], "val_reward": [...], ...}}``.
@@ -41,8 +43,43 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(variance)
 
 
+def per_example_means(evaluations: Iterable[Any], phase: str) -> list[float] | None:
+    """Each test example's reward in ``phase``, averaged over that phase's evaluations.
+
+    None when no evaluation of the phase stored per-example rewards, or when they disagree on
+    how many examples there are (they would not pair example by example)."""
+    lists = [
+        [float(value) for value in evaluation.example_rewards]
+        for evaluation in evaluations
+        if evaluation.phase == phase and evaluation.example_rewards
+    ]
+    if not lists or len({len(values) for values in lists}) != 1:
+        return None
+    return [sum(column) / len(column) for column in zip(*lists, strict=True)]
+
+
+def paired_test_difference(evaluations: Iterable[Any]) -> dict[str, Any] | None:
+    """The paired bootstrap interval of test reward after minus before, over test examples.
+
+    Each example's reward before is paired with its reward after (averaged over repeated
+    evaluations of a phase); :func:`training.engine.utils.paired_bootstrap` gives the seeded
+    95 % interval. None until both phases have per-example rewards for the same examples.
+    """
+    evaluations = list(evaluations)
+    before = per_example_means(evaluations, "before")
+    after = per_example_means(evaluations, "after")
+    if before is None or after is None or len(before) != len(after):
+        return None
+    return paired_bootstrap(before, after).to_dict()
+
+
 def before_after(evaluations: Iterable[Any]) -> list[dict[str, Any]]:
-    """One row per metric: before/after mean, std, n and the difference of the means."""
+    """One row per metric: before/after mean, std, n and the difference of the means.
+
+    The ``reward`` row also carries ``bootstrap`` (:func:`paired_test_difference`, or None), and
+    ``before_spread``/``after_spread``: whether repeated evaluations of a phase differed (at
+    temperature 0 with the cache they are identical, and a std of 0 says nothing)."""
+    evaluations = list(evaluations)
     by_phase: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
     order: list[str] = []
     for evaluation in evaluations:
@@ -69,6 +106,9 @@ def before_after(evaluations: Iterable[Any]) -> list[dict[str, Any]]:
                 "after_std": after_std,
                 "after_n": len(by_phase["after"].get(key, [])),
                 "diff": diff,
+                "before_spread": bool(before_std),
+                "after_spread": bool(after_std),
+                "bootstrap": paired_test_difference(evaluations) if key == "reward" else None,
             }
         )
     return rows

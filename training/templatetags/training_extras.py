@@ -35,6 +35,9 @@ def sign_class(value) -> str:
 
 @register.filter
 def duration(value) -> str:
+    """``1h 02m``, ``3m 05s``, ``45s`` from a timedelta or seconds (``run_timing.js`` too)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
         return "—"
     seconds = int(value.total_seconds())
@@ -59,3 +62,13 @@ def percent(value) -> str:
     if value is None:
         return "—"
     return f"{100 * float(value):.0f}%"
+
+
+@register.filter
+def split_label(key) -> str:
+    """A history key with its split spelled out: ``val_reward`` → ``validation reward``,
+    ``reward`` → ``training reward`` (fit's logs: training batches, then ``val_`` keys)."""
+    key = str(key)
+    if key.startswith("val_"):
+        return f"validation {key[4:]}"
+    return f"training {key}"
