@@ -67,9 +67,12 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     wait_status(page, "succeeded")
     assert page.evaluate("window.__sameDocument") is True
     assert page.locator("#history-chart").get_attribute("data-points") == "3"
-    # Before/after: rows with mean ± std and a difference, and the bar chart.
-    reward_row = page.locator('#run-evaluations tr[data-metric="reward"]')
-    assert "±" in reward_row.inner_text()
+    # Before/after on the test split: the difference with its paired bootstrap interval (two
+    # identical evaluations at temperature 0 show no std), and the bar chart.
+    reward_row = page.locator('#run-evaluations tr[data-metric="reward"]').inner_text()
+    assert "(2 identical evaluations)" in reward_row and "±" not in reward_row
+    assert "paired bootstrap over 12 test examples" in reward_row
+    assert "within noise" in reward_row or "beyond noise" in reward_row
     assert page.locator("#before-after-chart").count() == 1
     assert page.locator("#run-leaderboard tr.candidate").count() >= 2
     assert int(page.locator("#usage-calls").inner_text()) > 0
