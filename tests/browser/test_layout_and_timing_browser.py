@@ -8,7 +8,7 @@ import re
 import time
 
 import pytest
-from test_runs_helpers import create_program, demo_dataset_id, launch_run, run_field, shell
+from helpers_runs import create_program, demo_dataset_id, launch_run, run_field, shell
 
 pytestmark = pytest.mark.browser
 
