@@ -1,15 +1,33 @@
-"""Health checks for /healthz: each returns None when up or a short reason when down."""
+"""Health checks for /healthz: each gives None when up or a short reason when down.
+
+Every check is bounded by :data:`TIMEOUT`, and the two Redis checks run concurrently, so
+``/healthz`` answers within about ``TIMEOUT`` seconds even when Redis is stalled (503 then).
+
+The channel-layer check sends a message to itself through a channel layer instance of its
+own, on its own event loop and connections, never the process's shared layer: on that one
+the open run pages' sockets are receiving, and a second event loop receiving on it made the
+check fail for as long as any run page was open. The worker check reads the cached status
+the worker indicator shows (:mod:`core.worker_status`): a request never pings.
+"""
+
+from __future__ import annotations
 
 import asyncio
 
-import redis
-from asgiref.sync import async_to_sync
+import redis.asyncio
+from channels.layers import channel_layers
 from django.conf import settings
 from django.db import connection
 
-from core.worker_status import ping_workers
+from core.worker_status import worker_status
 
 TIMEOUT = 2.0
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {TIMEOUT:g} s"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def check_database() -> str | None:
@@ -18,52 +36,57 @@ def check_database() -> str | None:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return _reason(exc)
     return None
 
 
-def check_broker() -> str | None:
+async def _ping_broker() -> None:
+    client = redis.asyncio.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
+    )
     try:
-        client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
-        )
-        client.ping()
-        client.close()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        await client.ping()
+    finally:
+        await client.aclose()
 
 
 async def _channel_layer_round_trip() -> None:
-    from channels.layers import get_channel_layer
-
-    layer = get_channel_layer()
-    channel = await layer.new_channel("healthz.")
-    await layer.send(channel, {"type": "healthz.ping"})
-    message = await asyncio.wait_for(layer.receive(channel), TIMEOUT)
-    if message.get("type") != "healthz.ping":
-        raise RuntimeError(f"unexpected message {message!r}")
-
-
-def check_channel_layer() -> str | None:
+    layer = channel_layers.make_backend("default")  # private: see the module docstring
     try:
-        async_to_sync(_channel_layer_round_trip)()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        channel = await layer.new_channel("healthz.")
+        await layer.send(channel, {"type": "healthz.ping"})
+        message = await layer.receive(channel)
+        if message.get("type") != "healthz.ping":
+            raise RuntimeError(f"unexpected message {message!r}")
+    finally:
+        await layer.close_pools()
+
+
+async def _bounded(check) -> str | None:
+    try:
+        await asyncio.wait_for(check(), TIMEOUT)
+    except Exception as exc:  # any failure is "down", with its reason
+        return _reason(exc)
     return None
 
 
+async def _redis_checks() -> tuple[str | None, str | None]:
+    broker, layer = await asyncio.gather(
+        _bounded(_ping_broker), _bounded(_channel_layer_round_trip)
+    )
+    return broker, layer
+
+
+def check_redis() -> dict[str, str | None]:
+    """The broker and channel-layer checks, concurrently, on an event loop of their own."""
+    broker, layer = asyncio.run(_redis_checks())
+    return {"broker": broker, "channel_layer": layer}
+
+
 def check_worker() -> str | None:
-    return None if ping_workers(timeout=1.0) else "no Celery worker answered a ping"
-
-
-CHECKS = {
-    "database": check_database,
-    "broker": check_broker,
-    "channel_layer": check_channel_layer,
-    "worker": check_worker,
-}
+    return None if worker_status()["alive"] else "no Celery worker answered a ping"
 
 
 def run_checks() -> dict[str, str | None]:
-    return {name: check() for name, check in CHECKS.items()}
+    """{"database", "broker", "channel_layer", "worker"} -> None (up) or why it is down."""
+    return {"database": check_database(), **check_redis(), "worker": check_worker()}

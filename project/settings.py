@@ -115,11 +115,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: Celery broker + results, Channels layer ----------------------------------
 REDIS_URL_FROM_ENV = bool(os.environ.get("REDIS_URL"))
-_redis = derive(os.environ.get("REDIS_URL") or default_url(VAR_DIR))
-REDIS_URL = _redis["REDIS_URL"]
-CELERY_BROKER_URL = _redis["CELERY_BROKER_URL"]
-CELERY_RESULT_BACKEND = _redis["CELERY_RESULT_BACKEND"]
-CHANNEL_LAYERS = _redis["CHANNEL_LAYERS"]
+# derive() gives REDIS_URL, CELERY_BROKER_URL, CELERY_RESULT_BACKEND, CHANNEL_LAYERS and
+# every Redis client timeout (CELERY_BROKER_TRANSPORT_OPTIONS, CELERY_REDIS_SOCKET_*, ...).
+globals().update(derive(os.environ.get("REDIS_URL") or default_url(VAR_DIR)))
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TRAINBOARD_CELERY_QUEUE", "celery")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

