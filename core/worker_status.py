@@ -8,8 +8,9 @@ answer is older than ``TRAINBOARD_WORKER_STATUS_TTL`` seconds it starts one back
 refresh (unless one is already running) and returns the answer it has. Only the very first
 request of a process waits, at most :data:`FIRST_ANSWER_WAIT` seconds, for the first ping.
 
-An answer older than :func:`max_age` (a refresh that is stuck, e.g. on a stalled Redis) is
-reported as down rather than trusted.
+A worker counts as alive while one answered a ping within :func:`max_age` seconds: one ping
+that no worker answered in time (a busy worker on a loaded machine) does not flip health to
+down and back, and a worker that stopped shows as down within ``max_age`` seconds.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from project.redis_config import COMMAND_TIMEOUT
 
 logger = logging.getLogger(__name__)
 
-PING_TIMEOUT = 1.0
+PING_TIMEOUT = 2.0
 # A ping is a publish plus PING_TIMEOUT of listening: this bounds the first request's wait.
 FIRST_ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
 
-_lock = threading.Lock()  # guards _answer and _refreshing
+_lock = threading.Lock()  # guards the three names below
 _first_answer = threading.Event()
-_answer: dict | None = None
+_last_ping: float | None = None  # when the last ping finished (epoch seconds)
+_last_seen: tuple[float, list[str]] | None = None  # when workers last answered, and which
 _refreshing = False
 
 
@@ -47,17 +49,18 @@ def ping_workers(timeout: float = PING_TIMEOUT) -> list[str]:
 
 
 def max_age() -> float:
-    """Seconds after which a cached answer is no longer believed."""
-    return settings.TRAINBOARD_WORKER_STATUS_TTL + FIRST_ANSWER_WAIT + PING_TIMEOUT
+    """Seconds a worker's answer counts: two refresh periods plus one ping."""
+    return 2 * settings.TRAINBOARD_WORKER_STATUS_TTL + PING_TIMEOUT
 
 
 def _refresh() -> None:
-    global _answer, _refreshing
+    global _last_ping, _last_seen, _refreshing
     try:
         workers = ping_workers()
-        answer = {"alive": bool(workers), "workers": workers, "checked_at": time.time()}
         with _lock:
-            _answer = answer
+            _last_ping = time.time()
+            if workers:
+                _last_seen = (_last_ping, workers)
         _first_answer.set()
     finally:
         with _lock:
@@ -67,9 +70,7 @@ def _refresh() -> None:
 def _start_refresh_if_stale() -> None:
     global _refreshing
     with _lock:
-        fresh = _answer and time.time() - _answer["checked_at"] < (
-            settings.TRAINBOARD_WORKER_STATUS_TTL
-        )
+        fresh = _last_ping and time.time() - _last_ping < settings.TRAINBOARD_WORKER_STATUS_TTL
         if fresh or _refreshing:
             return
         _refreshing = True
@@ -80,8 +81,8 @@ def worker_status() -> dict:
     """The shared answer: ``{"alive": bool, "workers": [...], "checked_at": epoch s or None}``.
 
     Returns:
-        The latest ping's answer; ``alive`` is False when no worker answered, when no ping
-        has finished yet, or when the last answer is older than :func:`max_age`.
+        ``alive`` when a worker answered a ping within :func:`max_age` seconds, with the
+        workers that answered; ``checked_at`` is when the last ping finished (None: none yet).
 
     Example:
         >>> worker_status()["alive"]
@@ -91,17 +92,15 @@ def worker_status() -> dict:
     if not _first_answer.is_set():
         _first_answer.wait(FIRST_ANSWER_WAIT)
     with _lock:
-        answer = _answer
-    if answer is None:
-        return {"alive": False, "workers": [], "checked_at": None}
-    if time.time() - answer["checked_at"] > max_age():
-        return {"alive": False, "workers": [], "checked_at": answer["checked_at"]}
-    return answer
+        last_ping, last_seen = _last_ping, _last_seen
+    if last_seen is None or time.time() - last_seen[0] > max_age():
+        return {"alive": False, "workers": [], "checked_at": last_ping}
+    return {"alive": True, "workers": last_seen[1], "checked_at": last_ping}
 
 
 def forget() -> None:
-    """Drop the cached answer (the next call pings again); a running refresh still lands."""
-    global _answer
+    """Drop what is known (the next call pings again); a running refresh still lands."""
+    global _last_ping, _last_seen
     with _lock:
-        _answer = None
+        _last_ping = _last_seen = None
     _first_answer.clear()

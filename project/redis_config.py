@@ -28,8 +28,9 @@ CONNECT_TIMEOUT = 2.0
 # The channel layer blocks in BZPOPMIN for ``brpop_timeout`` seconds on an idle channel: its
 # socket must wait that long plus a normal command's time, or every idle socket times out.
 CHANNEL_LAYER_SOCKET_TIMEOUT = RedisChannelLayer.brpop_timeout + COMMAND_TIMEOUT
-# A task publish is retried once: a launch fails within about 2 x COMMAND_TIMEOUT, not minutes.
-PUBLISH_RETRY_POLICY = {
+# A task publish, and the result store's (re)subscribe that goes with it, is retried once: a
+# launch fails within about 2 x COMMAND_TIMEOUT, not minutes (Celery's backend default: 20).
+RETRY_POLICY = {
     "max_retries": 1,
     "interval_start": 0.5,
     "interval_step": 0,
@@ -91,7 +92,8 @@ def derive(url: str) -> dict:
         },
         "CELERY_REDIS_SOCKET_TIMEOUT": COMMAND_TIMEOUT,
         "CELERY_REDIS_SOCKET_CONNECT_TIMEOUT": CONNECT_TIMEOUT,
-        "CELERY_TASK_PUBLISH_RETRY_POLICY": PUBLISH_RETRY_POLICY,
+        "CELERY_TASK_PUBLISH_RETRY_POLICY": RETRY_POLICY,
+        "CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS": {"retry_policy": RETRY_POLICY},
         "CHANNEL_LAYERS": {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
