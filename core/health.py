@@ -8,11 +8,18 @@ own, on its own event loop and connections, never the process's shared layer: on
 the open run pages' sockets are receiving, and a second event loop receiving on it made the
 check fail for as long as any run page was open. The worker check reads the cached status
 the worker indicator shows (:mod:`core.worker_status`): a request never pings.
+
+Checks run one evaluation at a time per process, and requests that arrive within
+:data:`REUSE_SECONDS` of an evaluation share its result: 200 parallel monitors cost one
+database connection and two Redis connections, not 200 of each (PostgreSQL refused
+connections beyond its limit and /healthz said ``database: down``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import redis.asyncio
 from channels.layers import channel_layers
@@ -22,6 +29,10 @@ from django.db import connection
 from core.worker_status import worker_status
 
 TIMEOUT = 2.0
+REUSE_SECONDS = 1.0
+
+_evaluating = threading.Lock()
+_last: tuple[float, dict[str, str | None]] | None = None  # (monotonic time, results)
 
 
 def _reason(exc: BaseException) -> str:
@@ -87,6 +98,35 @@ def check_worker() -> str | None:
     return None if worker_status()["alive"] else "no Celery worker answered a ping"
 
 
-def run_checks() -> dict[str, str | None]:
-    """{"database", "broker", "channel_layer", "worker"} -> None (up) or why it is down."""
+def _evaluate() -> dict[str, str | None]:
     return {"database": check_database(), **check_redis(), "worker": check_worker()}
+
+
+def _recent() -> dict[str, str | None] | None:
+    if _last is not None and time.monotonic() - _last[0] < REUSE_SECONDS:
+        return _last[1]
+    return None
+
+
+def run_checks() -> dict[str, str | None]:
+    """{"database", "broker", "channel_layer", "worker"} -> None (up) or why it is down.
+
+    Waits for an evaluation in progress (at most about two TIMEOUTs) and reuses its result.
+    """
+    global _last
+    if not _evaluating.acquire(timeout=2 * TIMEOUT + 1):
+        return _recent() or _evaluate()  # an evaluation is stuck: do not queue behind it
+    try:
+        results = _recent()
+        if results is None:
+            results = _evaluate()
+            _last = (time.monotonic(), results)
+        return results
+    finally:
+        _evaluating.release()
+
+
+def forget() -> None:
+    """Drop the reusable result: the next request evaluates the checks afresh."""
+    global _last
+    _last = None

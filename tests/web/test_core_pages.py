@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from core import worker_status
+from core import health, worker_status
 
 
 @pytest.fixture
@@ -46,6 +46,7 @@ def test_worker_indicator_says_not_running_without_worker(user_client, monkeypat
 def test_healthz_names_what_is_down(client, settings, monkeypatch):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     worker_status.forget()
+    health.forget()
     monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: [])
     response = client.get("/healthz")
     assert response.status_code == 503

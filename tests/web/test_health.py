@@ -24,8 +24,10 @@ def a_worker_answers(monkeypatch):
     """The cached worker status says alive (no Celery worker runs in-process)."""
     monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: ["w@test"])
     worker_status.forget()
+    health.forget()
     yield
     worker_status.forget()
+    health.forget()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -58,6 +60,7 @@ def test_healthz_answers_503_in_time_when_redis_is_stalled(
         setattr(settings, name, value)
     assert client.get("/healthz").status_code == 200
     private_redis.stall()
+    health.forget()  # a result up to REUSE_SECONDS old would be served again
     started = time.monotonic()
     response = client.get("/healthz")
     elapsed = time.monotonic() - started
@@ -67,4 +70,5 @@ def test_healthz_answers_503_in_time_when_redis_is_stalled(
     assert body["database"] == "up"
     assert elapsed < health.TIMEOUT + 1.0, f"/healthz took {elapsed:.1f} s during a stall"
     private_redis.resume()
+    health.forget()
     assert client.get("/healthz").status_code == 200
