@@ -70,7 +70,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
-    from test_runs_helpers import create_program, demo_dataset_id, launch_run, run_field
+    from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
 
     from core import embedded_redis
     from core.launcher import _child_setup

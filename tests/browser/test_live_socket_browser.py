@@ -18,7 +18,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from test_runs_helpers import create_program, demo_dataset_id, launch_run
+from helpers_runs import create_program, demo_dataset_id, launch_run
 
 pytestmark = pytest.mark.browser
 
