@@ -69,8 +69,8 @@ def main() -> int:
     parser.add_argument("--stall", type=float, default=25.0)
     args = parser.parse_args()
 
-    from playwright.sync_api import sync_playwright
     from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
+    from playwright.sync_api import sync_playwright
 
     from core import embedded_redis
     from core.launcher import _child_setup
