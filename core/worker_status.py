@@ -34,6 +34,8 @@ _first_answer = threading.Event()
 _last_ping: float | None = None  # when the last ping finished (epoch seconds)
 _last_seen: tuple[float, list[str]] | None = None  # when workers last answered, and which
 _refreshing = False
+# After a ping that found no worker, ask again this soon: recovery shows within seconds.
+RETRY_WHEN_DOWN = 1.0
 
 
 def ping_workers(timeout: float = PING_TIMEOUT) -> list[str]:
@@ -70,7 +72,9 @@ def _refresh() -> None:
 def _start_refresh_if_stale() -> None:
     global _refreshing
     with _lock:
-        fresh = _last_ping and time.time() - _last_ping < settings.TRAINBOARD_WORKER_STATUS_TTL
+        found = _last_seen is not None and _last_seen[0] == _last_ping
+        period = settings.TRAINBOARD_WORKER_STATUS_TTL if found else RETRY_WHEN_DOWN
+        fresh = _last_ping and time.time() - _last_ping < period
         if fresh or _refreshing:
             return
         _refreshing = True
