@@ -72,8 +72,8 @@ def main() -> int:
     from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
     from playwright.sync_api import sync_playwright
 
-    from core import embedded_redis
-    from core.launcher import _child_setup
+    from core.local_runtime import embedded_redis
+    from core.local_runtime.launcher import _child_setup
     from tests.conftest import CHROMIUM, CHROMIUM_ARGS, login, start_live_stack
 
     tmp = Path(tempfile.mkdtemp(prefix="tb-bench-live-"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core import embedded_redis
+from core.local_runtime import embedded_redis
 from project.redis_config import derive
 
 
