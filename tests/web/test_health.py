@@ -15,8 +15,8 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from core import health, worker_status
-from core.consumers import EchoConsumer
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from tests.support.consumers import EchoConsumer
 
 
 @pytest.fixture
