@@ -28,17 +28,9 @@ from training.services import execution, reaper, run_state
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "training.execute_run"
-# Sending a run to the broker is bounded: each connection attempt and each socket operation
-# waits at most BROKER_TIMEOUT_SECONDS, and the send is retried at most ENQUEUE_RETRIES times
-# (a broker that restarts gets ~1 s), so a launch never hangs on an unreachable broker.
-BROKER_TIMEOUT_SECONDS = 3.0
-ENQUEUE_RETRIES = 2
-ENQUEUE_RETRY_POLICY = {
-    "max_retries": ENQUEUE_RETRIES,
-    "interval_start": 0,
-    "interval_step": 0.5,
-    "interval_max": 1.0,
-}
+# Sending a run to the broker is bounded by the broker's timeouts and publish retry policy
+# (project.redis_config: COMMAND_TIMEOUT, CONNECT_TIMEOUT, RETRY_POLICY), so a launch never
+# hangs on an unreachable or stalled broker.
 
 
 @shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=False)
@@ -60,18 +52,8 @@ def send_attempt(run_id: int, attempt: int) -> bool:
     no task behind it (nothing would ever claim it).
     """
     app = execute_run.app
-    timeouts = {
-        "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
-        "socket_timeout": BROKER_TIMEOUT_SECONDS,
-    }
     try:
-        with app.connection_for_write(transport_options=timeouts) as connection:
-            result = execute_run.apply_async(
-                args=[run_id, attempt],
-                connection=connection,
-                retry=True,
-                retry_policy=ENQUEUE_RETRY_POLICY,
-            )
+        result = execute_run.apply_async(args=[run_id, attempt], retry=True)
     except Exception as exc:
         broker = describe(str(app.conf.broker_write_url or app.conf.broker_url or ""))
         logger.warning("run %s attempt %s could not be queued: %s", run_id, attempt, exc)

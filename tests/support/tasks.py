@@ -11,13 +11,13 @@ from celery import shared_task
 from channels.layers import get_channel_layer
 
 
-@shared_task(name="test_support.ping")
+@shared_task(name="test_support.ping", ignore_result=False)
 def ping(payload=None):
     """Returns the payload with the worker's host and pid: proof a worker ran it."""
     return {"payload": payload, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-@shared_task(name="test_support.broadcast")
+@shared_task(name="test_support.broadcast", ignore_result=False)
 def broadcast(group: str, payload: dict):
     """Send ``payload`` to every socket in ``group`` (delivered as type echo.message)."""
     async_to_sync(get_channel_layer().group_send)(

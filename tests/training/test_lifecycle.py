@@ -159,14 +159,27 @@ def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_qu
     assert run.error == "ImportError: cannot import name 'conf'"
 
 
+@pytest.fixture
+def unreachable_broker(monkeypatch):
+    """Producers write to a broker nobody listens on; afterwards the Celery app's producer
+    pool (which keeps connections to that address) is dropped so later tests get the real one."""
+    monkeypatch.setenv("CELERY_BROKER_WRITE_URL", "redis://127.0.0.1:1/0")  # nothing listens
+    yield
+    from training.tasks import execute_run
+
+    app = execute_run.app
+    app.pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 def test_a_launch_the_broker_cannot_take_fails_the_run_with_a_clear_message(
-    client_user, user, program, demo_dataset, monkeypatch
+    client_user, user, program, demo_dataset, unreachable_broker
 ):
     """Redis down or REDIS_URL wrong: the launch still answers (no traceback, no hang) and
     the run says why it failed instead of staying "queued" with no task behind it."""
     from .test_views import launch_data
 
-    monkeypatch.setenv("CELERY_BROKER_WRITE_URL", "redis://127.0.0.1:1/0")  # nothing listens
     response = client_user.post(
         reverse("training:run-create"), launch_data(program, demo_dataset, metrics=["F1Score"])
     )

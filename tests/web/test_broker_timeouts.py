@@ -22,18 +22,24 @@ PUBLISH_BOUND = (RETRY_POLICY["max_retries"] + 1) * (COMMAND_TIMEOUT + 1.0) + 2.
 
 @pytest.fixture
 def celery_app(private_redis):
-    app = Celery("timeouts-test")
+    app = Celery("timeouts-test", set_as_current=False)
     app.config_from_object(SimpleNamespace(**private_redis.settings()), namespace="CELERY")
     yield app
     app.close()
 
 
 def test_publishing_a_task_fails_fast_when_redis_is_stalled(celery_app, private_redis):
-    """The first publish of a process also subscribes to the result store: both bounded."""
+    """A launch's publish, as settings configure it (results ignored: no result-store
+    subscribe), gives up within its retry policy."""
+    assert celery_app.conf.task_ignore_result is True
     private_redis.stall()
     started = time.monotonic()
     with pytest.raises(Exception) as raised:
-        celery_app.send_task("trainboard.never.runs", queue="timeouts-test")
+        celery_app.send_task(
+            "trainboard.never.runs",
+            queue="timeouts-test",
+            ignore_result=celery_app.conf.task_ignore_result,
+        )
     elapsed = time.monotonic() - started
     assert elapsed < PUBLISH_BOUND, f"publish blocked {elapsed:.1f} s ({raised.value!r})"
 
