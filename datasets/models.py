@@ -49,7 +49,23 @@ class Upload(models.Model):
         return [column["name"] for column in self.profile["columns"]]
 
 
+class ReadyDatasetManager(models.Manager):
+    """Datasets whose import finished: what every page, form and run may see and use."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(importing=False)
+
+
 class Dataset(models.Model):
+    """A named set of rows with a schema and a seeded train/test split.
+
+    Rows are written in short transactions, one per chunk (see ``datasets.services``), so a
+    large import never holds SQLite's single write lock for long. Until its last chunk
+    commits the dataset is ``importing``: ``Dataset.objects`` hides it (no page, form or run
+    can pick a half-made dataset), and only the import itself and the cleanup of a failed
+    or abandoned import reach it, through ``Dataset.all_objects``.
+    """
+
     SOURCE_UPLOAD = "upload"
     SOURCE_BUILTIN = "builtin"
     SOURCE_CHOICES = [(SOURCE_UPLOAD, "Upload"), (SOURCE_BUILTIN, "Built-in")]
@@ -78,9 +94,15 @@ class Dataset(models.Model):
     seed = models.IntegerField(default=42)
     stats = models.JSONField(default=dict)  # the upload profile's columns and counts
     created = models.DateTimeField(auto_now_add=True)
+    # True while the rows are still being written (hidden by ``objects``; see the docstring).
+    importing = models.BooleanField(default=False)
+
+    objects = ReadyDatasetManager()
+    all_objects = models.Manager()
 
     class Meta:
         ordering = ["-created", "-id"]
+        base_manager_name = "all_objects"
 
     def __str__(self) -> str:
         return self.name

@@ -304,7 +304,7 @@ def test_create_with_mapped_column_that_does_not_exist(alice_client):
     response = alice_client.post(f"/datasets/uploads/{pending.pk}/create/", data)
     assert response.status_code == 400
     assert "The mapped column &#x27;answr&#x27; does not exist" in response.content.decode()
-    assert not Dataset.objects.exists() and not DatasetRow.objects.exists()
+    assert not Dataset.all_objects.exists() and not DatasetRow.objects.exists()
     assert Upload.objects.exists()  # the user can fix the mapping and try again
 
 
@@ -314,7 +314,7 @@ def test_create_with_bad_value_saves_nothing(alice_client):
     )
     assert response.status_code == 400
     assert "Line 3: column &#x27;answer&#x27; value &#x27;Paris&#x27;" in response.content.decode()
-    assert not Dataset.objects.exists() and not DatasetRow.objects.exists()
+    assert not Dataset.all_objects.exists() and not DatasetRow.objects.exists()
 
 
 def test_create_skip_incomplete(alice_client):
