@@ -1,6 +1,7 @@
 """Marking runs whose worker died as "failed: worker lost".
 
-A running run's heartbeat is refreshed every few seconds by its worker (see execution).
+A running run's heartbeat is refreshed every few seconds by its worker (see execution), in
+the database and as a Redis pulse (see pulse); a run is lost only when both are stale.
 Celery beat is not running, so the reaper is cheap (one query on the indexed ``status``)
 and called from the processes that do the work, never from a page view (a GET only reads):
 ``reap_forever`` in its own process (``manage.py reap_runs --every 15``, a supervised child
@@ -13,14 +14,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+import redis
 from django.db import close_old_connections, connection
 from django.db.models import Q
 from django.utils import timezone
 
 from training import conf
 from training.models import Run
+from training.services import pulse
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +32,19 @@ def stale_after() -> float:
     return float(conf.get("TRAINBOARD_HEARTBEAT_STALE_SECONDS"))
 
 
-def mark_worker_lost(run_id: int, detail: str, attempt: int | None = None) -> bool:
-    """Fail a running run because its worker is gone; True if this call changed it."""
+def mark_worker_lost(
+    run_id: int, detail: str, attempt: int | None = None, beat_before: datetime | None = None
+) -> bool:
+    """Fail a running run because its worker is gone; True if this call changed it.
+
+    With ``beat_before``, only while its heartbeat is still older than that: a heartbeat
+    written since the reaper read the row (it waited for the lock) keeps the run alive.
+    """
     query = Run.objects.filter(pk=run_id, status=Run.RUNNING)
     if attempt is not None:
         query = query.filter(attempt=attempt)
+    if beat_before is not None:
+        query = query.filter(stale_beat(beat_before))
     now = timezone.now()
     changed = query.update(
         status=Run.FAILED,
@@ -52,23 +63,47 @@ def mark_worker_lost(run_id: int, detail: str, attempt: int | None = None) -> bo
     return bool(changed)
 
 
+def stale_beat(cutoff: datetime) -> Q:
+    return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+
+
 def reap_stale(worker: str | None = None) -> list[int]:
-    """Fail running runs with a stale heartbeat (or, with ``worker``, all runs it held)."""
+    """Fail running runs whose worker is gone (or, with ``worker``, all runs it held).
+
+    Gone means both proofs of life are stale: the database heartbeat and the Redis pulse
+    (see ``pulse``). The database one alone is not enough: on SQLite a live worker's
+    heartbeat write can wait behind another writer's lock for longer than the stale limit.
+    When Redis cannot be asked, no stale run is failed this pass (unknown is not lost).
+    """
     cutoff = timezone.now() - timedelta(seconds=stale_after())
-    condition = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    condition = stale_beat(cutoff)
     if worker:
         condition |= Q(worker=worker)
+    found = list(
+        Run.objects.filter(condition, status=Run.RUNNING).values_list(
+            "pk", "attempt", "heartbeat_at", "worker"
+        )
+    )
+    restarted = [row for row in found if worker and row[3] == worker]
+    stale = [row for row in found if row not in restarted]
+    try:
+        beating = pulse.alive((run_id, attempt) for run_id, attempt, _, _ in stale)
+    except redis.RedisError as exc:
+        logger.warning("runs %s: pulse unknown (%s); none failed this pass", stale, exc)
+        stale = []
+    else:
+        stale = [row for row in stale if (row[0], row[1]) not in beating]
     reaped = []
-    for run_id, beat in Run.objects.filter(condition, status=Run.RUNNING).values_list(
-        "pk", "heartbeat_at"
-    ):
+    for run_id, attempt, _, _ in restarted:
+        if mark_worker_lost(run_id, f"worker {worker} restarted", attempt):
+            reaped.append(run_id)
+    for run_id, attempt, beat, _ in stale:
         age = (
             f"no heartbeat for {(timezone.now() - beat).total_seconds():.0f} s"
             if beat
             else "no heartbeat"
         )
-        detail = f"worker {worker} restarted" if worker else age
-        if mark_worker_lost(run_id, detail):
+        if mark_worker_lost(run_id, age, attempt, beat_before=cutoff):
             reaped.append(run_id)
     return reaped
 

