@@ -2,7 +2,9 @@
 
 A thread, not the event loop: a long LM call must not look like a dead worker. If the
 process is killed the thread dies with it, the heartbeat stops, and the reaper (here in
-another worker, or in the web process) marks the run "failed: worker lost".
+another worker, or in the web process) marks the run "failed: worker lost". Beside it, the
+attempt's Redis pulse (``pulse.Pulse``, its own thread) proves the worker alive even while
+the database write waits for a lock, so a busy database never makes a live worker "lost".
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django.utils import timezone
 
 from training import conf
 from training.models import Run
-from training.services import reaper
+from training.services import pulse, reaper
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +37,10 @@ def close_connection() -> None:
 class Heartbeat(threading.Thread):
     """Writes ``heartbeat_at`` every few seconds while the run executes, and reaps others.
 
-    The reaper can also fail a run whose worker is alive (its heartbeat writes blocked for
-    longer than the stale limit, e.g. by a SQLite lock), and the user may then resume it. So
-    each beat checks that the run is still RUNNING for this attempt; when it is not, it sets
+    Starting it starts the attempt's Redis pulse too, and stopping it deletes the pulse. A run
+    can still stop being this attempt's while its worker lives (the user resumed it after a
+    reaping, e.g. when this worker could reach neither the database nor Redis for longer
+    than the stale limit). So each beat checks that the run is still RUNNING for this attempt; when it is not, it sets
     ``superseded``, which the persistence callback reads after every batch to stop training
     and write nothing more (two attempts must never write the same run's rows).
 
@@ -58,6 +61,7 @@ class Heartbeat(threading.Thread):
         super().__init__(name=f"run-{run_id}-heartbeat", daemon=True)
         self.run_id, self.attempt = run_id, attempt
         self.stopped = threading.Event()
+        self.pulse = pulse.Pulse(run_id, attempt)
         self.superseded = superseded if superseded is not None else threading.Event()
 
     def beat(self) -> bool:
@@ -97,6 +101,12 @@ class Heartbeat(threading.Thread):
         finally:
             close_connection()
 
+    def start(self) -> None:
+        """Start the pulse first: it needs no database, so it beats from the first second."""
+        self.pulse.start()
+        super().start()
+
     def stop(self) -> None:
         self.stopped.set()
         self.join(timeout=10)
+        self.pulse.stop()
