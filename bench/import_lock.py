@@ -24,6 +24,7 @@ baseline_max_wait_s=… failed_writes=…``.
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,8 +128,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--skip-baseline", action="store_true")
     args = parser.parse_args()
-
     tmp = Path(tempfile.mkdtemp(prefix="tb-import-lock-"))
+    try:
+        bench(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench(args: argparse.Namespace, tmp: Path) -> None:
     db = tmp / "bench.sqlite3"
     os.environ.update(
         DATABASE_URL=f"sqlite:///{db}",
