@@ -40,9 +40,10 @@ class Heartbeat(threading.Thread):
     Starting it starts the attempt's Redis pulse too, and stopping it deletes the pulse. A run
     can still stop being this attempt's while its worker lives (the user resumed it after a
     reaping, e.g. when this worker could reach neither the database nor Redis for longer
-    than the stale limit). So each beat checks that the run is still RUNNING for this attempt; when it is not, it sets
-    ``superseded``, which the persistence callback reads after every batch to stop training
-    and write nothing more (two attempts must never write the same run's rows).
+    than the stale limit). So each beat checks that the run is still RUNNING for this
+    attempt; when it is not, it sets ``superseded``, which the persistence callback reads
+    after every batch to stop training and write nothing more (two attempts must never
+    write the same run's rows).
 
     Args:
         run_id: the run being executed.

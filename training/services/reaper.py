@@ -89,7 +89,8 @@ def reap_stale(worker: str | None = None) -> list[int]:
     try:
         beating = pulse.alive((run_id, attempt) for run_id, attempt, _, _ in stale)
     except redis.RedisError as exc:
-        logger.warning("runs %s: pulse unknown (%s); none failed this pass", stale, exc)
+        ids = [row[0] for row in stale]
+        logger.warning("runs %s: pulse unknown (%s); none failed this pass", ids, exc)
         stale = []
     else:
         stale = [row for row in stale if (row[0], row[1]) not in beating]
