@@ -47,31 +47,29 @@ def test_rows_are_committed_in_chunks_while_the_dataset_stays_hidden(
 ):
     monkeypatch.setattr(services, "INSERT_BATCH", 100)
     upload = csv_upload(alice, 4000)
-    seen: list[tuple[int, bool]] = []  # (committed rows, dataset visible) from another connection
-    done = threading.Event()
+    seen: list[tuple[int, bool] | None] = []  # (committed rows, dataset visible), or locked
+    read_records = services.iter_records
 
-    def watch():
+    def look_from_another_connection():
         try:
-            while not done.is_set():
-                try:
-                    seen.append((DatasetRow.objects.count(), Dataset.objects.exists()))
-                except DatabaseError:  # the import's transaction holds the table: not visible
-                    pass
-                done.wait(0.005)
+            seen.append((DatasetRow.objects.count(), Dataset.objects.exists()))
+        except DatabaseError:  # the import's transaction holds the table
+            seen.append(None)
         finally:
             connection.close()
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        dataset = create(upload)
-    finally:
-        done.set()
-        watcher.join()
+    def records_watched(*args):  # the import reads its next records between chunk writes
+        for number, record in enumerate(read_records(*args)):
+            if number and number % 1000 == 0:
+                watcher = threading.Thread(target=look_from_another_connection)
+                watcher.start()
+                watcher.join()
+            yield record
 
-    midway = [rows for rows, visible in seen if 0 < rows < 4000]
-    assert midway, f"no chunk was committed before the import ended (saw {seen[-5:]})"
-    assert not any(visible for rows, visible in seen if rows < 4000)
+    monkeypatch.setattr(services, "iter_records", records_watched)
+    dataset = create(upload)
+
+    assert seen == [(1000, False), (2000, False), (3000, False)]
     assert (dataset.row_count, dataset.train_count + dataset.test_count) == (4000, 4000)
     assert Dataset.objects.get() == dataset and not dataset.importing
 

@@ -88,9 +88,13 @@ class Pulse(threading.Thread):
             return False
         return True
 
+    def start(self) -> None:
+        """Write the first beat before returning, then beat from the thread."""
+        self.beat()
+        super().start()
+
     def run(self) -> None:
         interval = float(conf.get("TRAINBOARD_HEARTBEAT_SECONDS"))
-        self.beat()
         while not self.stopped.wait(interval):
             self.beat()
 
