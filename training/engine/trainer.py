@@ -45,6 +45,7 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
 
@@ -451,9 +452,9 @@ class Trainer:
         candidate values, on the validation set (the training set without one)."""
 
         async def scorer(values: dict[str, dict]) -> float:
-            saved = self.get_variables()
-            try:
-                self.set_variables(values, partial=True)
+            # Scoped to this task: candidates can be scored concurrently with each other and
+            # with the fit's own predictions.
+            with assigned(self.variables, values):
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
                     outputs, _, _ = await self._predict_batch(
@@ -463,8 +464,6 @@ class Trainer:
                         await self._rewards(score_targets[start : start + batch_size], outputs)
                     )
                 return _mean(rewards)
-            finally:
-                self.set_variables(saved)
 
         return scorer
 

@@ -83,6 +83,10 @@ def get_model() -> Any:
     return _model
 
 
+def is_loaded() -> bool:
+    return _model is not None
+
+
 def count_tokens(texts: list[str]) -> int:
     """Tokens the model actually reads (with special tokens, after truncation): the usage."""
     model = get_model()

@@ -126,6 +126,15 @@ def _get_pool() -> queue.SimpleQueue:
     return _pool
 
 
+def load() -> None:
+    """Load every pool instance now (what the first call would do); see ``preload.py``."""
+    _get_pool()
+
+
+def is_loaded() -> bool:
+    return _pool is not None
+
+
 def _close() -> None:
     """Free the models before interpreter teardown: Llama.__del__ run later, after llama_cpp's
     module globals are gone, prints a spurious TypeError traceback."""

@@ -207,16 +207,20 @@ class Optimizer:
             await self.score_candidates(group)
         await self.select(epoch)
 
+    def champion(self, variable: Variable) -> dict[str, Any] | None:
+        """The candidate ``variable`` takes: its best so far (ties: the earliest)."""
+        return variable.best_candidate()
+
     async def select(self, epoch: int) -> None:
-        """Assign each variable its best candidate so far (ties: the earliest)."""
+        """Assign each variable its champion (see ``champion``)."""
         for variable in self.trainable_variables:
-            best = variable.best_candidate()
+            best = self.champion(variable)
             if best is not None and best["value"] != variable.value:
                 variable.assign(best["value"])
 
     async def on_train_end(self) -> None:
         for variable in self.trainable_variables:
-            best = variable.best_candidate()
+            best = self.champion(variable)
             if best is None:
                 continue
             variable.assign(best["value"])
