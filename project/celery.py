@@ -7,9 +7,24 @@ the same DATABASE_URL and REDIS_URL.
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 app = Celery("project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def _preload_local_models(**kwargs):
+    """Each worker process loads the local models it will serve as it starts (in a background
+    thread: the worker is ready at once, and an early run waits on the same load), not on a
+    run's first call. ``TRAINBOARD_PRELOAD_MODELS=0`` turns it off."""
+    if os.environ.get("TRAINBOARD_PRELOAD_MODELS", "1") == "0":
+        return
+    from django.conf import settings
+
+    from training.engine.local import preload
+
+    preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])

@@ -105,6 +105,8 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
     # Trainboard's settings plus the test_support app: the fake/… models, ws/echo/ and
     # the plumbing tasks exist in these processes and in no production one.
     env["DJANGO_SETTINGS_MODULE"] = TEST_SETTINGS
+    # Most live tests never call a local model: don't load ~1 GB in every test worker.
+    env.setdefault("TRAINBOARD_PRELOAD_MODELS", "0")
     drop_db = None
     source = os.environ.get("DATABASE_URL", "")
     if source.startswith(("postgres://", "postgresql://")):
