@@ -35,9 +35,11 @@ MAX_LIST_ITEMS = 8
 MAX_VALUE_CHARS = 40
 MAX_DISTINCT_VALUES = 12
 #: Bounds on what the LM writes (in the output schema, so grammar-constrained local models obey
-#: them and always close the JSON): short reasoning, then a prompt-sized value.
-MAX_THINKING_CHARS = 400
-MAX_TEXT_CHARS = 800
+#: them and always close the JSON): short reasoning, then a prompt-sized value. Generated tokens
+#: are what a step costs (bench/omega_speed.py: with 400/800 a local mutation generated ~500
+#: tokens, most of OMEGA's fit time); the instructions a small model follows are a few rules.
+MAX_THINKING_CHARS = 200
+MAX_TEXT_CHARS = 400
 
 MUTATION_INSTRUCTIONS = (
     "You improve one variable of an AI program (see `variable_description`). "
