@@ -1,9 +1,10 @@
 """DataModel helpers: get/get_json/schema, building classes from fields and from schemas."""
 
+import pydantic
 import pytest
 
 import training.engine as synalinks
-from training.engine.data_model import data_model_fields, is_same_schema
+from training.engine.data_model import data_model_fields, data_model_from_schema, is_same_schema
 
 
 class Answer(synalinks.DataModel):
@@ -77,3 +78,20 @@ def test_schema_rebuild_refuses_unknown_types():
         synalinks.data_model_from_schema(
             {"title": "T", "type": "object", "properties": {"x": {"type": "weird"}}}
         )
+
+
+def test_schema_rebuild_keeps_string_length_bounds():
+    schema = {
+        "type": "object",
+        "properties": {
+            "instructions": {"type": "string", "maxLength": 40},
+            "code": {"type": "string", "minLength": 2, "maxLength": 5},
+        },
+        "required": ["instructions", "code"],
+    }
+    model = data_model_from_schema(schema, name="Bounded")
+    rebuilt = model.get_schema()["properties"]
+    assert rebuilt["instructions"]["maxLength"] == 40
+    assert (rebuilt["code"]["minLength"], rebuilt["code"]["maxLength"]) == (2, 5)
+    with pytest.raises(pydantic.ValidationError):
+        model(instructions="x" * 41, code="abc")

@@ -175,15 +175,35 @@ def _object_from_schema(
         _check_field_name(field_name, where)
         annotation = _type_from_schema(field_schema, where, defs, built, field_name)
         description = field_schema.get("description") if isinstance(field_schema, dict) else None
+        bounds = _string_bounds(field_schema)
         if field_name in required:
-            definitions[field_name] = (annotation, Field(..., description=description))
+            definitions[field_name] = (annotation, Field(..., description=description, **bounds))
         else:
             default = field_schema.get("default") if isinstance(field_schema, dict) else None
             if default is not None or "anyOf" in field_schema:
-                definitions[field_name] = (annotation, Field(default, description=description))
+                definitions[field_name] = (
+                    annotation,
+                    Field(default, description=description, **bounds),
+                )
             else:
-                definitions[field_name] = (annotation | None, Field(None, description=description))
+                definitions[field_name] = (
+                    annotation | None,
+                    Field(None, description=description, **bounds),
+                )
     return pydantic.create_model(class_name, __base__=DataModel, **definitions)
+
+
+def _string_bounds(field_schema: Any) -> dict[str, int]:
+    """A string field's ``maxLength``/``minLength`` as pydantic constraints, so the model's
+    schema keeps them (a grammar-constrained LM is then held to them)."""
+    if not isinstance(field_schema, dict) or field_schema.get("type") != "string":
+        return {}
+    bounds = {}
+    for key, name in (("maxLength", "max_length"), ("minLength", "min_length")):
+        value = field_schema.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            bounds[name] = value
+    return bounds
 
 
 def _type_from_schema(

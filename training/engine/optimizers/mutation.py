@@ -36,10 +36,10 @@ MAX_VALUE_CHARS = 40
 MAX_DISTINCT_VALUES = 12
 #: Bounds on what the LM writes (in the output schema, so grammar-constrained local models obey
 #: them and always close the JSON): short reasoning, then a prompt-sized value. Generated tokens
-#: are what a step costs (bench/omega_speed.py: with 400/800 a local mutation generated ~500
-#: tokens, most of OMEGA's fit time); the instructions a small model follows are a few rules.
+#: are what a step costs: a local mutation call took ~2.5x a task call for ~190 tokens, ~half of
+#: OMEGA's fit time (bench/omega_speed.py --profile); a small model follows a few short rules.
 MAX_THINKING_CHARS = 200
-MAX_TEXT_CHARS = 400
+MAX_TEXT_CHARS = 500
 
 MUTATION_INSTRUCTIONS = (
     "You improve one variable of an AI program (see `variable_description`). "
