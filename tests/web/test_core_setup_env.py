@@ -1,0 +1,86 @@
+"""scripts/setup_env.py (the install `make run`/`make test` start with): llama.cpp is built
+with every core and only the parts Trainboard uses, and a line with the elapsed time shows
+while pip runs."""
+
+import importlib.util
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("setup_env", BASE_DIR / "scripts" / "setup_env.py")
+setup_env = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(setup_env)
+
+pytestmark = pytest.mark.smoke
+
+
+def test_build_environment_trims_llama_cpp_and_uses_every_core(monkeypatch):
+    monkeypatch.setattr(setup_env.os, "cpu_count", lambda: 6)
+    caller = {"PATH": "/usr/bin"}
+
+    env = setup_env.build_environment(caller)
+
+    flags = shlex.split(env["CMAKE_ARGS"])  # how scikit-build-core reads it
+    assert flags == setup_env.LLAMA_CPP_CMAKE_ARGS
+    assert "-DLLAVA_BUILD=OFF" in flags
+    assert f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={setup_env.BINDINGS_ONLY_CMAKE}" in flags
+    assert setup_env.BINDINGS_ONLY_CMAKE.is_file()
+    assert env["CMAKE_BUILD_PARALLEL_LEVEL"] == "6"
+    assert env["PATH"] == "/usr/bin"
+    assert caller == {"PATH": "/usr/bin"}
+
+
+def test_build_environment_lets_the_callers_cmake_flags_win():
+    caller = {"CMAKE_ARGS": "-DGGML_CUDA=on", "CMAKE_BUILD_PARALLEL_LEVEL": "1"}
+
+    env = setup_env.build_environment(caller)
+
+    flags = shlex.split(env["CMAKE_ARGS"])
+    assert flags[-1] == "-DGGML_CUDA=on"
+    assert flags.index("-DGGML_CUDA=OFF") < flags.index("-DGGML_CUDA=on")
+    assert env["CMAKE_BUILD_PARALLEL_LEVEL"] == "1"
+
+
+@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (59.9, "59 s"), (75.4, "1 min 15 s")])
+def test_format_elapsed(seconds, text):
+    assert setup_env.format_elapsed(seconds) == text
+
+
+def test_progress_prints_elapsed_and_step_until_stopped():
+    lines = []
+    with setup_env.Progress(interval=0.05, write=lines.append) as progress:
+        progress.step = "Building wheel for llama-cpp-python"
+        time.sleep(0.3)
+    printed = len(lines)
+    time.sleep(0.2)
+
+    assert printed >= 2
+    assert lines[-1] == "setup: 0 s elapsed, Building wheel for llama-cpp-python"
+    assert len(lines) == printed  # nothing after the install ended
+
+
+def test_run_pip_echoes_output_and_names_the_current_step(capsys):
+    script = (
+        "print('Collecting Django==5.2 (from -r requirements.txt (line 2))');"
+        "print('Building wheel for llama-cpp-python (pyproject.toml): started')"
+    )
+    progress = setup_env.Progress(interval=60)
+
+    setup_env.run_pip([sys.executable, "-c", script], {}, progress)
+
+    assert progress.step == "Building wheel for llama-cpp-python (pyproject.toml): started"
+    assert "Collecting Django==5.2 (from -r requirements.txt" in capsys.readouterr().out
+
+
+def test_run_pip_failure_raises_with_pips_exit_code():
+    progress = setup_env.Progress(interval=60)
+
+    with pytest.raises(subprocess.CalledProcessError) as caught:
+        setup_env.run_pip([sys.executable, "-c", "raise SystemExit(3)"], {}, progress)
+
+    assert caught.value.returncode == 3
