@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -53,6 +54,8 @@ LLAMA_CPP_CMAKE_ARGS = [
 PROGRESS_INTERVAL_S = 15.0
 # pip's output lines that start a step worth naming in the progress line.
 STEP_WIDTH = 80
+# pip's own state after a step ("...: started", "...: still running..."): the line says it.
+PIP_STEP_STATE = re.compile(r"[.:\s]*(started|still running|finished with status .*)?[.\s]*$")
 PIP_STEPS = ("Collecting ", "Building wheel for ", "Installing build dependencies", "Installing ")
 
 
@@ -65,6 +68,13 @@ def digest() -> str:
     return h.hexdigest()
 
 
+def build_jobs() -> int:
+    """Compile jobs at once: every core plus two (ninja's own default, so a core is not left
+    idle while a job waits on the disk). Set here because CMake's Makefile generator, used
+    when ninja is missing, would otherwise compile one file at a time."""
+    return (os.cpu_count() or 1) + 2
+
+
 def build_environment(environ: dict[str, str]) -> dict[str, str]:
     """The environment pip runs in: llama.cpp's trimmed CMake flags, every core.
 
@@ -74,12 +84,12 @@ def build_environment(environ: dict[str, str]) -> dict[str, str]:
     Returns:
         A copy with ``CMAKE_ARGS`` (Trainboard's flags, shell-quoted as scikit-build-core
         splits them, then the caller's) and
-        ``CMAKE_BUILD_PARALLEL_LEVEL`` (the number of cores, unless already set).
+        ``CMAKE_BUILD_PARALLEL_LEVEL`` (:func:`build_jobs`, unless already set).
     """
     env = dict(environ)
     ours = " ".join(shlex.quote(arg) for arg in LLAMA_CPP_CMAKE_ARGS)
     env["CMAKE_ARGS"] = f"{ours} {environ.get('CMAKE_ARGS', '')}".strip()
-    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(build_jobs()))
     return env
 
 
@@ -135,7 +145,8 @@ def run_pip(args: list[str], env: dict[str, str], progress: Progress) -> None:
             print(line, end="", flush=True)
             text = line.strip()
             if text.startswith(PIP_STEPS):
-                progress.step = text.split(" (from ", 1)[0].rstrip(".: ")[:STEP_WIDTH]
+                step = PIP_STEP_STATE.sub("", text.split(" (from ", 1)[0])
+                progress.step = step[:STEP_WIDTH]
     if process.returncode:
         raise subprocess.CalledProcessError(process.returncode, args)
 
@@ -155,8 +166,9 @@ def main() -> int:
         return 0
     env = build_environment(dict(os.environ))
     print(
-        "setup: installing pinned requirements (the first time compiles llama-cpp-python on "
-        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} cores: minutes; later clones reuse pip's cache)",
+        "setup: installing pinned requirements (the first time compiles llama-cpp-python, "
+        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at once: minutes; later clones reuse pip's "
+        "cache)",
         flush=True,
     )
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
