@@ -130,11 +130,13 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
     page = logged_in_page
     dataset_id = demo_dataset_id(live_stack)
     program_id = create_program(live_stack, "Slow", "fake/fewshot?latency=0.2", dataset_id)
+    # As many epochs as a run may have: the runs must still be going when Cancel is pressed
+    # (the engine's prediction memo makes repeated epochs of this fake take milliseconds).
     a = launch_run(
-        live_stack, program_id, dataset_id, epochs=30, batch_size=9, evaluations_before=0
+        live_stack, program_id, dataset_id, epochs=1000, batch_size=9, evaluations_before=0
     )
     b = launch_run(
-        live_stack, program_id, dataset_id, epochs=30, batch_size=9, evaluations_before=0
+        live_stack, program_id, dataset_id, epochs=1000, batch_size=9, evaluations_before=0
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -157,7 +159,7 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
 def test_killed_worker_process_fails_the_run_and_resume_finishes_it(logged_in_page, live_stack):
     page = logged_in_page
     dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Killable", "fake/fewshot?latency=0.1", dataset_id)
+    program_id = create_program(live_stack, "Killable", "fake/fewshot?latency=1", dataset_id)
     run_id = launch_run(
         live_stack,
         program_id,
