@@ -17,6 +17,7 @@ from training.engine import (  # noqa: E402
     rewards,
     saving,
     testing,
+    tracing,
     usage,
     utils,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "rewards",
     "saving",
     "testing",
+    "tracing",
     "usage",
     "utils",
 ]

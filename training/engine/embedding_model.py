@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from training.engine import tracing
 from training.engine import usage as usage_mod
 from training.engine.errors import short_message
 from training.engine.litellm_loader import get_litellm, load_local_provider
@@ -95,8 +96,12 @@ class EmbeddingModel:
         return await self(texts)
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        meta = {"latency": 0.0, "attempts": 0, "prompt_tokens": 0, "cost": None}
+
         def succeeded(result: tuple, latency: float) -> None:
             _, tokens, cost = result
+            meta.update(latency=meta["latency"] + latency, attempts=meta["attempts"] + 1)
+            meta.update(prompt_tokens=tokens, cost=cost)
             usage_mod.record(
                 usage_mod.UsageRecord(
                     model=self.model,
@@ -108,6 +113,7 @@ class EmbeddingModel:
             )
 
         def failed(exc: BaseException, latency: float) -> None:
+            meta.update(latency=meta["latency"] + latency, attempts=meta["attempts"] + 1)
             usage_mod.record(
                 usage_mod.UsageRecord(
                     model=self.model,
@@ -118,17 +124,32 @@ class EmbeddingModel:
                 )
             )
 
-        vectors, _, _ = await call_with_retries(
-            lambda: self._raw_embed(texts),
-            where=self._describe(),
-            semaphore_key=("embedding", self.model, self.api_base),
-            max_concurrency=self.max_concurrency,
-            retries=self.retries,
-            backoff=self.backoff,
-            on_success=succeeded,
-            on_failure=failed,
-        )
+        try:
+            vectors, _, _ = await call_with_retries(
+                lambda: self._raw_embed(texts),
+                where=self._describe(),
+                semaphore_key=("embedding", self.model, self.api_base),
+                max_concurrency=self.max_concurrency,
+                retries=self.retries,
+                backoff=self.backoff,
+                on_success=succeeded,
+                on_failure=failed,
+            )
+        except Exception as exc:
+            self._trace(texts, meta, error=str(exc), failed=True)
+            raise
+        dimensions = len(vectors[0]) if vectors else 0
+        self._trace(texts, meta, response=f"{len(vectors)} vectors of {dimensions} dimensions")
         return vectors
+
+    def _trace(self, texts: list[str], meta: dict, **values: Any) -> None:
+        if tracing.active():
+            shown = [
+                {"role": "input", "content": text} for text in texts[: tracing.MAX_EMBEDDING_TEXTS]
+            ]
+            if len(texts) > len(shown):
+                shown.append({"role": "note", "content": f"{len(texts) - len(shown)} more texts"})
+            tracing.emit(kind="embedding", model=self.model, messages=shown, **meta, **values)
 
     async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
         litellm = get_litellm()

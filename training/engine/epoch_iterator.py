@@ -38,11 +38,20 @@ class EpochIterator:
         self.seed = seed
         self.steps = math.ceil(len(x) / batch_size)
 
+    def order(self, epoch: int) -> np.ndarray:
+        """The positions of the examples in the order ``epoch`` visits them."""
+        if not self.shuffle:
+            return np.arange(len(self.x))
+        return np.random.default_rng([self.seed, epoch]).permutation(len(self.x))
+
+    def batch_indices(self, epoch: int, batch: int) -> list[int]:
+        """The positions (in ``x``) of the examples of one batch (what traces refer to)."""
+        index = self.order(epoch)[batch * self.batch_size : (batch + 1) * self.batch_size]
+        return [int(i) for i in index]
+
     def batches(self, epoch: int) -> Iterator[tuple[int, list, list]]:
         """Yield ``(batch index, inputs, targets)`` for each batch of ``epoch``."""
-        order = np.arange(len(self.x))
-        if self.shuffle:
-            order = np.random.default_rng([self.seed, epoch]).permutation(len(self.x))
+        order = self.order(epoch)
         for batch in range(self.steps):
             index = order[batch * self.batch_size : (batch + 1) * self.batch_size]
             yield batch, [self.x[i] for i in index], [self.y[i] for i in index]

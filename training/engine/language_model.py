@@ -22,6 +22,7 @@ from typing import Any
 
 import pydantic
 
+from training.engine import tracing
 from training.engine import usage as usage_mod
 from training.engine.cache import ResponseCache, cache_spec, make_cache, request_key
 from training.engine.errors import (
@@ -208,11 +209,18 @@ class LanguageModel:
             attempts.append(self.parse_retry_temperature)  # never retry a parse identically
         last_error: Exception | None = None
         for attempt_temperature in attempts:
-            text = await self._complete_cached(
-                messages, schema if use_format else None, attempt_temperature, context
-            )
+            # What the trace of this call needs (None: no recorder listens, nothing is built).
+            meta = _new_meta() if tracing.active() else None
             try:
-                return parse_output(text, data_model)
+                text = await self._complete_cached(
+                    messages, schema if use_format else None, attempt_temperature, context, meta
+                )
+            except LanguageModelError as exc:
+                if meta is not None:
+                    self._trace(messages, meta, error=str(exc), failed=True)
+                raise
+            try:
+                output = parse_output(text, data_model)
             except OutputParseError as exc:
                 last_error = exc
                 usage_mod.record(
@@ -220,8 +228,23 @@ class LanguageModel:
                         model=self.model, kind="parse", failed=True, error=str(exc)[:300]
                     )
                 )
+                if meta is not None:
+                    self._trace(
+                        messages,
+                        meta,
+                        response=text,
+                        error=f"unparsable output: {exc}",
+                        failed=True,
+                    )
                 self._drop_cached(messages, schema if use_format else None, attempt_temperature)
+                continue
+            if meta is not None:
+                self._trace(messages, meta, response=text, parsed=output.model_dump_json())
+            return output
         raise LanguageModelError(f"{self._describe()}: {last_error}")
+
+    def _trace(self, messages: list, meta: dict, **values: Any) -> None:
+        tracing.emit(kind="completion", model=self.model, messages=messages, **meta, **values)
 
     def _key(self, messages: list, schema: dict | None, temperature: float) -> str:
         payload = {
@@ -241,7 +264,12 @@ class LanguageModel:
             self.cache.set(self._key(messages, schema, temperature), {"invalid": True})
 
     async def _complete_cached(
-        self, messages: list, schema: dict | None, temperature: float, context: dict | None
+        self,
+        messages: list,
+        schema: dict | None,
+        temperature: float,
+        context: dict | None,
+        meta: dict | None = None,
     ) -> str:
         key = None
         if self.cache is not None and temperature == 0.0:
@@ -249,8 +277,10 @@ class LanguageModel:
             hit = self.cache.get(key)
             if hit is not None and not hit.get("invalid"):
                 usage_mod.record(usage_mod.UsageRecord(model=self.model, cache_hit=True))
+                if meta is not None:
+                    meta["cache_hit"] = True
                 return hit["text"]
-        raw = await self._complete_with_retries(messages, schema, temperature, context)
+        raw = await self._complete_with_retries(messages, schema, temperature, context, meta)
         if key is not None:
             self.cache.set(
                 key,
@@ -263,9 +293,23 @@ class LanguageModel:
         return raw.text
 
     async def _complete_with_retries(
-        self, messages: list, schema: dict | None, temperature: float, context: dict | None
+        self,
+        messages: list,
+        schema: dict | None,
+        temperature: float,
+        context: dict | None,
+        meta: dict | None = None,
     ) -> RawCompletion:
+        """Provider requests with retries; each attempt's usage is recorded, and added to
+        ``meta`` (the call's trace: latency, attempts, tokens, cost) when one is given."""
+
         def succeeded(raw: RawCompletion, latency: float) -> None:
+            if meta is not None:
+                meta["latency"] += latency
+                meta["attempts"] += 1
+                meta["prompt_tokens"] += raw.prompt_tokens
+                meta["completion_tokens"] += raw.completion_tokens
+                meta["cost"] = raw.cost
             usage_mod.record(
                 usage_mod.UsageRecord(
                     model=self.model,
@@ -277,6 +321,9 @@ class LanguageModel:
             )
 
         def failed(exc: BaseException, latency: float) -> None:
+            if meta is not None:
+                meta["latency"] += latency
+                meta["attempts"] += 1
             usage_mod.record(
                 usage_mod.UsageRecord(
                     model=self.model, latency=latency, failed=True, error=short_message(exc)
@@ -332,6 +379,18 @@ class LanguageModel:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cost=cost,
         )
+
+
+def _new_meta() -> dict[str, Any]:
+    """The per-call figures a trace carries, filled in by the retry hooks and the cache."""
+    return {
+        "latency": 0.0,
+        "attempts": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost": None,
+        "cache_hit": False,
+    }
 
 
 def _schema_name(schema: dict) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine import bounds
+from training.engine import bounds, tracing
 from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
@@ -120,7 +120,16 @@ class Trainer:
             ),
         )
 
-    async def _predict_one(self, item: Any, collect: bool) -> tuple[Any, list[dict], bool]:
+    async def _predict_one(
+        self, item: Any, collect: bool, example_index: int | None = None
+    ) -> tuple[Any, list[dict], bool]:
+        # Traces of the LM calls below name the example; a prediction made for a judge
+        # (ProgramAsJudge) keeps the judge's role.
+        role = None if tracing.current_context().get("role") else "prediction"
+        with tracing.trace_context(role=role, example_index=example_index):
+            return await self._predict_one_traced(item, collect)
+
+    async def _predict_one_traced(self, item: Any, collect: bool) -> tuple[Any, list[dict], bool]:
         key = None
         if self._memo is not None:
             key = self._memo_key(item)
@@ -128,6 +137,13 @@ class Trainer:
             if hit is not None:
                 usage_mod.record(usage_mod.UsageRecord(model="memo", memo_hit=True))
                 output, trace = hit
+                if tracing.active():
+                    tracing.emit(
+                        kind="memo",
+                        model="memo",
+                        memo_hit=True,
+                        response=output.model_dump_json() if output is not None else None,
+                    )
                 return output, trace, False
         trace: list[dict] = []
         token = TRACE.set(trace) if (collect or key is not None) else None
@@ -149,10 +165,20 @@ class Trainer:
         return output, trace, failed
 
     async def _predict_batch(
-        self, items: list[Any], collect: bool = False
+        self, items: list[Any], collect: bool = False, first_index: int | list[int] = 0
     ) -> tuple[list, list, int]:
+        """Predict ``items`` concurrently; ``first_index`` (the position of the first item in
+        its split, or each item's position) is what their traces call ``example_index``."""
+        if isinstance(first_index, int):
+            indices = list(range(first_index, first_index + len(items)))
+        else:
+            indices = list(first_index)
         results = await asyncio.gather(
-            *(self._predict_one(item, collect) for item in items), return_exceptions=True
+            *(
+                self._predict_one(item, collect, index)
+                for item, index in zip(items, indices, strict=True)
+            ),
+            return_exceptions=True,
         )
         outputs, traces, failures = [], [], 0
         for result in results:
@@ -197,7 +223,7 @@ class Trainer:
         failures = 0
         for start in range(0, len(items), self._check_batch_size(batch_size)):
             batch_out, _, batch_failures = await self._predict_batch(
-                items[start : start + batch_size]
+                items[start : start + batch_size], first_index=start
             )
             outputs.extend(batch_out)
             failures += batch_failures
@@ -212,10 +238,15 @@ class Trainer:
     # -- rewards and metrics ---------------------------------------------------------------
     async def _rewards(self, y_true: list, y_pred: list) -> list[float]:
         """One reward per sample: the whole batch in one ``score_batch`` call when the reward
-        has it (a Reward does), else one concurrent call per sample (a plain async function)."""
+        has it (a Reward does), else one concurrent call per sample (a plain async function).
+        LM calls a reward makes are traced with the role ``judge`` (embeddings: ``embedding``)."""
         if len(y_true) != len(y_pred):
             raise ValueError(f"{len(y_true)} targets but {len(y_pred)} predictions")
         self._judge_failures.start(self.reward)
+        with tracing.trace_context(role="judge"):
+            return await self._scored(y_true, y_pred)
+
+    async def _scored(self, y_true: list, y_pred: list) -> list[float]:
         try:
             score_batch = getattr(self.reward, "score_batch", None)
             if callable(score_batch):
@@ -276,7 +307,7 @@ class Trainer:
         batches = max(1, math.ceil(len(items) / batch_size))
         for batch, start in enumerate(range(0, len(items), batch_size)):
             outputs, _, batch_failures = await self._predict_batch(
-                items[start : start + batch_size]
+                items[start : start + batch_size], first_index=start
             )
             truths = targets[start : start + batch_size]
             batch_rewards = await self._rewards(truths, outputs)
@@ -450,6 +481,7 @@ class Trainer:
     ) -> Callable[[dict[str, dict]], Awaitable[float]]:
         """The optimizer's scorer: the mean reward of the program with some variables set to
         candidate values, on the validation set (the training set without one)."""
+        split = "validation" if self.history.params.get("validation_samples") else "train"
 
         async def scorer(values: dict[str, dict]) -> float:
             # Scoped to this task: candidates can be scored concurrently with each other and
@@ -457,9 +489,10 @@ class Trainer:
             with assigned(self.variables, values):
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
-                    outputs, _, _ = await self._predict_batch(
-                        score_items[start : start + batch_size]
-                    )
+                    with tracing.trace_context(split=split):
+                        outputs, _, _ = await self._predict_batch(
+                            score_items[start : start + batch_size], first_index=start
+                        )
                     rewards.extend(
                         await self._rewards(score_targets[start : start + batch_size], outputs)
                     )
@@ -507,6 +540,17 @@ class Trainer:
         Returns the logs (of the last batch when ``stop_training`` cut the epoch short) and
         whether the epoch ran to its end.
         """
+        with tracing.trace_context(epoch=epoch):
+            return await self._train_epoch_traced(epoch, epochs, iterator, data, events)
+
+    async def _train_epoch_traced(
+        self,
+        epoch: int,
+        epochs: int,
+        iterator: EpochIterator,
+        data: FitData,
+        events: TrainingEvents,
+    ) -> tuple[dict[str, Any], bool]:
         await events.epoch_begin(epoch, epochs)
         await self.optimizer.on_epoch_begin(epoch)
         self._reset_metrics()
@@ -514,7 +558,10 @@ class Trainer:
         logs: dict[str, Any] = {}
         for batch, batch_x, batch_y in iterator.batches(epoch):
             await events.batch_begin(batch)
-            batch_rewards, failures = await self._train_step(batch, batch_x, batch_y)
+            with tracing.trace_context(split="train"):
+                batch_rewards, failures = await self._train_step(
+                    batch, batch_x, batch_y, iterator.batch_indices(epoch, batch)
+                )
             rewards.extend(batch_rewards)
             logs = {"reward": _mean(rewards), **self._metric_logs()}
             await events.batch_end(epoch, batch, iterator.steps, logs, failures)
@@ -524,23 +571,27 @@ class Trainer:
         await self.optimizer.on_epoch_end(epoch)
         logs = dict(train_logs)
         if data.val_x:
-            logs.update(
-                await self._run_evaluation(
-                    data.val_x, data.val_y, iterator.batch_size, None, "val_"
+            with tracing.trace_context(split="validation"):
+                logs.update(
+                    await self._run_evaluation(
+                        data.val_x, data.val_y, iterator.batch_size, None, "val_"
+                    )
                 )
-            )
         return logs, True
 
     async def _train_step(
-        self, batch: int, batch_x: list, batch_y: list
+        self, batch: int, batch_x: list, batch_y: list, indices: list[int] | None = None
     ) -> tuple[list[float], int]:
         """Predict a batch (with traces), score it, update the metrics, let the optimizer learn.
 
-        Returns the batch's rewards and how many of its predictions failed.
+        ``indices`` are the examples' positions in the training set (what LM call traces
+        name). Returns the batch's rewards and how many of its predictions failed.
         """
         optimizer = self.optimizer
         await optimizer.on_batch_begin(batch)
-        outputs, traces, failures = await self._predict_batch(batch_x, collect=True)
+        outputs, traces, failures = await self._predict_batch(
+            batch_x, collect=True, first_index=indices if indices is not None else 0
+        )
         batch_rewards = await self._rewards(batch_y, outputs)
         await self._update_metrics(batch_y, outputs)
         optimizer.batch_traces = traces

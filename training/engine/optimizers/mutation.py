@@ -22,6 +22,7 @@ from pydantic import Field
 
 from training.engine.data_model import DataModel, data_model_from_schema, extend_data_model
 from training.engine.modules.chain_of_thought import THINKING_DESCRIPTION, ChainOfThought
+from training.engine.tracing import trace_context
 
 #: Fields the LM never writes (see the module docstring).
 FROZEN_FIELDS = ("examples",)
@@ -273,6 +274,11 @@ class VariableEvolver:
             )
         return self._crossover
 
+    async def _run(self, kind: str, inputs: DataModel) -> DataModel | None:
+        """Call the ``kind`` program; its LM calls are traced with that role."""
+        with trace_context(role=kind):
+            return await self._program(kind)(inputs)
+
     def _fields(self, output: DataModel) -> dict[str, Any]:
         data = output.get_json()
         keep = set((self.schema or {}).get("properties", {}))
@@ -290,7 +296,7 @@ class VariableEvolver:
             expected_values=(values := expected_values(batch)),
             hint=value_hint(values),
         )
-        output = await self._program("mutation")(inputs)
+        output = await self._run("mutation", inputs)
         if output is None:
             raise RuntimeError("mutation program returned nothing")
         return self._fields(output)
@@ -313,7 +319,7 @@ class VariableEvolver:
             expected_values=(values := expected_values(batch)),
             hint=value_hint(values),
         )
-        output = await self._program("crossover")(inputs)
+        output = await self._run("crossover", inputs)
         if output is None:
             raise RuntimeError("crossover program returned nothing")
         return self._fields(output)

@@ -29,6 +29,7 @@ from typing import Any
 
 from training.engine.bounds import MAX_COUNT, IntRange, ParameterError, check_parameters
 from training.engine.saving import register_synalinks_serializable
+from training.engine.tracing import trace_context
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
@@ -159,7 +160,8 @@ class Optimizer:
     async def score_candidates(self, group: list[tuple[Variable, dict[str, Any]]]) -> float:
         """Score candidates that go together (one joint assignment), record and emit them."""
         values = {variable.name: candidate["value"] for variable, candidate in group}
-        reward = await self.score(values)
+        with trace_context(candidate_id=group[0][1]["id"]):  # its validation predictions
+            reward = await self.score(values)
         for variable, candidate in group:
             candidate["reward"] = reward
             candidate["status"] = "scored"
