@@ -239,7 +239,7 @@ class LanguageModel:
                 self._drop_cached(messages, schema if use_format else None, attempt_temperature)
                 continue
             if meta is not None:
-                self._trace(messages, meta, response=text, parsed=output.model_dump_json())
+                self._trace(messages, meta, response=text, parsed=output)
             return output
         raise LanguageModelError(f"{self._describe()}: {last_error}")
 

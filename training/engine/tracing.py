@@ -59,9 +59,18 @@ _SECRET_PATTERNS = (
 )
 
 
+# Words one of the patterns needs (lower case): a text holding none of them (most texts) is
+# returned as it is after one scan, without running the patterns.
+_SECRET_HINT = re.compile(
+    r"bearer|basic|key|authoriz|token|secret|password|k-|aiza|akia|hf_|gh[pousr]_"
+)
+
+
 def redact(text: str) -> str:
     """``text`` with everything that looks like a secret replaced by ``[REDACTED]``."""
     if not text:
+        return text
+    if not _SECRET_HINT.search(text.lower()):
         return text
     text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}{REDACTED}", text)
@@ -70,12 +79,8 @@ def redact(text: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=512)
 def clean_text(text: str, max_chars: int) -> str:
-    """Redacted, then cut to ``max_chars`` characters (saying how many were left out).
-
-    Cached: a program's system prompt and few-shot turns are the same string objects on
-    every call, so scrubbing them is paid once."""
+    """Redacted, then cut to ``max_chars`` characters (saying how many were left out)."""
     text = redact(text)
     if len(text) > max_chars:
         text = f"{text[:max_chars]}… [{len(text) - max_chars} more characters]"
@@ -98,7 +103,8 @@ class CallTrace:
         epoch: the fit epoch (0-based), when inside ``fit``.
         messages: what was sent, ``[{"role", "content"}]`` (embedding: the texts).
         response: the raw text the provider returned.
-        parsed: the validated output as JSON text (None when it did not parse).
+        parsed: the validated output as JSON text (None when it did not parse); given to
+            :func:`emit` as the output object, made text only when the record is kept.
         error: why the call or its parsing failed.
         failed: whether the call gave no usable output.
         latency: seconds spent in provider requests (all attempts).
@@ -163,15 +169,20 @@ class TraceRecorder:
         self._lock = threading.Lock()
 
     def add(self, trace: CallTrace) -> None:
+        """Keep a bounded, scrubbed copy of ``trace`` (or count it as dropped)."""
+        self.add_values(dict(trace.__dict__))
+
+    def add_values(self, values: dict[str, Any]) -> None:
+        """Keep a bounded, scrubbed record made of ``values`` (:class:`CallTrace` fields)."""
         with self._lock:
             self.calls += 1
             if self.calls > self.max_calls:
                 self.dropped += 1
                 return
-            trace = _bounded(trace, self.max_chars)
-            trace.seq = self.calls
-            if self.keep:
-                self.records.append(trace)
+            seq = self.calls
+        trace = _bounded(values, self.max_chars, seq)
+        if self.keep:
+            self.records.append(trace)
         if self.on_record is not None:
             self.on_record(trace)
 
@@ -262,40 +273,67 @@ def emit(**values: Any) -> None:
     recorders = _RECORDERS.get()
     if not recorders:
         return
-    context = _CONTEXT.get() or {}
-    for name in _CONTEXT_FIELDS:
-        if values.get(name) is None and name in context:
-            values[name] = context[name]
+    context = _CONTEXT.get()
+    if context:
+        for name, value in context.items():
+            if values.get(name) is None:
+                values[name] = value
     if values.get("kind") == "embedding":
         values["role"] = "embedding"
-    values.setdefault("role", "prediction")
-    if values.get("role") is None:
+    elif values.get("role") is None:
         values["role"] = "prediction"
-    for recorder in recorders:
-        recorder.add(CallTrace(**values))
+    if len(recorders) == 1:
+        recorders[0].add_values(values)
+        return
+    for recorder in recorders:  # each fills in its own copy
+        recorder.add_values(dict(values))
 
 
-def _bounded(trace: CallTrace, max_chars: int) -> CallTrace:
-    """A copy holding only roles and contents of messages, every text scrubbed and cut."""
-    messages = [
-        {
-            "role": str(message.get("role", ""))[:20],
-            "content": clean_text(_as_text(message.get("content")), max_chars),
-        }
-        for message in trace.messages
-        if isinstance(message, dict)
-    ]
-    return CallTrace(
-        **{
-            **trace.__dict__,
-            "messages": messages,
-            "response": _clean_optional(trace.response, max_chars),
-            "parsed": _clean_optional(trace.parsed, max_chars),
-            "error": _clean_optional(trace.error, max_chars),
-            "candidate_id": None if trace.candidate_id is None else str(trace.candidate_id)[:64],
-            "phase": None if trace.phase is None else str(trace.phase)[:40],
-        }
-    )
+def _bounded(values: dict[str, Any], max_chars: int, seq: int) -> CallTrace:
+    """One record holding only roles and contents of messages, every text scrubbed and cut
+    (``values`` is the caller's own dict: it is filled in, not copied)."""
+    values["seq"] = seq
+    values["messages"] = _clean_messages(values.get("messages"), max_chars)
+    for name in ("response", "parsed", "error"):  # "parsed" may be the output: made JSON here
+        text = values.get(name)
+        if text is not None:
+            values[name] = clean_text(text if type(text) is str else _as_text(text), max_chars)
+    candidate_id, phase = values.get("candidate_id"), values.get("phase")
+    if candidate_id is not None:
+        values["candidate_id"] = str(candidate_id)[:64]
+    if phase is not None:
+        values["phase"] = str(phase)[:40]
+    return CallTrace(**values)
+
+
+def _clean_messages(messages: Any, max_chars: int) -> list[dict[str, str]]:
+    """Each message as ``{"role", "content"}``, scrubbed and cut. All but the last are
+    looked up as one (a program's system prompt and few-shot turns are the same on every
+    call: scrubbed once); the last (the input) is cleaned on its own."""
+    if not messages:
+        return []
+    items = [m for m in messages if type(m) is dict]
+    if not items:
+        return []
+    last = items.pop()
+    key = tuple([(m.get("role"), m.get("content")) for m in items])
+    try:
+        cleaned = list(_clean_prefix(key, max_chars))
+    except TypeError:  # a content that is not hashable (a list of parts): no cache
+        cleaned = list(_clean_prefix.__wrapped__(key, max_chars))
+    cleaned.append(_clean_message(last.get("role"), last.get("content"), max_chars))
+    return cleaned
+
+
+@functools.lru_cache(maxsize=64)
+def _clean_prefix(key: tuple, max_chars: int) -> tuple[dict[str, str], ...]:
+    # The records share these dicts: they are read-only.
+    return tuple(_clean_message(role, content, max_chars) for role, content in key)
+
+
+def _clean_message(role: Any, content: Any, max_chars: int) -> dict[str, str]:
+    text = _as_text(content)
+    return {"role": str(role or "")[:20], "content": clean_text(text, max_chars)}
 
 
 def _clean_optional(text: Any, max_chars: int) -> str | None:
@@ -307,6 +345,8 @@ def _as_text(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if hasattr(value, "model_dump_json"):  # a parsed output (pydantic), made text only if kept
+        return value.model_dump_json()
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):

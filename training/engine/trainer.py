@@ -142,7 +142,7 @@ class Trainer:
                         kind="memo",
                         model="memo",
                         memo_hit=True,
-                        response=output.model_dump_json() if output is not None else None,
+                        response=output,
                     )
                 return output, trace, False
         trace: list[dict] = []
