@@ -13,6 +13,8 @@ import os
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from training.engine import tracing
+
 DEFAULTS = {
     # How often a running run's worker writes its heartbeat (seconds).
     "TRAINBOARD_HEARTBEAT_SECONDS": 5.0,
@@ -20,6 +22,10 @@ DEFAULTS = {
     "TRAINBOARD_HEARTBEAT_STALE_SECONDS": 30.0,
     # How many test examples the trained program answers for the run page (0: none).
     "TRAINBOARD_SAMPLE_PREDICTIONS": 5,
+    # LM call traces a run stores at most (later calls are only counted; 0: none stored).
+    "TRAINBOARD_TRACE_MAX_CALLS": tracing.DEFAULT_MAX_CALLS,
+    # Characters kept of each traced text (a message, a response, an error).
+    "TRAINBOARD_TRACE_MAX_CHARS": tracing.DEFAULT_MAX_CHARS,
 }
 
 

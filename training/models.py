@@ -110,6 +110,8 @@ class Run(models.Model):
     lm_calls = models.IntegerField(default=0)
     lm_failures = models.IntegerField(default=0)
     failed_predictions = models.IntegerField(default=0)
+    # LM calls past the run's trace cap (TRAINBOARD_TRACE_MAX_CALLS): counted, not stored.
+    traces_dropped = models.PositiveIntegerField(default=0)
     # Results
     baseline_reward = models.FloatField(null=True, blank=True)
     final_reward = models.FloatField(null=True, blank=True)
@@ -259,3 +261,54 @@ class Evaluation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "phase", "index"], name="evaluation_unique")
         ]
+
+
+class LMCallTrace(models.Model):
+    """One LM or embedding call of a run (:class:`training.engine.tracing.CallTrace`).
+
+    Written in bulk by :mod:`training.services.traces`; bounded per run by
+    ``TRAINBOARD_TRACE_MAX_CALLS`` (later calls are counted in ``Run.traces_dropped``) and per
+    text by ``TRAINBOARD_TRACE_MAX_CHARS``; secrets are scrubbed by the engine before a row
+    exists. Everything here came from or went to an LM: shown escaped, never ``|safe``.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="call_traces")
+    attempt = models.PositiveIntegerField(default=1)
+    seq = models.PositiveIntegerField()  # order of the call in the run, over its attempts
+    role = models.CharField(max_length=20)  # engine tracing.ROLES
+    kind = models.CharField(max_length=20)  # completion | embedding | memo
+    model = models.CharField(max_length=200)
+    candidate_id = models.CharField(max_length=64, blank=True)
+    example_index = models.IntegerField(null=True, blank=True)
+    split = models.CharField(max_length=20, blank=True)  # train | validation | test
+    phase = models.CharField(max_length=40, blank=True)  # before | after (test evaluations)
+    epoch = models.IntegerField(null=True, blank=True)
+    messages = models.JSONField(default=list)
+    response = models.TextField(null=True, blank=True)
+    parsed = models.TextField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    failed = models.BooleanField(default=False)
+    latency = models.FloatField(default=0.0)
+    attempts = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(null=True, blank=True)
+    cache_hit = models.BooleanField(default=False)
+    memo_hit = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["seq", "id"]
+        indexes = [
+            models.Index(fields=["run", "seq"]),
+            models.Index(fields=["run", "role"]),
+            models.Index(fields=["run", "candidate_id"]),
+            models.Index(fields=["run", "failed"]),
+            models.Index(fields=["run", "split", "example_index"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} call #{self.seq} of run {self.run_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("training:trace-detail", args=[self.run_id, self.pk])

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from training.views import compare, downloads, home, programs, runs
+from training.views import compare, downloads, home, programs, runs, traces
 
 app_name = "training"
 
@@ -24,6 +24,9 @@ urlpatterns = [
         runs.candidate_detail,
         name="candidate-detail",
     ),
+    path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
+    path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
+    path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
     path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
     path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
     path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),

@@ -26,7 +26,7 @@ from datasets.services import get_split
 from training import conf
 from training.engine.data_model import create_data_model
 from training.models import Evaluation, Run
-from training.services import live, persistence, run_state
+from training.services import live, persistence, run_state, traces
 from training.services.heartbeat import Heartbeat, close_connection
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
@@ -109,7 +109,8 @@ async def _train_then_close(
     run: Run, superseded: threading.Event | None = None
 ) -> tuple[str, dict[str, Any]]:
     try:
-        return await _train(run, superseded)
+        async with traces.recording(run.pk, run.attempt, superseded):
+            return await _train(run, superseded)
     finally:  # the ORM thread's connection must not outlive the task (prefork reuses it)
         await sync_to_async(close_connection)()
 
@@ -148,9 +149,10 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
                 await live.send_parts(data["group"], labelled, ("status", "progress"))
                 failed_before = program.failed_predictions
                 per_example = synalinks.callbacks.ExampleRewards()
-                logs = await program.evaluate(
-                    x_test, y_test, batch_size=batch_size, callbacks=[per_example]
-                )
+                with traces.evaluation_context(phase):
+                    logs = await program.evaluate(
+                        x_test, y_test, batch_size=batch_size, callbacks=[per_example]
+                    )
                 stored = await sync_to_async(persistence.store_evaluation)(
                     run.pk,
                     run.attempt,
@@ -197,7 +199,8 @@ async def _samples(program: Any, x: list, y: list) -> list[dict[str, Any]]:
     count = int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS"))
     if not x or count <= 0:
         return []
-    predictions = await program.predict(x[:count], batch_size=count)
+    with traces.evaluation_context("samples"):
+        predictions = await program.predict(x[:count], batch_size=count)
     return [
         {
             "inputs": item.get_json(),

@@ -25,6 +25,7 @@ from django.db.models import Count, F
 from django.template.loader import render_to_string
 
 from training.models import Candidate, Run
+from training.selectors_traces import with_parent_links
 from training.services import summaries, timing
 
 ALL_PARTS = (
@@ -47,7 +48,9 @@ EVENT_PARTS = {
     "candidate": ("leaderboard",),
     "optimizer_error": ("leaderboard",),
 }
-LEADERBOARD_SIZE = 15
+# Candidates the run page lists (all of them up to this; beyond, the best ones and a link
+# to the paginated list of every candidate).
+LEADERBOARD_SIZE = 50
 OPTIMIZER_ERRORS_SHOWN = 10
 MESSAGE_TYPE = "run.html"
 
@@ -84,17 +87,7 @@ def leaderboard(run: Run) -> dict[str, Any]:
     candidates = list(
         run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")[:LEADERBOARD_SIZE]
     )
-    wanted = {(c.variable, p) for c in candidates for p in c.parent_ids or []}
-    parent_pks = {}
-    if wanted:
-        rows = run.candidates.filter(
-            candidate_id__in={p for _, p in wanted}, variable__in={v for v, _ in wanted}
-        ).values_list("variable", "candidate_id", "pk")
-        parent_pks = {(variable, cid): pk for variable, cid, pk in rows}
-    for candidate in candidates:
-        candidate.parent_links = [
-            (cid, parent_pks.get((candidate.variable, cid))) for cid in candidate.parent_ids or []
-        ]
+    with_parent_links(run, candidates)
     statuses = dict(  # order_by(): the model's default ordering would split the groups
         run.candidates.order_by()
         .values("status")

@@ -18,6 +18,7 @@ from datasets import selectors as dataset_selectors
 from training import selectors
 from training.forms import RunForm
 from training.models import Run
+from training.selectors_traces import candidate_trace_counts, trace_summary
 from training.services import candidate_diff, live
 from training.services import runs as run_services
 
@@ -68,6 +69,7 @@ def run_detail(request, pk: int):
     run = owned_run(request, pk)
     context = live.page_context(run)
     context["config_json"] = json.dumps(run.config, indent=2)
+    context.update(trace_summary(run))
     return render(request, "training/run_detail.html", context)
 
 
@@ -109,5 +111,9 @@ def run_resume(request, pk: int):
 def candidate_detail(request, pk: int, candidate_pk: int):
     run = owned_run(request, pk)
     candidate = selectors.run_candidate(run, candidate_pk)
-    context = {"run": run, **candidate_diff.describe(candidate)}
+    context = {
+        "run": run,
+        **candidate_diff.describe(candidate),
+        "trace_counts": candidate_trace_counts(run, candidate.candidate_id),
+    }
     return render(request, "training/candidate_detail.html", context)
