@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from training.engine.tracing import ROLES
 from training.models import Candidate, LMCallTrace, Run
@@ -139,7 +139,9 @@ def trace_summary(run: Run) -> dict[str, Any]:
     for group in groups:
         group["query"] = TraceFilters(failed=True, error=group["error"]).as_query()
     failed = traces.filter(failed=True).count()
+    answered = traces.filter(Q(memo_hit=True) | Q(cache_hit=True)).count()
     return {
+        "trace_answered": answered,
         "trace_total": sum(by_role.values()),
         "trace_roles": [(role, by_role[role]) for role in ROLES if role in by_role],
         "trace_failed": failed,
