@@ -93,6 +93,22 @@ def evaluations(run: Run) -> QuerySet[Evaluation]:
     return run.evaluations.all()
 
 
+def with_parent_links(run: Run, candidates: list[Candidate]) -> list[Candidate]:
+    """Give each candidate ``parent_links``: ``(candidate id, parent row pk or None)``."""
+    wanted = {(c.variable, p) for c in candidates for p in c.parent_ids or []}
+    parent_pks = {}
+    if wanted:
+        rows = run.candidates.filter(
+            candidate_id__in={p for _, p in wanted}, variable__in={v for v, _ in wanted}
+        ).values_list("variable", "candidate_id", "pk")
+        parent_pks = {(variable, cid): pk for variable, cid, pk in rows}
+    for candidate in candidates:
+        candidate.parent_links = [
+            (cid, parent_pks.get((candidate.variable, cid))) for cid in candidate.parent_ids or []
+        ]
+    return candidates
+
+
 def run_candidate(run: Run, candidate_pk: int) -> Candidate:
     """Candidate ``candidate_pk`` of ``run`` (already owner-checked); Http404 otherwise."""
     return get_object_or_404(Candidate, pk=candidate_pk, run=run)

@@ -13,8 +13,9 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet
 
+from training import selectors as candidate_selectors
 from training.engine.tracing import ROLES
-from training.models import Candidate, LMCallTrace, Run
+from training.models import LMCallTrace, Run
 
 TRACES_PER_PAGE = 50
 CANDIDATES_PER_PAGE = 50
@@ -161,21 +162,5 @@ def candidate_page(run: Run, page: Any) -> Page:
     """Every candidate of the run, best first, one page at a time (with parent links)."""
     candidates = run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")
     result = Paginator(candidates, CANDIDATES_PER_PAGE).get_page(page)
-    result.object_list = with_parent_links(run, list(result.object_list))
+    result.object_list = candidate_selectors.with_parent_links(run, list(result.object_list))
     return result
-
-
-def with_parent_links(run: Run, candidates: list[Candidate]) -> list[Candidate]:
-    """Give each candidate ``parent_links``: ``(candidate id, parent row pk or None)``."""
-    wanted = {(c.variable, p) for c in candidates for p in c.parent_ids or []}
-    parent_pks = {}
-    if wanted:
-        rows = run.candidates.filter(
-            candidate_id__in={p for _, p in wanted}, variable__in={v for v, _ in wanted}
-        ).values_list("variable", "candidate_id", "pk")
-        parent_pks = {(variable, cid): pk for variable, cid, pk in rows}
-    for candidate in candidates:
-        candidate.parent_links = [
-            (cid, parent_pks.get((candidate.variable, cid))) for cid in candidate.parent_ids or []
-        ]
-    return candidates

@@ -25,7 +25,7 @@ from django.db.models import Count, F
 from django.template.loader import render_to_string
 
 from training.models import Candidate, Run
-from training.selectors_traces import with_parent_links
+from training.selectors import with_parent_links
 from training.services import summaries, timing
 
 ALL_PARTS = (
