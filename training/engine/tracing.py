@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import json
 import re
 import threading
@@ -41,6 +40,7 @@ MAX_EMBEDDING_TEXTS = 16
 REDACTED = "[REDACTED]"
 
 _CONTEXT_FIELDS = ("role", "candidate_id", "example_index", "split", "phase", "epoch")
+_CONTEXT_FIELD_SET = frozenset(_CONTEXT_FIELDS)
 
 _SECRET_PATTERNS = (
     # Authorization: Bearer <token> / Basic <token>
@@ -229,11 +229,11 @@ def record(
         _RECORDERS.reset(token)
 
 
-@contextlib.contextmanager
-def trace_context(**fields: Any) -> Iterator[dict[str, Any]]:
+class trace_context:  # noqa: N801 (used like the function-style context managers it sits by)
     """Say why the calls made inside the block happen (role, candidate, example, ...).
 
-    Fields given as None are left as the outer context set them.
+    Fields given as None are left as the outer context set them. A class rather than a
+    generator-based context manager: the trainer enters one per traced prediction.
 
     Example:
 
@@ -242,17 +242,37 @@ def trace_context(**fields: Any) -> Iterator[dict[str, Any]]:
         await judge(y_true, y_pred)
     ```
     """
-    unknown = set(fields) - set(_CONTEXT_FIELDS)
-    if unknown:
-        raise TypeError(f"trace_context(): unknown fields {sorted(unknown)}; use {_CONTEXT_FIELDS}")
-    if "role" in fields and fields["role"] is not None and fields["role"] not in ROLES:
-        raise ValueError(f"trace_context(role={fields['role']!r}): expected one of {ROLES}")
-    merged = {**(_CONTEXT.get() or {}), **{k: v for k, v in fields.items() if v is not None}}
-    token = _CONTEXT.set(merged)
-    try:
-        yield merged
-    finally:
-        _CONTEXT.reset(token)
+
+    __slots__ = ("fields", "token")
+
+    def __init__(self, **fields: Any):
+        unknown = fields.keys() - _CONTEXT_FIELD_SET
+        if unknown:
+            raise TypeError(
+                f"trace_context(): unknown fields {sorted(unknown)}; use {_CONTEXT_FIELDS}"
+            )
+        role = fields.get("role")
+        if role is not None and role not in ROLES:
+            raise ValueError(f"trace_context(role={role!r}): expected one of {ROLES}")
+        self.fields = fields
+        self.token: contextvars.Token | None = None
+
+    def __enter__(self) -> dict[str, Any]:
+        merged = dict(_CONTEXT.get() or ())
+        for name, value in self.fields.items():
+            if value is not None:
+                merged[name] = value
+        self.token = _CONTEXT.set(merged)
+        return merged
+
+    def __exit__(self, *exc_info: Any) -> None:
+        _CONTEXT.reset(self.token)
+
+
+def current_role() -> str | None:
+    """The role :func:`trace_context` set around this point, if any (no copy made)."""
+    context = _CONTEXT.get()
+    return context.get("role") if context else None
 
 
 def current_context() -> dict[str, Any]:
@@ -307,28 +327,48 @@ def _bounded(values: dict[str, Any], max_chars: int, seq: int) -> CallTrace:
 
 
 def _clean_messages(messages: Any, max_chars: int) -> list[dict[str, str]]:
-    """Each message as ``{"role", "content"}``, scrubbed and cut. All but the last are
-    looked up as one (a program's system prompt and few-shot turns are the same on every
-    call: scrubbed once); the last (the input) is cleaned on its own."""
+    """Each message as ``{"role", "content"}``, scrubbed and cut.
+
+    A program sends the same system prompt and few-shot turns on every call (the same
+    message objects: its prompt prefix is cached), so the cleaned prefix is kept, found by
+    the system prompt's text and checked message by message (identity first, then
+    equality); only the last message (the input) is cleaned each time."""
     if not messages:
         return []
     items = [m for m in messages if type(m) is dict]
     if not items:
         return []
     last = items.pop()
-    key = tuple([(m.get("role"), m.get("content")) for m in items])
-    try:
-        cleaned = list(_clean_prefix(key, max_chars))
-    except TypeError:  # a content that is not hashable (a list of parts): no cache
-        cleaned = list(_clean_prefix.__wrapped__(key, max_chars))
+    if items:
+        first = items[0].get("content")
+        key = (first if type(first) is str else id(first), len(items), max_chars)
+        entry = _PREFIXES.get(key)
+        if entry is None or not _same_messages(entry[0], items):
+            if len(_PREFIXES) >= _PREFIXES_KEPT:
+                _PREFIXES.clear()
+            entry = (
+                tuple(items),
+                tuple(_clean_message(m.get("role"), m.get("content"), max_chars) for m in items),
+            )
+            _PREFIXES[key] = entry
+        cleaned = list(entry[1])
+    else:
+        cleaned = []
     cleaned.append(_clean_message(last.get("role"), last.get("content"), max_chars))
     return cleaned
 
 
-@functools.lru_cache(maxsize=64)
-def _clean_prefix(key: tuple, max_chars: int) -> tuple[dict[str, str], ...]:
-    # The records share these dicts: they are read-only.
-    return tuple(_clean_message(role, content, max_chars) for role, content in key)
+#: Cleaned prompt prefixes: (system text, message count, max_chars) → (the source messages,
+#: their cleaned copies). The records share the cleaned dicts: they are read-only.
+_PREFIXES: dict[tuple, tuple[tuple[dict, ...], tuple[dict[str, str], ...]]] = {}
+_PREFIXES_KEPT = 64
+
+
+def _same_messages(kept: tuple[dict, ...], items: list[dict]) -> bool:
+    for old, new in zip(kept, items, strict=True):
+        if old is not new and old != new:
+            return False
+    return True
 
 
 def _clean_message(role: Any, content: Any, max_chars: int) -> dict[str, str]:

@@ -123,9 +123,11 @@ class Trainer:
     async def _predict_one(
         self, item: Any, collect: bool, example_index: int | None = None
     ) -> tuple[Any, list[dict], bool]:
+        if not tracing.active():  # nobody records: no context to set
+            return await self._predict_one_traced(item, collect)
         # Traces of the LM calls below name the example; a prediction made for a judge
         # (ProgramAsJudge) keeps the judge's role.
-        role = None if tracing.current_context().get("role") else "prediction"
+        role = None if tracing.current_role() else "prediction"
         with tracing.trace_context(role=role, example_index=example_index):
             return await self._predict_one_traced(item, collect)
 
