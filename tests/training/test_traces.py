@@ -11,10 +11,10 @@ import pytest
 from django.urls import reverse
 
 from datasets.services import get_split
+from tests.support.fake_models import XSS_PAYLOAD
 from training.engine import tracing
 from training.models import Candidate, LMCallTrace, Run
 from training.services import execution, traces
-from training.services.lm import XSS_PAYLOAD
 
 from .conftest import make_program, run_config
 
