@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("training", "0002_optimizer_error"),
+        ("training", "0003_example_rewards_and_training_start"),
     ]
 
     operations = [
