@@ -74,7 +74,9 @@ class LanguageModel:
         max_concurrency: requests in flight at once for this (model, api_base).
         retries: further attempts after a transient error (timeouts, 429, 5xx).
         backoff: seconds before the first retry; doubles after each.
-        timeout: seconds one request may take.
+        timeout: seconds one request may take (litellm's timeout); each attempt is also
+            cancelled a few seconds after it, and never runs past
+            :data:`~training.engine.retry.MAX_ATTEMPT_SECONDS` (:mod:`training.engine.retry`).
         cache: False (default), True/"disk", "disk:/dir", "memory", or "redis://…".
         parse_retry_temperature: the temperature of the one retry of a deterministic call
             whose output did not parse.
@@ -340,6 +342,7 @@ class LanguageModel:
             on_success=succeeded,
             on_failure=failed,
             jitter=0.1,
+            timeout=self.timeout,
         )
 
     async def _raw_complete(

@@ -1,7 +1,13 @@
-"""How a provider request is attempted: a per-model concurrency limit, retries with backoff.
+"""How a provider request is attempted: a per-model concurrency limit, a hard time bound,
+retries with backoff.
 
 Shared by :class:`LanguageModel` and :class:`EmbeddingModel`; which errors are retried is decided
 in :mod:`training.engine.errors`.
+
+Every attempt is bounded here, whatever the provider does: litellm's own ``timeout`` is a
+request option a provider (or a custom one, or a test fake) may not honour, so each attempt also
+runs under an ``asyncio`` deadline (:func:`attempt_deadline`) that cancels it. The waits between
+attempts are capped too, so a call's total time is bounded by its retries.
 """
 
 from __future__ import annotations
@@ -18,6 +24,24 @@ from training.engine.errors import LanguageModelError, call_error, is_transient
 T = TypeVar("T")
 
 _SEMAPHORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: The longest one attempt may take, whatever the model's own ``timeout`` says (None included).
+MAX_ATTEMPT_SECONDS = 600.0
+#: Seconds the hard deadline allows past the model's ``timeout``, so the provider's own timeout
+#: (and its clearer error) normally fires first.
+DEADLINE_GRACE_SECONDS = 5.0
+#: The longest wait between two attempts (the backoff doubles up to this).
+MAX_BACKOFF_SECONDS = 60.0
+
+
+def attempt_deadline(timeout: float | None) -> float:
+    """Seconds after which one attempt is cancelled: the model's ``timeout`` (at most
+    :data:`MAX_ATTEMPT_SECONDS`; that when unset or not a positive number) plus the grace."""
+    if timeout is None or not timeout > 0:  # None, 0, negatives and NaN mean "no limit"
+        limit = MAX_ATTEMPT_SECONDS
+    else:
+        limit = min(float(timeout), MAX_ATTEMPT_SECONDS)
+    return limit + DEADLINE_GRACE_SECONDS
 
 
 def semaphore(key: tuple, limit: int) -> asyncio.Semaphore:
@@ -42,11 +66,14 @@ async def call_with_retries(
     on_success: Callable[[T, float], Any],
     on_failure: Callable[[BaseException, float], Any],
     jitter: float = 0.0,
+    timeout: float | None = None,
 ) -> T:
     """Run ``request()`` under the key's semaphore, retrying transient errors.
 
-    Each attempt holds the semaphore only while it runs; between attempts the wait starts at
-    ``backoff`` seconds and doubles (times ``1 + random() * jitter`` when ``jitter`` is set).
+    Each attempt holds the semaphore only while it runs and is cancelled after
+    :func:`attempt_deadline` seconds (a ``TimeoutError``: transient, so retried); between
+    attempts the wait starts at ``backoff`` seconds and doubles, up to
+    :data:`MAX_BACKOFF_SECONDS` (times ``1 + random() * jitter`` when ``jitter`` is set).
     ``on_success(result, latency)`` / ``on_failure(exc, latency)`` record each attempt (usage).
 
     Args:
@@ -59,6 +86,8 @@ async def call_with_retries(
         on_success: called with the result and the attempt's latency in seconds.
         on_failure: called with the exception and the attempt's latency in seconds.
         jitter: relative random extra wait (0.1 adds up to 10%).
+        timeout: the model's own request timeout in seconds (None: none), from which the
+            hard deadline of each attempt is derived.
 
     Returns:
         What ``request()`` returned.
@@ -68,13 +97,14 @@ async def call_with_retries(
             are spent.
     """
     sem = semaphore(semaphore_key, max_concurrency)
-    delay = backoff
+    deadline = attempt_deadline(timeout)
+    delay = min(max(backoff, 0.0), MAX_BACKOFF_SECONDS)
     last: BaseException | None = None
     for attempt in range(retries + 1):
         async with sem:
             started = time.perf_counter()
             try:
-                result = await request()
+                result = await _within(deadline, request)
             except Exception as exc:
                 on_failure(exc, time.perf_counter() - started)
                 if not is_transient(exc) or attempt == retries:
@@ -84,5 +114,17 @@ async def call_with_retries(
                 on_success(result, time.perf_counter() - started)
                 return result
         await asyncio.sleep(delay * (1 + random.random() * jitter) if jitter else delay)
-        delay *= 2
+        delay = min(delay * 2, MAX_BACKOFF_SECONDS)
     raise LanguageModelError(f"{where}: {last}")  # pragma: no cover
+
+
+async def _within(deadline: float, request: Callable[[], Awaitable[T]]) -> T:
+    """``await request()``, cancelled after ``deadline`` seconds with a TimeoutError saying so."""
+    bound = asyncio.timeout(deadline)
+    try:
+        async with bound:
+            return await request()
+    except TimeoutError as exc:
+        if not bound.expired():  # the provider's own timeout: its error says more
+            raise
+        raise TimeoutError(f"no answer within {deadline:g} s (hard limit), cancelled") from exc
