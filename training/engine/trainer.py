@@ -6,7 +6,11 @@
 - During ``fit`` (and the evaluations it runs) predictions are memoised by (variables hash,
   input JSON) when every generator is deterministic (temperature 0): the same variables on the
   same input are never paid twice — re-scoring an unchanged candidate costs no LM call.
-- ``program.stop_training = True`` (a callback, the dashboard's cancel) stops after the batch.
+- ``program.stop_training = True`` (a callback such as EarlyStopping) stops ``fit`` after the
+  batch. ``program.interrupt()`` (the dashboard's Cancel, from any thread) stops whatever runs
+  now — ``fit``, ``evaluate`` or ``predict``, the evaluations and candidate scoring inside ``fit``
+  included — within :data:`STOP_CHECK_SECONDS`: no new prediction starts and the pending ones
+  (those in flight included) are cancelled; the call returns what had completed.
 - Rewards and metrics see a whole batch at once (``reward.score_batch``, batched
   ``metric.update_state``), so e.g. CosineSimilarity embeds a batch in one call.
 - Judge rewards (LMAsJudge, ProgramAsJudge) count judgements that gave no usable score in
@@ -49,6 +53,17 @@ from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
 
+#: How often a batch of concurrent predictions looks at ``program.interrupted``.
+STOP_CHECK_SECONDS = 0.2
+
+
+class _Interrupted(BaseException):
+    """Unwinds ``fit`` / ``evaluate`` / ``predict`` after ``program.interrupt()``.
+
+    A BaseException (like ``asyncio.CancelledError``) so that code which survives ordinary
+    failures (an optimizer's ``except Exception`` around a step) does not swallow it; the three
+    entry points catch it and return what had completed."""
+
 
 class Trainer:
     """Mixin holding the training loop; ``Program`` provides the forward pass and variables."""
@@ -59,6 +74,7 @@ class Trainer:
         self.metrics: list[Any] = []
         self.compiled = False
         self.stop_training = False
+        self.interrupted = False
         self._memo: dict | None = None
         self.failed_predictions = 0
         self.last_failures = 0
@@ -108,6 +124,29 @@ class Trainer:
         self.optimizer = optimizer
         self.metrics = list(metrics or [])
         self.compiled = True
+
+    # -- interruption ----------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Stop ``fit``, ``evaluate`` and ``predict`` now, not after the batch.
+
+        Safe to call from another thread (it sets a flag the running batch looks at every
+        :data:`STOP_CHECK_SECONDS`). The predictions not finished yet are cancelled, LM calls in
+        flight included; ``fit`` ends as if ``stop_training`` had stopped it (``train_end`` with
+        ``stopped`` True), ``evaluate`` returns the logs of the batches it completed, ``predict``
+        their outputs. Later calls return at once until ``program.interrupted = False``.
+
+        Example:
+
+        ```python
+        loop.call_later(5.0, program.interrupt)  # give up after about 5 s
+        logs = await program.evaluate(x_test, y_test)
+        ```
+        """
+        self.interrupted = True
+
+    def _check_interrupted(self) -> None:
+        if self.interrupted:
+            raise _Interrupted
 
     # -- predictions -----------------------------------------------------------------------
     def _memo_key(self, item: Any) -> tuple:
@@ -170,23 +209,39 @@ class Trainer:
         self, items: list[Any], collect: bool = False, first_index: int | list[int] = 0
     ) -> tuple[list, list, int]:
         """Predict ``items`` concurrently; ``first_index`` (the position of the first item in
-        its split, or each item's position) is what their traces call ``example_index``."""
+        its split, or each item's position) is what their traces call ``example_index``.
+        Raises ``_Interrupted`` (after cancelling the predictions not done yet) as soon as
+        ``interrupt()`` is seen."""
         if isinstance(first_index, int):
             indices = list(range(first_index, first_index + len(items)))
         else:
             indices = list(first_index)
-        results = await asyncio.gather(
-            *(
-                self._predict_one(item, collect, index)
-                for item, index in zip(items, indices, strict=True)
-            ),
-            return_exceptions=True,
-        )
+        self._check_interrupted()
+        tasks = [
+            asyncio.ensure_future(self._predict_one(item, collect, index))
+            for item, index in zip(items, indices, strict=True)
+        ]
+        try:
+            pending = set(tasks)
+            while pending:
+                _, pending = await asyncio.wait(
+                    pending, timeout=STOP_CHECK_SECONDS, return_when=asyncio.FIRST_EXCEPTION
+                )
+                if _first_error(tasks) is not None:
+                    break
+                self._check_interrupted()
+        finally:
+            unfinished = [task for task in tasks if not task.done()]
+            for task in unfinished:
+                task.cancel()
+            if unfinished:
+                await asyncio.gather(*unfinished, return_exceptions=True)
+        error = _first_error(tasks)
+        if error is not None:  # unreachable / misconfigured LM: stop, like every call would
+            raise error
         outputs, traces, failures = [], [], 0
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-            output, trace, failed = result
+        for task in tasks:
+            output, trace, failed = task.result()
             outputs.append(output)
             traces.append(trace)
             failures += int(failed)
@@ -210,7 +265,8 @@ class Trainer:
             verbose: 1 adds a progress bar.
 
         Returns:
-            A numpy object array of output DataModels (``None`` where a prediction failed).
+            A numpy object array of output DataModels (``None`` where a prediction failed);
+            after ``interrupt()``, only those of the batches that completed.
 
         Example:
 
@@ -223,12 +279,15 @@ class Trainer:
         await callback_list.on_predict_begin()
         outputs: list[Any] = []
         failures = 0
-        for start in range(0, len(items), self._check_batch_size(batch_size)):
-            batch_out, _, batch_failures = await self._predict_batch(
-                items[start : start + batch_size], first_index=start
-            )
-            outputs.extend(batch_out)
-            failures += batch_failures
+        try:
+            for start in range(0, len(items), self._check_batch_size(batch_size)):
+                batch_out, _, batch_failures = await self._predict_batch(
+                    items[start : start + batch_size], first_index=start
+                )
+                outputs.extend(batch_out)
+                failures += batch_failures
+        except _Interrupted:
+            pass  # interrupt(): the outputs of the completed batches
         self.last_failures = failures
         await callback_list.on_predict_end({"failures": failures})
         return as_object_array(outputs, "predictions")
@@ -302,20 +361,31 @@ class Trainer:
         batch_size: int,
         callback_list: CallbackList | None,
         prefix: str = "",
+        partial: bool = False,
     ) -> dict[str, float]:
+        """Score ``items`` batch by batch. After ``interrupt()`` it returns the logs of the
+        completed batches when ``partial`` (``evaluate``), else lets ``_Interrupted`` through
+        (``fit``'s validation: the epoch is abandoned)."""
         self._reset_metrics()
         rewards: list[float] = []
         failures = 0
         batches = max(1, math.ceil(len(items) / batch_size))
+        self.last_failures = 0
         for batch, start in enumerate(range(0, len(items), batch_size)):
-            outputs, _, batch_failures = await self._predict_batch(
-                items[start : start + batch_size], first_index=start
-            )
+            try:
+                outputs, _, batch_failures = await self._predict_batch(
+                    items[start : start + batch_size], first_index=start
+                )
+            except _Interrupted:
+                if not partial:
+                    raise
+                break
             truths = targets[start : start + batch_size]
             batch_rewards = await self._rewards(truths, outputs)
             rewards.extend(batch_rewards)
             await self._update_metrics(truths, outputs)
             failures += batch_failures
+            self.last_failures = failures
             if callback_list is not None:
                 # example_rewards: this batch's per-example rewards (callbacks.ExampleRewards).
                 await callback_list.on_test_batch_end(
@@ -326,7 +396,6 @@ class Trainer:
                         "example_rewards": batch_rewards,
                     },
                 )
-        self.last_failures = failures
         logs = {f"{prefix}reward": _mean(rewards)}
         logs.update(self._metric_logs(prefix))
         return logs
@@ -352,7 +421,8 @@ class Trainer:
             return_dict: kept for Keras compatibility; the result is always a dict.
 
         Returns:
-            ``{"reward": mean reward, "<metric>": value, ...}``.
+            ``{"reward": mean reward, "<metric>": value, ...}`` (after ``interrupt()``: over
+            the batches that completed).
 
         Example:
 
@@ -367,7 +437,7 @@ class Trainer:
         callback_list = self._callback_list(callbacks, verbose)
         await callback_list.on_test_begin()
         logs = await self._run_evaluation(
-            items, targets, self._check_batch_size(batch_size), callback_list
+            items, targets, self._check_batch_size(batch_size), callback_list, partial=True
         )
         await callback_list.on_test_end(logs)
         return logs
@@ -511,7 +581,8 @@ class Trainer:
         epochs: int,
         initial_epoch: int,
     ) -> None:
-        """The epoch loop: epochs ``initial_epoch`` … ``epochs - 1``, until ``stop_training``."""
+        """The epoch loop: epochs ``initial_epoch`` … ``epochs - 1``, until ``stop_training``
+        or ``interrupt()``."""
         if initial_epoch == 0:  # a fresh fit: candidates scored on other data don't compete
             for variable in self.trainable_variables:
                 variable.candidates = []
@@ -519,14 +590,21 @@ class Trainer:
         await events.train_begin(epochs, initial_epoch, iterator.steps, iterator.seed)
         logs: dict[str, Any] = {}
         for epoch in range(initial_epoch, epochs):
-            logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
+            try:
+                logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
+            except _Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
+                self.stop_training = True
+                break
             if not completed:
                 break
             history.append(epoch, logs)
             await events.epoch_end(epoch, logs)
             if self.stop_training:
                 break
-        await self.optimizer.on_train_end()
+        try:
+            await self.optimizer.on_train_end()  # the best candidates so far are assigned
+        except _Interrupted:
+            pass  # an optimizer that scores at the end: interrupted like the rest
         await events.train_end(logs, stopped=bool(self.stop_training))
 
     async def _train_epoch(
@@ -607,3 +685,11 @@ class Trainer:
 
     def prepare_targets(self, y: Any, count: int, name: str = "y") -> list:  # pragma: no cover
         raise NotImplementedError
+
+
+def _first_error(tasks: list[asyncio.Future]) -> BaseException | None:
+    """The exception of the first finished, not cancelled task that raised one."""
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            return task.exception()
+    return None
