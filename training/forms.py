@@ -149,8 +149,11 @@ class ProgramForm(forms.Form):
                 max_tokens=data.get("max_tokens"),
             )
         except program_services.ProgramError as exc:
-            field = "model" if "model" in str(exc).lower() else None
-            self.add_error(field, str(exc))
+            message = str(exc)
+            field = "model" if "model" in message.lower() else None
+            if message.startswith("api_base"):  # the endpoint policy (services/endpoints.py)
+                field = "api_base"
+            self.add_error(field, message)
         return data
 
 

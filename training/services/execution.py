@@ -30,7 +30,12 @@ from training.services import live, persistence, run_state, traces
 from training.services.heartbeat import Heartbeat, close_connection
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
-from training.services.programs import first_generator, program_from_json, sanitize_engine_json
+from training.services.programs import (
+    ProgramError,
+    first_generator,
+    program_from_json,
+    sanitize_engine_json,
+)
 from training.services.run_config import build_metrics, build_optimizer, build_reward
 
 logger = logging.getLogger(__name__)
@@ -52,6 +57,8 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
     except synalinks.LanguageModelUnreachable as exc:
         status, fields = Run.FAILED, {"error": _unreachable_message(run, exc)}
+    except ProgramError as exc:  # a stored program this server refuses to build (its models)
+        status, fields = Run.FAILED, {"error": f"This program cannot run here: {exc}"}
     except Exception as exc:
         logger.exception("run %s failed", run_id)
         status, fields = Run.FAILED, {"error": f"{type(exc).__name__}: {exc}"}

@@ -4,16 +4,25 @@ A model string is ``provider/name``: ``local/…`` (the engine's offline provide
 litellm provider. ``register_provider`` lets a process resolve one more prefix itself
 instead of through litellm; Trainboard registers none (the test settings register the
 scripted ``fake/`` models of tests/support/fake_models.py).
+
+Every way a model is built passes the endpoint policy (:mod:`training.services.endpoints`):
+a form's model (``make_language_model``) and every model found in a stored or uploaded
+program document (``check_model_config``, called by the document walk the worker's load and
+the import share), so an imported program cannot send the server's keys elsewhere, nor carry
+a test fake into production.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import training.engine as synalinks
 from training.engine.litellm_loader import get_litellm
+from training.engine.saving import get_registered_object
+from training.services import endpoints
 
 
 class ModelStringError(ValueError):
@@ -72,6 +81,53 @@ def check_provider(model: str, kind: str = "model") -> None:
         )
 
 
+def allowed_api_bases() -> tuple[endpoints.Endpoint, ...]:
+    """``TRAINBOARD_ALLOWED_API_BASES``: the Django setting, else the environment variable."""
+    from django.conf import settings
+
+    value = getattr(settings, endpoints.SETTING, None)
+    if value is None:
+        value = os.environ.get(endpoints.SETTING, "")
+    return endpoints.parse_allowed(value)
+
+
+def check_endpoint(api_base: str | None) -> None:
+    """ModelStringError unless requests may be sent to ``api_base`` (see ``endpoints``)."""
+    try:
+        endpoints.check_api_base(api_base, allowed_api_bases())
+    except endpoints.EndpointRefused as exc:
+        raise ModelStringError(str(exc)) from None
+
+
+#: The engine classes a stored or uploaded document may name for each kind of model.
+ENGINE_CLASSES = {
+    "language_model": synalinks.LanguageModel,
+    "embedding_model": synalinks.EmbeddingModel,
+}
+
+
+def check_model_config(class_name: str, config: dict, kind: str) -> None:
+    """ModelStringError unless a model found in a program document may be built here.
+
+    Its class must be the engine's own (a test fake or any other subclass only for a
+    registered provider's model strings), its provider one litellm knows, and its
+    ``api_base`` one the endpoint policy allows.
+    """
+    model = str(config.get("model") or "")
+    if _registered(model) is None:
+        try:
+            cls = get_registered_object(str(class_name))
+        except ValueError:
+            cls = None
+        if cls is not ENGINE_CLASSES[kind]:
+            raise ModelStringError(
+                f"{kind.replace('_', ' ')} {model!r}: class {class_name!r} is not allowed in a "
+                f"program here (only {ENGINE_CLASSES[kind].__name__})"
+            )
+        check_provider(model, kind.replace("_", " "))
+    check_endpoint(config.get("api_base"))
+
+
 def make_language_model(
     model: str, temperature: float = 0.0, api_base: str = "", max_tokens: int | None = None
 ) -> Any:
@@ -79,6 +135,7 @@ def make_language_model(
     model = (model or "").strip()
     if not model:
         raise ModelStringError("a model string is required, e.g. local/smollm2")
+    check_endpoint(api_base)
     provider = _registered(model)
     if provider is not None:
         return provider.language_model(

@@ -26,7 +26,7 @@ from core.bounded_json import (
 from training.engine.data_model import create_data_model
 from training.engine.saving import get_registered_object
 from training.models import Program
-from training.services.lm import ModelStringError, make_language_model
+from training.services.lm import ModelStringError, check_model_config, make_language_model
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
@@ -138,9 +138,10 @@ def sanitize_engine_json(document: Any) -> Any:
     directory (``"disk:/any/path"``, created by the web process or the worker) or any
     Redis host. Every language/embedding model config found anywhere in the document
     (program modules, compile section, judges) gets ``cache`` False and its timeout,
-    retries, concurrency and backoff clamped to ``MODEL_LIMITS``. Every path that builds an
-    engine program from stored or uploaded JSON goes through here (``program_from_json``
-    and the worker's load).
+    retries, concurrency and backoff clamped to ``MODEL_LIMITS``, and must pass
+    ``lm.check_model_config`` (the engine's own class, a known provider, an allowed
+    ``api_base``): ProgramError otherwise. Every path that builds an engine program from
+    stored or uploaded JSON goes through here (``program_from_json`` and the worker's load).
     """
     document = copy.deepcopy(document)
 
@@ -148,6 +149,10 @@ def sanitize_engine_json(document: Any) -> Any:
         if isinstance(node, dict):
             kind = _model_kind(key, node)
             if kind:
+                try:
+                    check_model_config(str(node.get("class_name", "")), node["config"], kind)
+                except ModelStringError as exc:
+                    raise ProgramError(str(exc)) from None
                 _sanitize_model_config(node["config"], kind == "language_model")
             for child_key, child in node.items():
                 walk(child, child_key)
@@ -163,8 +168,9 @@ def program_from_json(document: Any) -> Any:
     """Load an engine program from its JSON document; ProgramError with the reason if not.
 
     The document is sanitised first (see ``sanitize_engine_json``)."""
+    document = sanitize_engine_json(document)  # its ProgramError says which model is refused
     try:
-        return synalinks.Program.from_config(sanitize_engine_json(document), compile=False)
+        return synalinks.Program.from_config(document, compile=False)
     except Exception as exc:  # the engine raises several types; all mean "not loadable"
         raise ProgramError(f"not a program saved by program.save(): {exc}") from None
 
