@@ -688,8 +688,7 @@ class Trainer:
 
 
 def _first_error(tasks: list[asyncio.Future]) -> BaseException | None:
-    """The exception of the first finished, not cancelled task that raised one."""
-    for task in tasks:
-        if task.done() and not task.cancelled() and task.exception() is not None:
-            return task.exception()
-    return None
+    """The exception of the first finished, not cancelled task that raised one (every
+    finished task's exception is read, so none is logged as "never retrieved")."""
+    errors = [task.exception() for task in tasks if task.done() and not task.cancelled()]
+    return next((error for error in errors if error is not None), None)
