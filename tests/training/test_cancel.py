@@ -3,12 +3,16 @@ and leaves a finished run alone."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from django.db import connection
 
 from training.models import Run
 from training.services import execution, run_state, runs
 
-from .conftest import run_config
+from .conftest import make_program, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,3 +49,40 @@ def test_cancel_leaves_a_finished_run_alone(user, program, demo_dataset):
     runs.request_cancel(run)
     run.refresh_from_db()
     assert run.status == Run.SUCCEEDED and not run.cancel_requested
+
+
+def _press_cancel_after(seconds: float, run_id: int) -> threading.Thread:
+    """Cancel as the view does, from another thread, while the worker runs."""
+
+    def press():
+        time.sleep(seconds)
+        runs.request_cancel(Run.objects.get(pk=run_id))
+        connection.close()
+
+    thread = threading.Thread(target=press, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "phase, overrides",
+    [
+        ("before evaluation", {"evaluations_before": 1}),
+        ("training", {"evaluations_before": 0}),
+    ],
+)
+def test_cancel_interrupts_calls_in_flight_in_every_phase(user, demo_dataset, phase, overrides):
+    """Each LM call takes 60 s: cancel must not wait for a batch (or an evaluation) to end."""
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=60")
+    run = Run.objects.create(
+        owner=user, program=program, dataset=demo_dataset, config=run_config(**overrides)
+    )
+    presser = _press_cancel_after(1.5, run.pk)
+    started = time.perf_counter()
+    assert execution.execute(run.pk, run.attempt) == Run.CANCELLED, phase
+    elapsed = time.perf_counter() - started
+    presser.join()
+    assert elapsed < 1.5 + execution.CANCEL_CHECK_SECONDS + 3.0, phase
+    run.refresh_from_db()
+    assert run.status == Run.CANCELLED and run.evaluations.count() == 0
+    assert run.epoch_logs.count() == 0

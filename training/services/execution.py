@@ -39,6 +39,9 @@ from training.services.programs import (
 from training.services.run_config import build_metrics, build_optimizer, build_reward
 
 logger = logging.getLogger(__name__)
+#: How often a running attempt looks for its run's Cancel (seconds): pressed, the program is
+#: interrupted at once (``program.interrupt()``: pending predictions dropped, in every phase).
+CANCEL_CHECK_SECONDS = 1.0
 cancel_requested = sync_to_async(run_state.cancel_requested)
 results = sync_to_async(persistence.results)
 
@@ -132,6 +135,31 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
     if state:
         optimizer.set_state(state)
     program.compile(reward=build_reward(config), optimizer=optimizer, metrics=build_metrics(config))
+
+    watch = asyncio.ensure_future(_interrupt_on_cancel(run.pk, program, superseded))
+    try:
+        return await _phases(run, data, program, superseded)
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+
+
+async def _interrupt_on_cancel(
+    run_id: int, program: Any, superseded: threading.Event | None
+) -> None:
+    """Interrupt ``program`` as soon as the run is cancelled (or no longer this attempt's)."""
+    while not program.interrupted:
+        if (superseded is not None and superseded.is_set()) or await cancel_requested(run_id):
+            program.interrupt()
+            return
+        await asyncio.sleep(CANCEL_CHECK_SECONDS)
+
+
+async def _phases(
+    run: Run, data: dict, program: Any, superseded: threading.Event | None
+) -> tuple[str, dict[str, Any]]:
+    """Before-evaluations, fit, after-evaluations; CANCELLED as soon as one is interrupted."""
+    config = data["config"]
     input_model, target_model = _data_models(program, data["dataset"])
     x_train, y_train = _to_models(*data["train"], input_model, target_model)
     x_test, y_test = _to_models(*data["test"], input_model, target_model)
@@ -160,6 +188,8 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
                     logs = await program.evaluate(
                         x_test, y_test, batch_size=batch_size, callbacks=[per_example]
                     )
+                if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
+                    return False
                 stored = await sync_to_async(persistence.store_evaluation)(
                     run.pk,
                     run.attempt,
@@ -191,7 +221,12 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
             initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
             seed=int(config["seed"]),
         )
-        if callback.cancelled or callback.superseded.is_set() or await cancel_requested(run.pk):
+        if (
+            program.interrupted
+            or callback.cancelled
+            or callback.superseded.is_set()
+            or await cancel_requested(run.pk)
+        ):
             return Run.CANCELLED, await results(run.pk, program, callback)
         if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
             return Run.CANCELLED, await results(run.pk, program, callback)
