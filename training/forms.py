@@ -237,6 +237,10 @@ class RunForm(forms.Form):
         except program_services.ProgramError as exc:
             self.add_error("program", str(exc))
             return data
+        missing = program_services.missing_keys(engine_program)
+        if missing:
+            self.add_error("program", missing)
+            return data
         problems = program_services.check_compatible(
             engine_program, dataset.input_names, dataset.target_names
         )

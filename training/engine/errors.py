@@ -18,6 +18,8 @@ tests need to import litellm.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 
 
 class LanguageModelError(RuntimeError):
@@ -91,13 +93,50 @@ _CONNECTION_TEXT = (
 )
 
 
+#: What providers say when no key was given at all (OpenAI's client raises it as a 500):
+#: nothing works until the configuration changes, so it is never retried.
+_MISSING_CREDENTIALS_TEXT = ("missing credentials", "api_key client option must be set")
+
+#: Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``…).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
+_SECRET_PATTERNS = (
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),  # OpenAI/Anthropic-style keys
+    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-]{8,}"),
+    re.compile(r"(?i)\b(api[_-]?key|x-api-key|token)([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"),
+)
+REDACTED = "[redacted]"
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable that holds a secret (``OPENAI_API_KEY``, ``HF_TOKEN``…)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact(text: str) -> str:
+    """``text`` with secrets replaced by ``[redacted]``: the values of the environment's key,
+    token and secret variables, and anything shaped like a key (``sk-…``, ``Bearer …``,
+    ``api_key=…``). Every message an LM error carries goes through here."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and is_secret_name(name) and value in text:
+            text = text.replace(value, REDACTED)
+    text = _SECRET_PATTERNS[0].sub(REDACTED, text)
+    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _SECRET_PATTERNS[2].sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def is_missing_credentials(exc: BaseException) -> bool:
+    """The provider's client had no API key at all."""
+    text = str(exc).lower()
+    return any(marker in text for marker in _MISSING_CREDENTIALS_TEXT)
+
+
 def _type_names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
 def is_non_transient(exc: BaseException) -> bool:
     """Errors that retrying cannot fix: the same request fails the same way."""
-    if _type_names(exc) & NON_TRANSIENT_TYPES:
+    if _type_names(exc) & NON_TRANSIENT_TYPES or is_missing_credentials(exc):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and status in NON_TRANSIENT_STATUS
@@ -132,12 +171,12 @@ def is_connection_error(exc: BaseException) -> bool:
 
 def short_message(exc: BaseException) -> str:
     """One line, at most 300 characters (what usage records and short errors carry)."""
-    text = str(exc).strip().replace("\n", " ")
+    text = redact(str(exc).strip().replace("\n", " "))
     return text[:300] or type(exc).__name__
 
 
 def _long(exc: BaseException, limit: int = 600) -> str:
-    text = " ".join(str(exc).split())
+    text = redact(" ".join(str(exc).split()))
     return text[:limit] or type(exc).__name__
 
 
@@ -174,7 +213,12 @@ def call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelEr
             f"{where}: litellm does not know this model's provider ({kind}, not retried). "
             f"litellm says: {_long(exc)} -- {_local_models_hint()}"
         )
-    if "AuthenticationError" in names or "PermissionDeniedError" in names or status in (401, 403):
+    if (
+        "AuthenticationError" in names
+        or "PermissionDeniedError" in names
+        or status in (401, 403)
+        or is_missing_credentials(exc)
+    ):
         return LanguageModelConfigError(
             f"{where}: the provider refused the credentials ({kind}, not retried). Set the "
             f"provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY). "

@@ -1,7 +1,10 @@
 """Trainer: compile / predict / evaluate / fit, mixed into Program.
 
 - Predictions of a batch run concurrently; one that fails (LM error after retries, output that
-  never parses) becomes ``None`` and is counted — it never crashes the batch. An unreachable LM
+  never parses) becomes ``None`` and is counted — it never crashes the batch. The program
+  keeps running totals: ``predictions`` (finished), ``failed_predictions``, and
+  ``prediction_errors`` (each distinct message, secrets redacted, with its count, in the
+  order first seen) — what a caller needs to say "N of M failed, because…". An unreachable LM
   stops everything with an error naming the model and its address.
 - During ``fit`` (and the evaluations it runs) predictions are memoised by (variables hash,
   input JSON) when every generator is deterministic (temperature 0): the same variables on the
@@ -43,7 +46,11 @@ from training.engine.data_adapter import (
     prepare_fit_data,
 )
 from training.engine.epoch_iterator import EpochIterator
-from training.engine.errors import LanguageModelConfigError, LanguageModelUnreachable
+from training.engine.errors import (
+    LanguageModelConfigError,
+    LanguageModelUnreachable,
+    short_message,
+)
 from training.engine.history import History
 from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
@@ -76,7 +83,9 @@ class Trainer:
         self.stop_training = False
         self.interrupted = False
         self._memo: dict | None = None
+        self.predictions = 0
         self.failed_predictions = 0
+        self.prediction_errors: dict[str, int] = {}
         self.last_failures = 0
         self._judge_failures = JudgeFailureRecorder()
 
@@ -195,6 +204,8 @@ class Trainer:
             raise  # every call would fail the same way: stop, don't count each one
         except Exception as exc:  # counted failed prediction, never a crashed batch
             logger.warning("%s: prediction failed: %s", self.name, exc)
+            message = short_message(exc)
+            self.prediction_errors[message] = self.prediction_errors.get(message, 0) + 1
             output, failed = None, True
         finally:
             if token is not None:
@@ -245,6 +256,7 @@ class Trainer:
             outputs.append(output)
             traces.append(trace)
             failures += int(failed)
+        self.predictions += len(outputs)
         self.failed_predictions += failures
         return outputs, traces, failures
 

@@ -26,7 +26,7 @@ from datasets.services import get_split
 from training import conf
 from training.engine.data_model import create_data_model
 from training.models import Evaluation, Run
-from training.services import live, persistence, run_state, traces
+from training.services import live, persistence, prediction_failures, run_state, traces
 from training.services.heartbeat import Heartbeat, close_connection
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
@@ -43,7 +43,15 @@ logger = logging.getLogger(__name__)
 #: interrupted at once (``program.interrupt()``: pending predictions dropped, in every phase).
 CANCEL_CHECK_SECONDS = 1.0
 cancel_requested = sync_to_async(run_state.cancel_requested)
-results = sync_to_async(persistence.results)
+_results = sync_to_async(persistence.results)
+
+
+async def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[str, Any]:
+    """The final fields of an attempt, its usage holding how many predictions it made and
+    why the failed ones failed (``prediction_failures.usage_fields``)."""
+    fields = await _results(run_id, program, callback)
+    fields["usage"].update(prediction_failures.usage_fields(program, callback.base_usage))
+    return fields
 
 
 def execute(run_id: int, attempt: int, worker: str = "") -> str:
@@ -158,7 +166,8 @@ async def _interrupt_on_cancel(
 async def _phases(
     run: Run, data: dict, program: Any, superseded: threading.Event | None
 ) -> tuple[str, dict[str, Any]]:
-    """Before-evaluations, fit, after-evaluations; CANCELLED as soon as one is interrupted."""
+    """Before-evaluations, fit, after-evaluations; CANCELLED as soon as one is interrupted,
+    FAILED as soon as one made predictions that all failed (``prediction_failures``)."""
     config = data["config"]
     input_model, target_model = _data_models(program, data["dataset"])
     x_train, y_train = _to_models(*data["train"], input_model, target_model)
@@ -170,9 +179,11 @@ async def _phases(
             run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
         )
         callback.set_program(program)
+        failed_epochs = prediction_failures.AllFailedEpochs()
+        failure: list[str] = []  # the error of an evaluation whose predictions all failed
 
         async def evaluations(phase: str, count: int) -> bool:
-            """Run the missing evaluations of a phase; False if cancelled meanwhile."""
+            """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
             for index in range(count):
                 if (phase, index) in data["done_evaluations"]:
                     continue
@@ -183,12 +194,19 @@ async def _phases(
                 )
                 await live.send_parts(data["group"], labelled, ("status", "progress"))
                 failed_before = program.failed_predictions
+                mark = prediction_failures.Mark.of(program)
                 per_example = synalinks.callbacks.ExampleRewards()
                 with traces.evaluation_context(phase):
                     logs = await program.evaluate(
                         x_test, y_test, batch_size=batch_size, callbacks=[per_example]
                     )
                 if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
+                    return False
+                error = prediction_failures.all_failed(
+                    program, mark, f"the {phase}-training evaluation {index + 1}"
+                )
+                if error is not None:
+                    failure.append(error)
                     return False
                 stored = await sync_to_async(persistence.store_evaluation)(
                     run.pk,
@@ -207,7 +225,7 @@ async def _phases(
             return True
 
         if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):
-            return Run.CANCELLED, await results(run.pk, program, callback)
+            return _stopped(failure, await results(run.pk, program, callback))
         if not x_train:
             raise ValueError(f"dataset {data['dataset'].name!r} has no training rows")
         await program.fit(
@@ -217,7 +235,7 @@ async def _phases(
             epochs=int(config["epochs"]),
             batch_size=batch_size,
             shuffle=bool(config["shuffle"]),
-            callbacks=[callback],
+            callbacks=[callback, failed_epochs],
             initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
             seed=int(config["seed"]),
         )
@@ -228,12 +246,20 @@ async def _phases(
             or await cancel_requested(run.pk)
         ):
             return Run.CANCELLED, await results(run.pk, program, callback)
+        if failed_epochs.error is not None:
+            return _stopped([failed_epochs.error], await results(run.pk, program, callback))
         if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
-            return Run.CANCELLED, await results(run.pk, program, callback)
-        fields = await results(run.pk, program, callback)
-        fields["samples"] = await _samples(program, x_test, y_test)
-        fields.update(callback.usage_fields())
-        return Run.SUCCEEDED, fields
+            return _stopped(failure, await results(run.pk, program, callback))
+        samples = await _samples(program, x_test, y_test)
+        fields = await results(run.pk, program, callback)  # the samples' calls counted too
+        return Run.SUCCEEDED, {**fields, "samples": samples}
+
+
+def _stopped(failure: list[str], fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """FAILED with the error of a phase whose predictions all failed, else CANCELLED."""
+    if failure:
+        return Run.FAILED, {**fields, "error": failure[0]}
+    return Run.CANCELLED, fields
 
 
 async def _samples(program: Any, x: list, y: list) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import training.engine as synalinks
+from training.engine.errors import is_secret_name
 from training.engine.litellm_loader import get_litellm
 from training.engine.saving import get_registered_object
 from training.services import endpoints
@@ -126,6 +127,28 @@ def check_model_config(class_name: str, config: dict, kind: str) -> None:
             )
         check_provider(model, kind.replace("_", " "))
     check_endpoint(config.get("api_base"))
+
+
+def missing_keys(model: str, api_base: str | None = None) -> list[str]:
+    """The provider key variables ``model`` needs that the server's environment lacks.
+
+    Empty when the model names its own ``api_base`` (its endpoint decides), for ``local/`` and
+    registered providers, and for providers litellm knows no key for. Only secret variables
+    count (``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``…): an unset ``OLLAMA_API_BASE`` has
+    a default.
+    """
+    model = (model or "").strip()
+    if (api_base or "").strip() or "/" not in model:
+        return []
+    if model.split("/", 1)[0] == "local" or _registered(model) is not None:
+        return []
+    try:
+        report = get_litellm().validate_environment(model=model)
+    except Exception:  # a provider litellm cannot inspect: the run's first call will tell
+        return []
+    if report.get("keys_in_environment"):
+        return []
+    return [name for name in report.get("missing_keys") or [] if is_secret_name(name)]
 
 
 def make_language_model(

@@ -27,6 +27,7 @@ from training.engine.data_model import create_data_model
 from training.engine.saving import get_registered_object
 from training.models import Program
 from training.services.lm import ModelStringError, check_model_config, make_language_model
+from training.services.lm import missing_keys as lm_missing_keys
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
@@ -205,6 +206,23 @@ def parse_import(raw: bytes) -> tuple[dict, dict]:
     if where is not None:  # e.g. "nan" given for a number: no JSON column stores NaN
         raise ProgramError(f"{where} is not a finite number")
     return config, summarize(program)
+
+
+def missing_keys(program: Any) -> str | None:
+    """What a launch must refuse: a model of ``program`` whose provider key the server's
+    environment lacks (``lm.missing_keys``), named with the variable; None when all are set."""
+    for module in program.modules:
+        model = getattr(module, "language_model", None)
+        if model is None:
+            continue
+        names = lm_missing_keys(model.model, getattr(model, "api_base", None))
+        if names:
+            return (
+                f"model {model.model!r} needs {' or '.join(names)} in the server's environment, "
+                "which is not set: ask the administrator to set it, or give the program its own "
+                "API base"
+            )
+    return None
 
 
 def first_generator(program: Any) -> Any | None:
