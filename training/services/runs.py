@@ -22,7 +22,8 @@ def launch(owner, program: Program, dataset, config: dict[str, Any]) -> Run:
 
 
 def request_cancel(run: Run) -> Run:
-    """Queued: cancelled at once. Running: the worker stops after the current batch.
+    """Queued: cancelled at once. Running: the worker interrupts the run within about a second
+    (``execution.CANCEL_CHECK_SECONDS``, then ``program.interrupt()``), in every phase.
 
     Decided by the database, not by ``run.status`` as the view read it: a worker may claim
     the run (queued → running) in between. The flag is set for either state in one update,

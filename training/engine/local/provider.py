@@ -20,6 +20,7 @@ from litellm.llms.custom_llm import CustomLLMError
 
 from training.engine.local import minilm, smollm2
 from training.engine.local.errors import LocalModelError, unknown_model
+from training.engine.retry import semaphore
 
 PROVIDER = "local"
 CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}
@@ -143,7 +144,11 @@ class LocalProvider(CustomLLM):
         return _fill_model_response(model_response, result)
 
     async def acompletion(self, model, messages, model_response, optional_params, **_unused):
-        result = await asyncio.to_thread(_run_chat, model, messages, optional_params)
+        # Wait for a free Llama instance here, where the wait can be cancelled, not in the
+        # worker thread (the pool's queue), where it cannot: an interrupted run would leave
+        # every queued call to generate to its end before the worker is free.
+        async with semaphore(("local-chat-instances",), smollm2.instance_count()):
+            result = await asyncio.to_thread(_run_chat, model, messages, optional_params)
         return _fill_model_response(model_response, result)
 
     def embedding(self, model, input, model_response, **_unused):

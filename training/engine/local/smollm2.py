@@ -90,6 +90,11 @@ def _settings() -> tuple[int, int, int]:
     return instances, max(1, cores // instances), n_ctx
 
 
+def instance_count() -> int:
+    """How many Llama instances the pool holds (calls that can generate at once)."""
+    return _settings()[0]
+
+
 def _get_pool() -> queue.SimpleQueue:
     """The process-wide pool of idle Llama objects, filled on first call (under a lock).
 
