@@ -26,9 +26,7 @@ async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch):
     monkeypatch.setattr(provider, "_fill_model_response", lambda response, result: result)
     monkeypatch.setattr(smollm2, "instance_count", lambda: 1)
     handler = provider.LocalProvider()
-    calls = [
-        asyncio.ensure_future(handler.acompletion("smollm2", [], None, {})) for _ in range(4)
-    ]
+    calls = [asyncio.ensure_future(handler.acompletion("smollm2", [], None, {})) for _ in range(4)]
     await asyncio.sleep(0.1)
     for call in calls:
         call.cancel()
