@@ -13,6 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.urls import reverse
 
 import training.engine as synalinks
 from training.engine.data_model import create_data_model
@@ -182,3 +183,17 @@ def test_an_imported_program_cannot_carry_a_test_fake_under_a_real_model_name(de
     document = program_document(demo_dataset, fake)
     with pytest.raises(ProgramError, match="class 'synalinks>FakeLanguageModel' is not allowed"):
         program_from_json(document)
+
+
+def test_a_stored_program_whose_api_base_is_refused_still_has_its_page(
+    user, demo_dataset, client, settings
+):
+    settings.TRAINBOARD_ALLOWED_API_BASES = ""
+    lm = synalinks.LanguageModel(model="openai/gpt-4o-mini", api_base="http://10.1.2.3:8000/v1")
+    program = stored_program(user, demo_dataset, lm)
+    client.force_login(user)
+    response = client.get(reverse("training:program-detail", args=[program.pk]))
+    assert response.status_code == 200
+    assert "This program cannot run here: api_base &#x27;http://10.1.2.3:8000/v1&#x27;" in (
+        response.content.decode()
+    )

@@ -64,17 +64,15 @@ def program_import(request):
 @require_GET
 def program_detail(request, pk: int):
     program = selectors.owned_program(request.user, pk)
-    engine_program = program_services.program_from_json(program.engine_json)
-    return render(
-        request,
-        "training/program_detail.html",
-        {
-            "program": program,
-            "summary": engine_program.summary(print_fn=None),
-            "variables": engine_program.get_variables(),
-            "runs": selectors.runs_of_program(program),
-        },
-    )
+    context = {"program": program, "runs": selectors.runs_of_program(program)}
+    try:
+        engine_program = program_services.program_from_json(program.engine_json)
+    except program_services.ProgramError as exc:  # e.g. its api_base is no longer allowed
+        context["problem"] = str(exc)
+    else:
+        context["summary"] = engine_program.summary(print_fn=None)
+        context["variables"] = engine_program.get_variables()
+    return render(request, "training/program_detail.html", context)
 
 
 @require_GET
