@@ -18,8 +18,8 @@ tests need to import litellm.
 from __future__ import annotations
 
 import asyncio
-import os
-import re
+
+from training.engine.redaction import redact
 
 
 class LanguageModelError(RuntimeError):
@@ -96,32 +96,6 @@ _CONNECTION_TEXT = (
 #: What providers say when no key was given at all (OpenAI's client raises it as a 500):
 #: nothing works until the configuration changes, so it is never retried.
 _MISSING_CREDENTIALS_TEXT = ("missing credentials", "api_key client option must be set")
-
-#: Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``…).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
-_SECRET_PATTERNS = (
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),  # OpenAI/Anthropic-style keys
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-]{8,}"),
-    re.compile(r"(?i)\b(api[_-]?key|x-api-key|token)([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}"),
-)
-REDACTED = "[redacted]"
-
-
-def is_secret_name(name: str) -> bool:
-    """An environment variable that holds a secret (``OPENAI_API_KEY``, ``HF_TOKEN``…)."""
-    return bool(_SECRET_NAME.search(name))
-
-
-def redact(text: str) -> str:
-    """``text`` with secrets replaced by ``[redacted]``: the values of the environment's key,
-    token and secret variables, and anything shaped like a key (``sk-…``, ``Bearer …``,
-    ``api_key=…``). Every message an LM error carries goes through here."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and is_secret_name(name) and value in text:
-            text = text.replace(value, REDACTED)
-    text = _SECRET_PATTERNS[0].sub(REDACTED, text)
-    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    return _SECRET_PATTERNS[2].sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 def is_missing_credentials(exc: BaseException) -> bool:

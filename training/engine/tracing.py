@@ -13,7 +13,8 @@ Every record is bounded and scrubbed before anyone sees it: each text is cut to 
 characters, a recorder keeps at most ``max_calls`` records (later ones are counted in
 ``dropped``), messages keep only their role and content, and anything that looks like a
 secret (an API key, an ``Authorization``/``Bearer`` header, a ``key=...`` pair) is replaced by
-``[REDACTED]``. The API key and headers a provider request carries are never recorded at all.
+``[redacted]`` (``redaction.redact``, the same rule LM error messages go through). The API
+key and headers a provider request carries are never recorded at all.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from training.engine.redaction import REDACTED, redact  # noqa: F401  (re-exported)
 
 #: Why a call was made.
 ROLES = ("prediction", "mutation", "crossover", "judge", "embedding")
@@ -37,46 +39,9 @@ DEFAULT_MAX_CHARS = 4000
 #: At most this many texts of one embedding request are kept.
 MAX_EMBEDDING_TEXTS = 16
 #: What replaces a secret.
-REDACTED = "[REDACTED]"
 
 _CONTEXT_FIELDS = ("role", "candidate_id", "example_index", "split", "phase", "epoch")
 _CONTEXT_FIELD_SET = frozenset(_CONTEXT_FIELDS)
-
-_SECRET_PATTERNS = (
-    # Authorization: Bearer <token> / Basic <token>
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
-    # key=value, "api_key": "value", Authorization: value, x-api-key: value ...
-    re.compile(
-        r"(?i)((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret|password)"
-        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}"
-    ),
-    # Well-known key shapes: OpenAI/Anthropic (sk-...), Google (AIza...), AWS, GitHub, HF.
-    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
-)
-
-
-# Words one of the patterns needs (lower case): a text holding none of them (most texts) is
-# returned as it is after one scan, without running the patterns.
-_SECRET_HINT = re.compile(
-    r"bearer|basic|key|authoriz|token|secret|password|k-|aiza|akia|hf_|gh[pousr]_"
-)
-
-
-def redact(text: str) -> str:
-    """``text`` with everything that looks like a secret replaced by ``[REDACTED]``."""
-    if not text:
-        return text
-    if not _SECRET_HINT.search(text.lower()):
-        return text
-    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}{REDACTED}", text)
-    for pattern in _SECRET_PATTERNS[2:]:
-        text = pattern.sub(REDACTED, text)
-    return text
 
 
 def clean_text(text: str, max_chars: int) -> str:
