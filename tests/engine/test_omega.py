@@ -294,7 +294,7 @@ async def test_examples_only_variable_evolves_by_few_shot():
     optimizer.attach(None, None, scorer)
     await optimizer.score_pending()
     optimizer.add_candidate(variable, variable.value, "seed", reward=0.0)["status"] = "scored"
-    candidate = await optimizer.evolve(optimizer.plan([]))
+    candidate = await optimizer.evolve(variable, [])
     assert candidate["operation"] == "few_shot" and candidate["reward"] == 1.0
     assert optimizer.language_model.calls == 0
 

@@ -56,7 +56,6 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
-from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
 
@@ -568,9 +567,9 @@ class Trainer:
         split = "validation" if self.history.params.get("validation_samples") else "train"
 
         async def scorer(values: dict[str, dict]) -> float:
-            # Scoped to this task: candidates can be scored concurrently with each other and
-            # with the fit's own predictions.
-            with assigned(self.variables, values):
+            saved = self.get_variables()
+            try:
+                self.set_variables(values, partial=True)
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
                     with tracing.trace_context(split=split):
@@ -581,6 +580,8 @@ class Trainer:
                         await self._rewards(score_targets[start : start + batch_size], outputs)
                     )
                 return _mean(rewards)
+            finally:
+                self.set_variables(saved)
 
         return scorer
 

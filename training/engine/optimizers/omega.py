@@ -3,29 +3,22 @@
 How a fit goes (the hooks of :class:`Optimizer`):
 
 - ``on_train_begin``: the starting variables become the seed candidates.
-- every batch (``on_batch_end``): one step is *planned* at once, in batch order — pick a
-  variable (p ∝ exp(−its population's mean reward)), pick parent(s) (``selection``) from this
-  generation (the population as the epoch's first batch ended), choose crossover of two parents
-  with probability ``merging_rate × epoch`` (falls back to mutation with fewer than two
-  candidates) or mutation, sample the fresh examples (``few_shot_learning``) and reserve the
-  candidate's id — so a seeded fit makes the same choices whatever order steps finish in. The
-  step then runs in the background: the LM call (a ChainOfThought that reasons on the batch —
-  inputs, predictions, ground truth, rewards — and the variable's description, and emits a
-  value constrained to the variable's JSON schema, see ``mutation.py``) and the scoring on the
-  validation data, with the candidate's value assigned for that task only
-  (``variables.assigned``). Fit meanwhile predicts the next batch: up to the LM's
-  ``max_concurrency`` steps, the next batch's predictions and the candidates' scoring share
-  the model at once, and nothing waits that need not. A failed LM call is logged, reported as
-  an ``optimizer_error`` event and skipped.
+- every batch (``on_batch_end``): pick a variable (p ∝ exp(−its population's mean reward)),
+  pick parent(s) from its population (``selection``), and make one new candidate — a crossover
+  of two parents with probability ``merging_rate × epoch`` (falls back to mutation with fewer
+  than two candidates), else a mutation. Both are ChainOfThought programs that reason on the
+  batch (inputs, predictions, ground truth, rewards) and the variable's description, and emit a
+  value constrained to the variable's JSON schema (see ``mutation.py``). With
+  ``few_shot_learning`` the new value also gets freshly sampled examples. The candidate is
+  scored on the validation data at once, so the next batch can already build on it. A failed
+  LM call is logged, reported as an ``optimizer_error`` event and skipped.
 - ``on_epoch_end``: the competition. ``algorithm="dns"``: Dominated Novelty Search over each
   variable's population (``dns.py``); distances are cosine distances between candidate
   embeddings, each distinct value embedded once (cached by content hash) and all pairs computed
   in one numpy operation, or a custom async ``distance_function``. ``algorithm="ga"``: the top
   ``population_size`` by reward. Every competitor is emitted as ``kept`` or ``dropped``; each
-  variable is then assigned its champion: the seed unless a candidate beats it by more than a
-  tie (``selection.champion``), and a ``selection`` event says how many candidates beat it.
-  (All of the epoch's steps are awaited first.)
-- ``on_train_end``: the champions are assigned and emitted as ``best``.
+  variable is then assigned its best candidate.
+- ``on_train_end``: the best candidates are assigned and emitted as ``best``.
 
 Construction refuses the guide's pitfalls with clear errors (see ``__init__``).
 """
@@ -75,12 +68,6 @@ def _is_async_callable(function: Any) -> bool:
         return True
     call = getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _creation_order(candidate: dict[str, Any]) -> int:
-    """Candidates' ids are ``c<n>`` in the order they were planned (see ``plan``)."""
-    digits = str(candidate.get("id", ""))[1:]
-    return int(digits) if digits.isdigit() else 0
 
 
 def _embedding_key(value: Any) -> str:
@@ -183,8 +170,6 @@ class OMEGA(Optimizer):
         self.texts_embedded = 0
         #: Measurements of the last competitions (bench/omega.py reads them).
         self.competition_stats: list[dict[str, Any]] = []
-        self._parents: dict[str, list[dict[str, Any]]] | None = None
-        self._in_flight: list[asyncio.Future] = []
 
     # -- population ------------------------------------------------------------------------
     @staticmethod
@@ -219,121 +204,60 @@ class OMEGA(Optimizer):
         return self.few_shot_learning and "examples" in variable.value
 
     # -- hooks -----------------------------------------------------------------------------
-    async def on_epoch_begin(self, epoch: int) -> None:
-        await super().on_epoch_begin(epoch)
-        self._parents = None  # this generation's parents: taken at its first batch
-
     async def on_batch_end(
         self, batch: int, x: Any, y: Any, y_pred: Any, rewards: list[float]
     ) -> None:
         await super().on_batch_end(batch, x, y, y_pred, rewards)
         await self.score_pending()  # the seeds, on the first batch
-        if self._parents is None:
-            self._parents = {v.name: self.population(v) for v in self.trainable_variables}
-        plan = self.plan(batch_report(x, y, y_pred, rewards))
-        if plan is not None:
-            await self._launch(self.evolve(plan))
-
-    async def on_epoch_end(self, epoch: int) -> None:
-        await self.drain()
-        await super().on_epoch_end(epoch)
-
-    async def on_train_end(self) -> None:
-        await self.drain()  # a fit stopped mid-epoch
-        await super().on_train_end()
-
-    # -- one step: plan (now, in batch order), evolve and score (concurrently) --------------
-    def plan(self, batch: list[dict]) -> dict[str, Any] | None:
-        """Every random choice of one step, made at once so a seeded fit is reproducible
-        whatever order concurrent steps finish in: the variable, the operation, the parent(s)
-        (from this generation: the population as the epoch's first batch ended), the fresh
-        examples and the new candidate's id."""
-        parents_of = self._parents
-        if parents_of is None:  # outside fit: the population as it is now
-            parents_of = {v.name: self.population(v) for v in self.trainable_variables}
         candidates = [
-            v for v in self.trainable_variables if self.evolvable(v) and parents_of.get(v.name)
+            v for v in self.trainable_variables if self.evolvable(v) and self.population(v)
         ]
         if not candidates:
-            return None
-        averages = [sel.mean([c["reward"] for c in parents_of[v.name]]) for v in candidates]
-        variable = candidates[sel.select_variable(averages, self.rng)]
-        population = parents_of[variable.name]
+            return
+        index = sel.select_variable([self.average_reward(v) for v in candidates], self.rng)
+        await self.evolve(candidates[index], batch_report(x, y, y_pred, rewards))
+
+    async def evolve(self, variable: Variable, batch: list[dict]) -> dict[str, Any] | None:
+        """Make, score and return one new candidate for ``variable`` (None when skipped)."""
+        population = self.population(variable)
         rewards = [c["reward"] for c in population]
+        evolver = self.evolver(variable)
         operation = "mutation"
         if len(population) >= 2 and self.rng.random() < sel.crossover_probability(
             self.merging_rate, self.epoch
         ):
             operation = "crossover"
+        if operation == "crossover":
             picks = sel.select_indices(
                 rewards, 2, self.selection, self.selection_temperature, self.rng
             )
+            parents = [population[i] for i in picks]
         else:
-            picks = [
-                sel.select_index(rewards, self.selection, self.selection_temperature, self.rng)
+            parents = [
+                population[
+                    sel.select_index(rewards, self.selection, self.selection_temperature, self.rng)
+                ]
             ]
-        parents = [population[i] for i in picks]
-        examples = None
-        if self.few_shot_learning and "examples" in parents[0]["value"]:
-            examples = self.sample_examples(variable.name)
-        if not self.evolver(variable).editable and operation == "mutation":
-            operation = "few_shot"
-        return {
-            "variable": variable,
-            "operation": operation,
-            "parents": parents,
-            "examples": examples,
-            "batch": batch,
-            "generation": population,
-            "candidate_id": self.new_candidate_id(),
-            "epoch": self.epoch,
-        }
-
-    async def _launch(self, step: Any) -> None:
-        """Run ``step`` in the background, at most the LM's ``max_concurrency`` at a time (a
-        full pipeline first waits for one to finish). Its errors surface at ``drain``."""
-        limit = max(1, int(getattr(self.language_model, "max_concurrency", 1) or 1))
-        while len(self._in_flight) >= limit:
-            done, _ = await asyncio.wait(self._in_flight, return_when=asyncio.FIRST_COMPLETED)
-            self._in_flight = [task for task in self._in_flight if task not in done]
-            for task in done:
-                task.result()  # re-raise what stops fit (an unreachable LM, a cancelled run)
-        self._in_flight.append(asyncio.ensure_future(step))
-
-    async def drain(self) -> None:
-        """Wait for every step still running (all of them, even when one raises)."""
-        tasks, self._in_flight = self._in_flight, []
-        if not tasks:
-            return
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for variable in self.trainable_variables:  # creation order, whatever finished first
-            variable.candidates.sort(key=_creation_order)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-
-    async def evolve(self, plan: dict[str, Any]) -> dict[str, Any] | None:
-        """Make, score and return the candidate ``plan`` describes (None when skipped)."""
-        variable, operation, parents = plan["variable"], plan["operation"], plan["parents"]
-        evolver = self.evolver(variable)
         value = dict(parents[0]["value"])
         if evolver.editable:
             try:
                 if operation == "crossover":
                     a, b = parents
                     edited = await evolver.crossover(
-                        a["value"], a["reward"], b["value"], b["reward"], plan["batch"]
+                        a["value"], a["reward"], b["value"], b["reward"], batch
                     )
                 else:
-                    edited = await evolver.mutate(
-                        parents[0]["value"], parents[0]["reward"], plan["batch"]
-                    )
+                    edited = await evolver.mutate(parents[0]["value"], parents[0]["reward"], batch)
             except Exception as exc:  # a failed LM call never kills fit
                 await self._failed(variable, operation, exc)
                 return None
             value.update(edited)
-        if plan["examples"] is not None:
-            value["examples"] = plan["examples"]
+        elif operation == "mutation":
+            operation = "few_shot"
+        if self.few_shot_learning and "examples" in value:
+            examples = self.sample_examples(variable.name)
+            if examples is not None:
+                value["examples"] = examples
         try:
             jsonschema.validate(value, variable.schema or {})
         except jsonschema.ValidationError as exc:
@@ -341,24 +265,15 @@ class OMEGA(Optimizer):
                 variable, operation, f"the new value does not fit the schema: {exc.message}"
             )
             return None
-        if any(canonical(c["value"]) == canonical(value) for c in plan["generation"]):
+        if any(canonical(c["value"]) == canonical(value) for c in population):
             logger.debug(
                 "OMEGA: %s of %s gave a value already in the population", operation, variable.name
             )
             return None
-        # Scored before it joins the variable's candidates: a pending candidate would be
-        # scored a second time by the next batch's ``score_pending``.
-        reward = await self.score({variable.name: value})
         candidate = self.add_candidate(
-            variable,
-            value,
-            operation,
-            parent_ids=[p["id"] for p in parents],
-            candidate_id=plan["candidate_id"],
-            reward=reward,
+            variable, value, operation, parent_ids=[p["id"] for p in parents]
         )
-        candidate.update(epoch=plan["epoch"], status="scored")
-        await self.emit_candidate(variable, candidate)
+        await self.score_candidates([(variable, candidate)])
         return candidate
 
     async def _failed(self, variable: Variable, operation: str, error: Any) -> None:
@@ -378,42 +293,11 @@ class OMEGA(Optimizer):
         )
 
     async def select(self, epoch: int) -> None:
-        """The competition of every variable's population, then assign each variable its
-        champion (the seed unless a candidate beats it: ``selection.champion``)."""
+        """The competition of every variable's population, then assign each variable its best."""
         for variable in self.trainable_variables:
             await self.compete(variable)
         self._prune_embeddings()
         await super().select(epoch)
-        await self.emit_selection()
-
-    def champion(self, variable: Variable) -> dict[str, Any] | None:
-        return sel.champion(variable.candidates)
-
-    @property
-    def candidates_beating_seed(self) -> int:
-        """How many candidates (all variables) scored more than a tie above their seed."""
-        return sum(sel.count_beating(v.candidates)[1] for v in self.trainable_variables)
-
-    async def emit_selection(self) -> None:
-        """One ``selection`` event per variable: how many candidates were scored, how many beat
-        the seed, and the seed's and the champion's validation rewards (the run page shows
-        "k of n candidates beat the seed")."""
-        for variable in self.trainable_variables:
-            scored, beating = sel.count_beating(variable.candidates)
-            seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
-            best = self.champion(variable)
-            await self.emit(
-                {
-                    "type": "selection",
-                    "epoch": self.epoch,
-                    "variable": variable.name,
-                    "candidates": scored,
-                    "beat_seed": beating,
-                    "seed_reward": None if seed is None else seed.get("reward"),
-                    "champion_id": None if best is None else best["id"],
-                    "champion_reward": None if best is None else best["reward"],
-                }
-            )
 
     def _prune_embeddings(self) -> None:
         """Forget the vectors of dropped candidates (the cache stays population-sized)."""

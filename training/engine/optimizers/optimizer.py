@@ -209,20 +209,16 @@ class Optimizer:
             await self.score_candidates(group)
         await self.select(epoch)
 
-    def champion(self, variable: Variable) -> dict[str, Any] | None:
-        """The candidate ``variable`` takes: its best so far (ties: the earliest)."""
-        return variable.best_candidate()
-
     async def select(self, epoch: int) -> None:
-        """Assign each variable its champion (see ``champion``)."""
+        """Assign each variable its best candidate so far (ties: the earliest)."""
         for variable in self.trainable_variables:
-            best = self.champion(variable)
+            best = variable.best_candidate()
             if best is not None and best["value"] != variable.value:
                 variable.assign(best["value"])
 
     async def on_train_end(self) -> None:
         for variable in self.trainable_variables:
-            best = self.champion(variable)
+            best = variable.best_candidate()
             if best is None:
                 continue
             variable.assign(best["value"])

@@ -7,12 +7,7 @@ All functions take a ``random.Random`` so a seeded fit is reproducible.
 - variables: p ∝ exp(−average reward), so the worst-performing variable gets most attention;
 - crossover happens with probability ``merging_rate × epoch`` (0 at epoch 0, capped at 1);
 - few-shot examples: how many is uniform in ``nb_min..nb_max``; which ones is a softmax at
-  ``sampling_temperature`` over each example's weight (OMEGA weighs by how hard the input was);
-- the champion (the value a variable is given): the seed — the value fit started from — unless
-  a candidate *beats* it, i.e. scores more than ``TIE`` above it on validation. A 6-example
-  validation set scores in steps of 1/6, so many candidates tie the seed exactly; a tie is no
-  evidence of an improvement and keeps the seed. Among the candidates that beat it, the highest
-  reward wins, ties to the earliest. So a run never ends below its start on validation.
+  ``sampling_temperature`` over each example's weight (OMEGA weighs by how hard the input was).
 """
 
 from __future__ import annotations
@@ -119,39 +114,6 @@ def sample_examples(
     count = rng.randint(low, high)
     indices = select_indices(list(weights), count, "softmax", temperature, rng)
     return [pool[i] for i in indices]
-
-
-#: Rewards closer than this are a tie (float noise of means, not a better candidate).
-TIE = 1e-9
-
-
-def beats(reward: float, seed_reward: float) -> bool:
-    """Whether a candidate's validation reward is better than the seed's by more than a tie."""
-    return float(reward) > float(seed_reward) + TIE
-
-
-def champion(candidates: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The scored candidate a variable should take (see the module docstring): the seed (the
-    first ``seed`` candidate) unless one beats it; then the best, ties to the earliest. Without
-    a scored seed, simply the best."""
-    scored = [c for c in candidates if c.get("reward") is not None]
-    if not scored:
-        return None
-    best = max(enumerate(scored), key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
-    seed = next((c for c in scored if c.get("operation") == "seed"), None)
-    if seed is None or beats(best["reward"], seed["reward"]):
-        return best
-    return seed
-
-
-def count_beating(candidates: Sequence[dict[str, Any]]) -> tuple[int, int]:
-    """(candidates other than the seed that were scored, how many of them beat the seed)."""
-    scored = [c for c in candidates if c.get("reward") is not None]
-    seed = next((c for c in scored if c.get("operation") == "seed"), None)
-    others = [c for c in scored if c is not seed]
-    if seed is None:
-        return len(others), 0
-    return len(others), sum(beats(c["reward"], seed["reward"]) for c in others)
 
 
 def mean(values: Sequence[float]) -> float:
