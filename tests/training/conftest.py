@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from datasets.services import create_demo_dataset
-from training.models import Program
+from training.models import Program, Run
 from training.services.programs import build_engine_program
 
 
@@ -86,6 +86,35 @@ def run_config(**overrides):
     }
     data.update(overrides)
     return validate_run_config(data, ["team"], ["team"], data.pop("model", "fake/fewshot"))
+
+
+def long_fake_run(user, dataset) -> Run:
+    """A queued run on a slow-ish fake model with many epochs: still going when a test acts."""
+    program = make_program(user, dataset, model="fake/fewshot?latency=0.02")
+    return Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=dataset,
+        config=run_config(epochs=50, evaluations_before=0),
+    )
+
+
+def stale_running_run(user, program, dataset, **fields) -> Run:
+    """A run marked running whose heartbeat is 45 s old (stale for a 30 s limit)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    return Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now() - timedelta(seconds=45),
+        **fields,
+    )
 
 
 def _close_executor_connection() -> None:

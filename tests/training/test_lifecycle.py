@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import threading
 import time
-from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -15,19 +14,13 @@ from django.utils import timezone
 from training.models import EpochLog, Evaluation, Run
 from training.services import execution, reaper, runs
 
-from .conftest import make_program, run_config
+from .conftest import long_fake_run, run_config, stale_running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_cancel_while_running_stops_after_the_batch_and_keeps_history(user, demo_dataset):
-    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.02")
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(epochs=50, evaluations_before=0),
-    )
+    run = long_fake_run(user, demo_dataset)
     result = {}
     worker = threading.Thread(
         target=lambda: result.update(status=execution.execute(run.pk, run.attempt))
@@ -86,14 +79,10 @@ def test_resume_continues_from_the_last_completed_epoch(
 
 def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, client_user, settings):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30
-    stale = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now() - timedelta(seconds=45),
+    stale = stale_running_run(
+        user,
+        program,
+        demo_dataset,
         checkpoint_json=program.engine_json,
         checkpoint_epoch=0,
     )

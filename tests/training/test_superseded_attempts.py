@@ -17,7 +17,7 @@ from training.services import execution
 from training.services.heartbeat import Heartbeat
 from training.services.persistence import PersistenceCallback
 
-from .conftest import make_program, run_config
+from .conftest import long_fake_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,13 +157,7 @@ def test_a_locked_database_makes_the_heartbeat_retry_not_raise(
 
 
 def test_a_running_worker_stops_when_its_run_is_resumed_elsewhere(user, demo_dataset):
-    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.02")
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(epochs=50, evaluations_before=0),
-    )
+    run = long_fake_run(user, demo_dataset)
     result = {}
     worker = threading.Thread(target=lambda: result.update(status=execution.execute(run.pk, 1)))
     worker.start()

@@ -7,18 +7,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from django.utils import timezone
 
 import training.engine as synalinks
 from datasets.services import create_demo_dataset
 from training.models import Candidate, EpochLog, Evaluation, Program, Run
 
-from .conftest import make_program, run_config
+from .conftest import make_program, run_config, stale_running_run
 
 pytestmark = pytest.mark.django_db
 
@@ -275,15 +273,7 @@ def test_run_pages_only_read_a_stale_run_is_left_to_the_reaper(
     """GET never writes: a run whose heartbeat is stale stays as stored until the reaper
     (``manage.py reap_runs``, see test_lifecycle/test_reaper_loop) fails it."""
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30
-    stale = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now() - timedelta(seconds=45),
-    )
+    stale = stale_running_run(user, program, demo_dataset)
     for url in (
         reverse("training:run-list"),
         stale.get_absolute_url(),
