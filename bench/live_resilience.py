@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -58,54 +56,26 @@ def healthz(url: str, timeout: float = 60.0) -> tuple[int, float]:
     return status, time.monotonic() - started
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--stall", type=float, default=25.0)
     args = parser.parse_args()
 
-    from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
+    from helpers_runs import ENDLESS, create_program, demo_dataset_id, launch_run, run_field
+    from live_bench import logged_in_page, percentile, private_stack
     from playwright.sync_api import sync_playwright
 
-    from core.local_runtime import embedded_redis
-    from core.local_runtime.launcher import _child_setup
-    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, login, start_live_stack
-
-    tmp = Path(tempfile.mkdtemp(prefix="tb-bench-live-"))
-    redis_proc = None
-    if not os.environ.get("REDIS_URL"):
-        sock = tmp / "redis.sock"
-        redis_proc = embedded_redis.start(sock, log_path=tmp / "redis.log", preexec_fn=_child_setup)
-        os.environ["REDIS_URL"] = f"unix://{sock}"
-    stop = None
     figures: dict = {}
-    try:
-        print("starting server + worker ...", flush=True)
-        live, stop = start_live_stack(tmp / "var")
+    with private_stack("tb-bench-live-") as stack:
+        live, redis_proc = stack.live, stack.redis_proc
         web_log = live.stack.log_dir / "web.log"
         offset = web_log.stat().st_size
         dataset_id = demo_dataset_id(live)
         program_id = create_program(live, "Bench live", "fake/fewshot?latency=0.1", dataset_id)
-        run_id = launch_run(
-            live,
-            program_id,
-            dataset_id,
-            epochs=1000,
-            batch_size=9,
-            evaluations_before=0,
-            evaluations_after=0,
-        )
+        run_id = launch_run(live, program_id, dataset_id, **ENDLESS)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            page = browser.new_context(base_url=live.url).new_page()
-            login(page, live)
+            browser, page = logged_in_page(playwright, live)
             page.add_init_script(SOCKET_EVENTS)
             page.goto(f"/runs/{run_id}/")
             page.locator('#run-epochs tr[data-epoch="0"]').wait_for(timeout=120_000)
@@ -171,15 +141,7 @@ def main() -> int:
             answers = list(pool.map(lambda _: healthz(live.url, timeout=60), range(200)))
         latencies = [took for _, took in answers]
         started = time.monotonic()
-        after = launch_run(
-            live,
-            program_id,
-            dataset_id,
-            epochs=1,
-            batch_size=9,
-            evaluations_before=0,
-            evaluations_after=0,
-        )
+        after = launch_run(live, program_id, dataset_id, **{**ENDLESS, "epochs": 1})
         while (
             run_field(live, after, "status") not in ("succeeded", "failed")
             and time.monotonic() - started < 120
@@ -194,12 +156,6 @@ def main() -> int:
             "launch_after_s": round(time.monotonic() - started, 1),
         }
         print("flood:", json.dumps(figures["flood"]), flush=True)
-    finally:
-        if stop:
-            stop()
-        if redis_proc is not None:
-            embedded_redis.stop(redis_proc, tmp / "redis.sock")
-        shutil.rmtree(tmp, ignore_errors=True)
 
     print(json.dumps(figures, indent=2))
     stream, flood = figures["stream"], figures["flood"]

@@ -17,10 +17,8 @@ Both clocks are this machine's. Prints median, p95 and max over 50 events; targe
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -48,48 +46,24 @@ OBSERVER = """
 """
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.05, help="fake LM latency per call (s)")
     args = parser.parse_args()
 
-    import os
-
     from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
+    from live_bench import logged_in_page, percentile, private_stack
     from playwright.sync_api import sync_playwright
 
-    from core.local_runtime import embedded_redis
-    from core.local_runtime.launcher import _child_setup
-    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, login, start_live_stack
-
-    tmp = Path(tempfile.mkdtemp(prefix="tb-bench-stream-"))
-    redis_proc = None
-    if not os.environ.get("REDIS_URL"):
-        sock = tmp / "redis.sock"
-        redis_proc = embedded_redis.start(sock, log_path=tmp / "redis.log", preexec_fn=_child_setup)
-        os.environ["REDIS_URL"] = f"unix://{sock}"
-    stop = None
-    try:
-        print("starting server + worker ...", flush=True)
-        live, stop = start_live_stack(tmp / "var")
+    with private_stack("tb-bench-stream-") as stack:
+        live = stack.live
         dataset_id = demo_dataset_id(live)
         program_id = create_program(
             live, "Bench", f"fake/fewshot?latency={args.latency}", dataset_id
         )
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            context = browser.new_context(base_url=live.url)
-            page = context.new_page()
-            login(page, live)
+            browser, page = logged_in_page(playwright, live)
             # A few spare epochs: the first ones may end before the page's observer is set.
             run_id = launch_run(
                 live,
@@ -112,12 +86,6 @@ def main() -> int:
             latencies = page.evaluate("window.__latencies")[: args.epochs]
             browser.close()
         epochs_done = run_field(live, run_id, "current_epoch")
-    finally:
-        if stop:
-            stop()
-        if redis_proc is not None:
-            embedded_redis.stop(redis_proc, tmp / "redis.sock")
-        shutil.rmtree(tmp, ignore_errors=True)
 
     if len(latencies) < args.epochs * 0.8:
         print(f"only {len(latencies)} of {args.epochs} epoch events observed in the browser")

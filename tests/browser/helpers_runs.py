@@ -70,6 +70,22 @@ print(runs.launch(user, program, dataset, config).pk)
     return int(shell(live_stack, code))
 
 
+#: A run on a fake LM that is still going whenever a test acts on it (as many epochs as a run
+#: may have: the engine's prediction memo makes repeated epochs of a fake take milliseconds).
+ENDLESS = {"epochs": 1000, "batch_size": 9, "evaluations_before": 0, "evaluations_after": 0}
+
+
+def launch_demo_run(live_stack, name: str, model: str, *, evaluations=(0, 0), **config) -> int:
+    """Create a program ``name`` on ``model`` over the demo dataset and launch it with
+    ``config``; ``evaluations`` = (test evaluations before, after), none unless asked."""
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, name, model, dataset_id)
+    before, after = evaluations
+    config.setdefault("evaluations_before", before)
+    config.setdefault("evaluations_after", after)
+    return launch_run(live_stack, program_id, dataset_id, **config)
+
+
 def run_field(live_stack, run_id: int, field: str):
     return json.loads(
         shell(

@@ -18,7 +18,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run
+from helpers_runs import ENDLESS, create_program, demo_dataset_id, launch_demo_run
 
 pytestmark = pytest.mark.browser
 
@@ -53,17 +53,7 @@ def epochs_shown(page) -> int:
 
 def test_run_page_socket_stays_open_for_a_minute_of_streaming(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Streaming", "fake/fewshot?latency=0.1", dataset_id)
-    run_id = launch_run(
-        live_stack,
-        program_id,
-        dataset_id,
-        epochs=1000,
-        batch_size=9,
-        evaluations_before=0,
-        evaluations_after=0,
-    )
+    run_id = launch_demo_run(live_stack, "Streaming", "fake/fewshot?latency=0.1", **ENDLESS)
     offset = web_log_offset(live_stack)
     page.add_init_script(SOCKET_EVENTS)
     page.goto(f"/runs/{run_id}/")

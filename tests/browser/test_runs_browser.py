@@ -12,8 +12,10 @@ import time
 
 import pytest
 from helpers_runs import (
+    ENDLESS,
     create_program,
     demo_dataset_id,
+    launch_demo_run,
     launch_run,
     run_field,
     tiny_dataset_id,
@@ -107,16 +109,8 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
 
 def test_script_in_an_lm_answer_shows_as_text(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "XSS", "fake/xss", dataset_id)
-    run_id = launch_run(
-        live_stack,
-        program_id,
-        dataset_id,
-        epochs=1,
-        batch_size=36,
-        evaluations_before=1,
-        evaluations_after=1,
+    run_id = launch_demo_run(
+        live_stack, "XSS", "fake/xss", epochs=1, batch_size=36, evaluations=(1, 1)
     )
     page.goto(f"/runs/{run_id}/")
     wait_status(page, "succeeded")
@@ -130,14 +124,8 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
     page = logged_in_page
     dataset_id = demo_dataset_id(live_stack)
     program_id = create_program(live_stack, "Slow", "fake/fewshot?latency=0.2", dataset_id)
-    # As many epochs as a run may have: the runs must still be going when Cancel is pressed
-    # (the engine's prediction memo makes repeated epochs of this fake take milliseconds).
-    a = launch_run(
-        live_stack, program_id, dataset_id, epochs=1000, batch_size=9, evaluations_before=0
-    )
-    b = launch_run(
-        live_stack, program_id, dataset_id, epochs=1000, batch_size=9, evaluations_before=0
-    )
+    # The runs must still be going when Cancel is pressed.
+    a, b = (launch_run(live_stack, program_id, dataset_id, **ENDLESS) for _ in range(2))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if (
@@ -158,16 +146,8 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
 
 def test_killed_worker_process_fails_the_run_and_resume_finishes_it(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Killable", "fake/fewshot?latency=1", dataset_id)
-    run_id = launch_run(
-        live_stack,
-        program_id,
-        dataset_id,
-        epochs=6,
-        batch_size=9,
-        evaluations_before=1,
-        evaluations_after=1,
+    run_id = launch_demo_run(
+        live_stack, "Killable", "fake/fewshot?latency=1", epochs=6, batch_size=9, evaluations=(1, 1)
     )
     page.goto(f"/runs/{run_id}/")
     page.locator('#run-epochs tr[data-epoch="1"]').wait_for(timeout=60_000)

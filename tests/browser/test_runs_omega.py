@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, run_field
+from helpers_runs import create_program, demo_dataset_id, launch_demo_run, run_field
 
 pytestmark = pytest.mark.browser
 
@@ -60,10 +60,13 @@ def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live
 def test_killed_worker_fails_its_run_with_no_page_open(live_stack):
     """kill -9 the whole worker (main process and pool): the reaper alone marks the run lost."""
     stack = live_stack.stack
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Orphan", "fake/fewshot?latency=0.2", dataset_id)
-    run_id = launch_run(
-        live_stack, program_id, dataset_id, epochs=30, batch_size=9, evaluations_before=0
+    run_id = launch_demo_run(
+        live_stack,
+        "Orphan",
+        "fake/fewshot?latency=0.2",
+        epochs=30,
+        batch_size=9,
+        evaluations=(0, 1),
     )
     deadline = time.monotonic() + 60
     while run_field(live_stack, run_id, "status") != "running":

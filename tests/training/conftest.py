@@ -91,30 +91,50 @@ def run_config(**overrides):
 def long_fake_run(user, dataset) -> Run:
     """A queued run on a slow-ish fake model with many epochs: still going when a test acts."""
     program = make_program(user, dataset, model="fake/fewshot?latency=0.02")
+    return make_run(user, program, dataset, run_config(epochs=50, evaluations_before=0))
+
+
+def make_run(user, program, dataset, config=None, **fields) -> Run:
+    """A run row of ``program`` on ``dataset`` (queued unless ``fields`` say otherwise)."""
     return Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(epochs=50, evaluations_before=0),
+        owner=user, program=program, dataset=dataset, config=config or run_config(), **fields
+    )
+
+
+def executed_run(user, program, dataset, **config) -> Run:
+    """A one-epoch run (one test evaluation before and after, unless ``config`` says otherwise)
+    executed to success in this process, as the worker would; returned refreshed."""
+    from training.services import execution
+
+    config = {"epochs": 1, "evaluations_before": 1, "evaluations_after": 1, **config}
+    run = make_run(user, program, dataset, run_config(**config))
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    run.refresh_from_db()
+    return run
+
+
+def running_run(user, program, dataset, *, started_age=0.0, heartbeat_age=0.0, **fields) -> Run:
+    """A run a worker has claimed: started ``started_age`` s ago, its last heartbeat
+    ``heartbeat_age`` s ago."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    return make_run(
+        user,
+        program,
+        dataset,
+        status=Run.RUNNING,
+        started_at=now - timedelta(seconds=started_age),
+        heartbeat_at=now - timedelta(seconds=heartbeat_age),
+        **fields,
     )
 
 
 def stale_running_run(user, program, dataset, **fields) -> Run:
     """A run marked running whose heartbeat is 45 s old (stale for a 30 s limit)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    return Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now() - timedelta(seconds=45),
-        **fields,
-    )
+    return running_run(user, program, dataset, heartbeat_age=45, **fields)
 
 
 def _close_executor_connection() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from training.models import EpochLog, Run
-from training.services import execution, live, runs
+from training.services import live, runs
 
-from .conftest import run_config
+from .conftest import executed_run, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,14 +26,7 @@ def test_a_channel_layer_error_does_not_fail_the_run(
 ):
     layer = _BrokenLayer()
     monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(epochs=1, evaluations_before=1, evaluations_after=1),
-    )
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
+    run = executed_run(user, program, demo_dataset)
     assert run.status == Run.SUCCEEDED and run.error == ""
     assert EpochLog.objects.filter(run=run).count() == 1
     assert layer.calls > 3
@@ -44,6 +37,6 @@ def test_web_side_broadcasts_survive_a_channel_layer_error(
     user, program, demo_dataset, monkeypatch
 ):
     monkeypatch.setattr(live, "get_channel_layer", lambda: _BrokenLayer())
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     run = runs.request_cancel(run)
     assert run.status == Run.CANCELLED

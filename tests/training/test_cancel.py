@@ -12,13 +12,13 @@ from django.db import connection
 from training.models import Run
 from training.services import execution, run_state, runs
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_cancel_of_a_run_claimed_meanwhile_still_reaches_the_worker(user, program, demo_dataset):
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     seen_by_the_view = Run.objects.get(pk=run.pk)
     assert seen_by_the_view.status == Run.QUEUED
     assert run_state.claim(run.pk, run.attempt, "w@host")  # the worker wins the race
@@ -31,7 +31,7 @@ def test_cancel_of_a_run_claimed_meanwhile_still_reaches_the_worker(user, progra
 
 
 def test_cancel_of_a_queued_run_is_still_immediate(user, program, demo_dataset):
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     runs.request_cancel(run)
     run.refresh_from_db()
     assert run.status == Run.CANCELLED and run.cancel_requested and run.finished_at
@@ -39,13 +39,7 @@ def test_cancel_of_a_queued_run_is_still_immediate(user, program, demo_dataset):
 
 
 def test_cancel_leaves_a_finished_run_alone(user, program, demo_dataset):
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.SUCCEEDED,
-    )
+    run = make_run(user, program, demo_dataset, status=Run.SUCCEEDED)
     runs.request_cancel(run)
     run.refresh_from_db()
     assert run.status == Run.SUCCEEDED and not run.cancel_requested
@@ -74,9 +68,7 @@ def _press_cancel_after(seconds: float, run_id: int) -> threading.Thread:
 def test_cancel_interrupts_calls_in_flight_in_every_phase(user, demo_dataset, phase, overrides):
     """Each LM call takes 60 s: cancel must not wait for a batch (or an evaluation) to end."""
     program = make_program(user, demo_dataset, model="fake/fewshot?latency=60")
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(**overrides)
-    )
+    run = make_run(user, program, demo_dataset, run_config(**overrides))
     presser = _press_cancel_after(1.5, run.pk)
     started = time.perf_counter()
     assert execution.execute(run.pk, run.attempt) == Run.CANCELLED, phase

@@ -8,15 +8,13 @@ from training.models import Candidate, EpochLog, Evaluation, Run
 from training.services import execution
 from training.services.programs import program_from_json
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def launch(user, program, dataset, **overrides):
-    return Run.objects.create(
-        owner=user, program=program, dataset=dataset, config=run_config(**overrides)
-    )
+    return make_run(user, program, dataset, run_config(**overrides))
 
 
 def test_run_persists_epochs_candidates_evaluations_and_learns(user, program, demo_dataset):

@@ -15,14 +15,13 @@ import time
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
-from django.utils import timezone
 
 from datasets import services
 from training.models import Run
 from training.services import reaper
 from training.services.heartbeat import Heartbeat
 
-from .conftest import run_config
+from .conftest import running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,16 +36,7 @@ def test_a_long_import_beside_a_training_run_does_not_fail_the_run(
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = STALE
     data = "q,a\n" + "".join(f"question {index},{index % 7}\n" for index in range(ROWS))
     upload = services.save_upload(user, SimpleUploadedFile("big.csv", data.encode()))
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-        worker="celery@alive",
-    )
+    run = running_run(user, program, demo_dataset, worker="celery@alive")
     heartbeat = Heartbeat(run.pk, run.attempt)
     heartbeat.start()
     created, errors = [], []

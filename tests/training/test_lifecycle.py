@@ -9,12 +9,11 @@ import time
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
-from django.utils import timezone
 
 from training.models import EpochLog, Evaluation, Run
 from training.services import execution, reaper, runs
 
-from .conftest import long_fake_run, run_config, stale_running_run
+from .conftest import long_fake_run, make_run, run_config, running_run, stale_running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,7 +38,7 @@ def test_cancel_while_running_stops_after_the_batch_and_keeps_history(user, demo
 
 
 def test_cancel_a_queued_run_is_immediate(client_user, user, program, demo_dataset):
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     client_user.post(reverse("training:run-cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == Run.CANCELLED
@@ -49,9 +48,7 @@ def test_cancel_a_queued_run_is_immediate(client_user, user, program, demo_datas
 def test_resume_continues_from_the_last_completed_epoch(
     user, program, demo_dataset, django_capture_on_commit_callbacks, monkeypatch
 ):
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(epochs=3)
-    )
+    run = make_run(user, program, demo_dataset, run_config(epochs=3))
     # First attempt: run only the first epoch, then "die" (we mark it failed like the reaper).
     run.config["epochs"] = 1
     run.save()
@@ -86,15 +83,7 @@ def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, clie
         checkpoint_json=program.engine_json,
         checkpoint_epoch=0,
     )
-    fresh = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
+    fresh = running_run(user, program, demo_dataset)
     call_command("reap_runs", stdout=io.StringIO())  # one pass of the reaper make run starts
     html = client_user.get(reverse("training:run-poll", args=[stale.pk])).content.decode()
     stale.refresh_from_db()
@@ -105,24 +94,8 @@ def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, clie
 
 
 def test_worker_restart_reaps_its_own_runs(user, program, demo_dataset):
-    mine = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        worker="w1@host",
-        heartbeat_at=timezone.now(),
-    )
-    other = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        worker="w2@host",
-        heartbeat_at=timezone.now(),
-    )
+    mine = running_run(user, program, demo_dataset, worker="w1@host")
+    other = running_run(user, program, demo_dataset, worker="w2@host")
     assert reaper.reap_stale(worker="w1@host") == [mine.pk]
     other.refresh_from_db()
     assert other.status == Run.RUNNING
@@ -133,7 +106,7 @@ def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_qu
 ):
     from training.tasks import _run_task_failed, execute_run
 
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     _run_task_failed(
         sender=execute_run,
         exception=ImportError("cannot import name 'conf'"),

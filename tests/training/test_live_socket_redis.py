@@ -23,7 +23,7 @@ from training.models import Run
 from training.routing import websocket_urlpatterns
 from training.services import live
 
-from .conftest import run_config
+from .conftest import make_run
 
 
 async def test_a_receive_on_an_idle_channel_waits_past_the_blocking_pop():
@@ -40,7 +40,7 @@ async def test_a_receive_on_an_idle_channel_waits_past_the_blocking_pop():
 
 
 def _run(user, program, dataset) -> Run:
-    return Run.objects.create(owner=user, program=program, dataset=dataset, config=run_config())
+    return make_run(user, program, dataset)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,16 +13,17 @@ from django.utils import timezone
 from datasets.services import get_split
 from training.engine.utils import paired_bootstrap
 from training.models import EpochLog, Evaluation, Run
-from training.services import execution, live, summaries
+from training.services import live, summaries
 
-from .conftest import run_config
+from .conftest import executed_run, make_run, run_config
 
 # Run #4 of the issue: test 0.125 before and after, best validation reward 0.263.
 BEFORE = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 AFTER = [0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
-def make_run(user, program, dataset, **fields):
+def finished_run(user, program, dataset, **fields):
+    """A succeeded run with run #4's figures (``fields`` override them)."""
     defaults = {
         "status": Run.SUCCEEDED,
         "baseline_reward": 0.125,
@@ -30,10 +31,9 @@ def make_run(user, program, dataset, **fields):
         "best_reward": 0.263,
         "started_at": timezone.now() - timedelta(minutes=3),
         "finished_at": timezone.now(),
-        "config": run_config(),
     }
     defaults.update(fields)
-    return Run.objects.create(owner=user, program=program, dataset=dataset, **defaults)
+    return make_run(user, program, dataset, **defaults)
 
 
 def add_evaluation(run, phase, index, rewards):
@@ -57,7 +57,7 @@ def text(response) -> str:
 def test_home_pairs_test_before_with_test_after_not_the_best_validation_reward(
     client_user, user, program, demo_dataset
 ):
-    make_run(user, program, demo_dataset)
+    finished_run(user, program, demo_dataset)
     page = text(client_user.get(reverse("training:home")))
     assert "Test reward before → after" in page
     assert "0.125 → 0.125" in page
@@ -69,7 +69,7 @@ def test_runs_list_never_pairs_test_before_with_the_best_validation_reward(
     client_user, user, program, demo_dataset
 ):
     # cancelled before the evaluations after training: there is no test score after
-    run = make_run(user, program, demo_dataset, status=Run.CANCELLED, final_reward=None)
+    run = finished_run(user, program, demo_dataset, status=Run.CANCELLED, final_reward=None)
     page = client_user.get(reverse("training:run-list")).content.decode()
     row = re.search(rf'<tr data-run="{run.pk}">.*?</tr>', page, re.S).group(0)
     row = re.sub(r"\s+", " ", row)
@@ -83,8 +83,8 @@ def test_runs_list_never_pairs_test_before_with_the_best_validation_reward(
 def test_compare_and_run_pages_name_the_split_of_each_reward(
     client_user, user, program, demo_dataset
 ):
-    first = make_run(user, program, demo_dataset)
-    second = make_run(user, program, demo_dataset, config=run_config(validation_split=0))
+    first = finished_run(user, program, demo_dataset)
+    second = finished_run(user, program, demo_dataset, config=run_config(validation_split=0))
     EpochLog.objects.create(run=first, epoch=0, logs={"reward": 0.2, "val_reward": 0.263})
     page = text(client_user.get(reverse("training:compare") + f"?runs={first.pk}&runs={second.pk}"))
     assert "best reward (training)" not in page
@@ -102,7 +102,7 @@ def test_compare_and_run_pages_name_the_split_of_each_reward(
 def test_the_run_page_shows_the_paired_bootstrap_interval_and_says_within_noise(
     client_user, user, program, demo_dataset
 ):
-    run = make_run(user, program, demo_dataset)
+    run = finished_run(user, program, demo_dataset)
     add_evaluation(run, Evaluation.BEFORE, 0, BEFORE)
     add_evaluation(run, Evaluation.AFTER, 0, AFTER)
     expected = paired_bootstrap(BEFORE, AFTER)
@@ -119,7 +119,7 @@ def test_the_run_page_shows_the_paired_bootstrap_interval_and_says_within_noise(
 def test_repeated_evaluations_pair_per_example_means_and_keep_a_real_spread(
     client_user, user, program, demo_dataset
 ):
-    run = make_run(user, program, demo_dataset, baseline_reward=0.0, final_reward=0.9)
+    run = finished_run(user, program, demo_dataset, baseline_reward=0.0, final_reward=0.9)
     for index in range(2):
         add_evaluation(run, Evaluation.BEFORE, index, [0.0] * 10)
     add_evaluation(run, Evaluation.AFTER, 0, [1.0] * 10)
@@ -136,7 +136,7 @@ def test_repeated_evaluations_pair_per_example_means_and_keep_a_real_spread(
 
 @pytest.mark.django_db
 def test_no_interval_without_per_example_rewards_on_both_sides(user, program, demo_dataset):
-    run = make_run(user, program, demo_dataset)
+    run = finished_run(user, program, demo_dataset)
     add_evaluation(run, Evaluation.BEFORE, 0, BEFORE)
     Evaluation.objects.create(run=run, phase=Evaluation.AFTER, index=0, metrics={"reward": 0.1})
     assert summaries.before_after(run.evaluations.all())[0]["bootstrap"] is None
@@ -150,7 +150,7 @@ def test_progress_fragment_of_a_running_run_has_elapsed_time_and_an_eta_from_bat
     user, program, demo_dataset
 ):
     now = timezone.now()
-    run = make_run(
+    run = finished_run(
         user,
         program,
         demo_dataset,
@@ -186,14 +186,7 @@ def test_a_run_stores_per_example_rewards_and_its_last_update_carries_the_durati
 ):
     layer = RecordingLayer()
     monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(epochs=1, evaluations_before=1, evaluations_after=1),
-    )
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
+    run = executed_run(user, program, demo_dataset)
     test_rows = len(get_split(demo_dataset, "test")[0])
     for evaluation in run.evaluations.all():
         assert len(evaluation.example_rewards) == test_rows

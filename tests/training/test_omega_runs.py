@@ -20,7 +20,7 @@ from training.services.programs import program_from_json
 from training.services.run_config import build_optimizer
 from training.tasks import execute_run
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 
 OMEGA = {
     "optimizer": "OMEGA",
@@ -36,7 +36,7 @@ OMEGA = {
 def omega_run(user, dataset, model="fake/rules", **overrides):
     program = make_program(user, dataset, model=model)
     config = run_config(model=model, **{**OMEGA, **overrides})
-    return Run.objects.create(owner=user, program=program, dataset=dataset, config=config)
+    return make_run(user, program, dataset, config)
 
 
 def run_task(run: Run) -> Run:

@@ -10,11 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from training.models import Program, Run
-from training.services import execution
+from training.models import Program
 from training.services.programs import parse_import, sanitize_engine_json
 
-from .conftest import run_config
+from .conftest import executed_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,14 +95,7 @@ def test_worker_ignores_a_cache_path_in_stored_program_json(user, program, demo_
     Program.objects.filter(pk=program.pk).update(
         engine_json=_hostile(program.engine_json, f"disk:{target}")
     )
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(epochs=1, evaluations_before=1, evaluations_after=1),
-    )
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
+    run = executed_run(user, program, demo_dataset)
     assert not target.exists()
     assert [c["cache"] for c in _language_model_configs(run.trained_program_json)] == [False]
     assert [c["cache"] for c in _language_model_configs(run.checkpoint_json)] == [False]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import threading
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,22 +22,14 @@ from training import conf
 from training.models import Run
 from training.services import reaper
 
-from .conftest import run_config
+from .conftest import running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def running_run(user, program, dataset, beat_age: float) -> Run:
-    now = timezone.now()
-    return Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=now - timedelta(minutes=5),
-        heartbeat_at=now - timedelta(seconds=beat_age),
-        worker="celery@gone",
+def gone_worker_run(user, program, dataset, beat_age: float) -> Run:
+    return running_run(
+        user, program, dataset, started_age=300, heartbeat_age=beat_age, worker="celery@gone"
     )
 
 
@@ -47,8 +38,8 @@ def test_loop_fails_a_run_whose_heartbeat_goes_stale_within_one_period(
 ):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 1.0
     # fresh at the first pass (0.6 s old), stale at the second one 0.6 s later (1.2 s old)
-    dying = running_run(user, program, demo_dataset, beat_age=0.6)
-    alive = running_run(user, program, demo_dataset, beat_age=0.0)
+    dying = gone_worker_run(user, program, demo_dataset, beat_age=0.6)
+    alive = gone_worker_run(user, program, demo_dataset, beat_age=0.0)
     real_reap = reaper.reap_stale
 
     def beat_then_reap():  # the healthy run's worker keeps beating between passes
@@ -74,7 +65,7 @@ def test_loop_fails_a_run_whose_heartbeat_goes_stale_within_one_period(
 
 def test_loop_in_a_thread_reaps_then_stops_promptly(settings, user, program, demo_dataset):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30.0
-    stale = running_run(user, program, demo_dataset, beat_age=120)
+    stale = gone_worker_run(user, program, demo_dataset, beat_age=120)
     stop = threading.Event()
     result = {}
     thread = threading.Thread(
@@ -111,12 +102,12 @@ def test_a_failing_pass_does_not_kill_the_loop(monkeypatch, caplog):
 
 def test_reap_runs_command_once_and_in_a_loop(settings, user, program, demo_dataset):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30.0
-    first = running_run(user, program, demo_dataset, beat_age=90)
+    first = gone_worker_run(user, program, demo_dataset, beat_age=90)
     out = io.StringIO()
     call_command("reap_runs", stdout=out)
     assert f"reaped 1 run(s): [{first.pk}]" in out.getvalue()
 
-    second = running_run(user, program, demo_dataset, beat_age=90)
+    second = gone_worker_run(user, program, demo_dataset, beat_age=90)
     out = io.StringIO()
     call_command("reap_runs", "--every", "0.05", "--iterations", "2", stdout=out)
     assert "every 0.05 s" in out.getvalue() and "stopped; reaped 1 run(s)" in out.getvalue()

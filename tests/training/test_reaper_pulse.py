@@ -7,7 +7,6 @@ the stale limit; its pulse (a Redis key its own thread refreshes) still proves i
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -15,7 +14,7 @@ from django.utils import timezone
 from training.models import Run
 from training.services import pulse, reaper
 
-from .conftest import run_config
+from .conftest import running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,15 +26,8 @@ def _short_limits(settings):
 
 
 def stale_run(user, program, dataset) -> Run:
-    return Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now() - timedelta(minutes=5),
-        heartbeat_at=timezone.now() - timedelta(minutes=1),
-        worker="celery@busy",
+    return running_run(
+        user, program, dataset, started_age=300, heartbeat_age=60, worker="celery@busy"
     )
 
 

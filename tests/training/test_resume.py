@@ -8,15 +8,13 @@ import pytest
 from training.models import Candidate, EpochLog, OptimizerError, Run
 from training.services import execution
 
-from .conftest import run_config
+from .conftest import make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, program, demo_dataset):
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(epochs=1)
-    )
+    run = make_run(user, program, demo_dataset, run_config(epochs=1))
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     run.refresh_from_db()
     assert run.checkpoint_epoch == 0

@@ -16,7 +16,7 @@ from training.forms import RunForm
 from training.models import Run
 from training.services import execution
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,9 +24,7 @@ ALWAYS_FAILS = "fake/fewshot?failure_rate=1&failure=fatal"
 
 
 def launch(user, program, dataset, **overrides):
-    return Run.objects.create(
-        owner=user, program=program, dataset=dataset, config=run_config(**overrides)
-    )
+    return make_run(user, program, dataset, run_config(**overrides))
 
 
 def test_an_evaluation_whose_predictions_all_failed_fails_the_run(user, demo_dataset):

@@ -12,17 +12,17 @@ from django.urls import reverse
 
 from training.models import Candidate, EpochLog, Run
 from training.routing import websocket_urlpatterns
-from training.services import execution, live
+from training.services import live
 
-from .conftest import make_program, run_config
+from .conftest import executed_run, make_program, make_run, run_config
 
 
 def owned_objects(user, program, dataset):
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(),
+    run = make_run(
+        user,
+        program,
+        dataset,
+        run_config(),
         status=Run.SUCCEEDED,
         trained_program_json=program.engine_json,
         checkpoint_epoch=0,
@@ -108,10 +108,7 @@ async def test_websocket_is_owner_only_and_streams_group_messages(
 @pytest.mark.django_db(transaction=True)
 def test_lm_answers_and_dataset_text_are_escaped(client, user, demo_dataset):
     program = make_program(user, demo_dataset, model="fake/xss")
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(epochs=1)
-    )
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    run = executed_run(user, program, demo_dataset, evaluations_before=2, evaluations_after=2)
     client.force_login(user)
     candidate = Candidate.objects.filter(run=run).exclude(value__examples=[]).first()
     pages = [run.get_absolute_url()]

@@ -22,7 +22,7 @@ from training.models import Program, Run
 from training.services import execution
 from training.services.programs import ProgramError, program_from_json
 
-from .conftest import run_config
+from .conftest import make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -121,9 +121,7 @@ def test_the_run_is_refused_and_the_listener_never_sees_the_key(
     settings.TRAINBOARD_ALLOWED_API_BASES = ""
     lm = synalinks.LanguageModel(model="openai/gpt-4o-mini", api_base=listener.url, retries=0)
     program = stored_program(user, demo_dataset, lm)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=small_config()
-    )
+    run = make_run(user, program, demo_dataset, small_config())
     assert execution.execute(run.pk, run.attempt) == Run.FAILED
     run.refresh_from_db()
     assert run.error.startswith("This program cannot run here: api_base ")
@@ -140,9 +138,7 @@ def test_an_endpoint_the_administrator_lists_does_get_the_key(
     settings.TRAINBOARD_ALLOWED_API_BASES = listener.url
     lm = synalinks.LanguageModel(model="openai/gpt-4o-mini", api_base=listener.url, retries=0)
     program = stored_program(user, demo_dataset, lm)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=small_config()
-    )
+    run = make_run(user, program, demo_dataset, small_config())
     assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
     assert listener.saw(f"Bearer {SERVER_KEY}")
 

@@ -10,14 +10,13 @@ import time
 import pytest
 from django.db import OperationalError
 from django.db.models.query import QuerySet
-from django.utils import timezone
 
 from training.models import Candidate, EpochLog, OptimizerError, Run
 from training.services import execution
 from training.services.heartbeat import Heartbeat
 from training.services.persistence import PersistenceCallback
 
-from .conftest import long_fake_run, run_config
+from .conftest import long_fake_run, running_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,19 +32,6 @@ class _Program:
 class _Tracker:
     def to_dict(self):
         return {}
-
-
-def _running(user, program, dataset, **fields):
-    return Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-        **fields,
-    )
 
 
 def _events(epoch=1):
@@ -88,7 +74,7 @@ async def _feed(callback, events):
 
 
 def test_superseded_attempt_callback_stops_training_and_writes_nothing(user, program, demo_dataset):
-    run = _running(user, program, demo_dataset)
+    run = running_run(user, program, demo_dataset)
     callback = PersistenceCallback(run.pk, 1, run.group_name, _Tracker(), {})
     fake = _Program()
     callback.set_program(fake)
@@ -106,7 +92,7 @@ def test_superseded_attempt_callback_stops_training_and_writes_nothing(user, pro
 
 
 def test_a_reaped_attempt_stops_too(user, program, demo_dataset):
-    run = _running(user, program, demo_dataset)
+    run = running_run(user, program, demo_dataset)
     callback = PersistenceCallback(run.pk, 1, run.group_name, _Tracker(), {})
     fake = _Program()
     callback.set_program(fake)
@@ -122,7 +108,7 @@ def test_a_reaped_attempt_stops_too(user, program, demo_dataset):
 def test_the_heartbeat_notices_a_superseded_attempt_and_the_callback_obeys(
     user, program, demo_dataset
 ):
-    run = _running(user, program, demo_dataset)
+    run = running_run(user, program, demo_dataset)
     heartbeat = Heartbeat(run.pk, 1)
     assert heartbeat.beat() and not heartbeat.superseded.is_set()
     _resumed_elsewhere(run)
@@ -141,7 +127,7 @@ def test_the_heartbeat_notices_a_superseded_attempt_and_the_callback_obeys(
 def test_a_locked_database_makes_the_heartbeat_retry_not_raise(
     user, program, demo_dataset, monkeypatch, caplog
 ):
-    run = _running(user, program, demo_dataset)
+    run = running_run(user, program, demo_dataset)
     heartbeat = Heartbeat(run.pk, 1)
     real_update = QuerySet.update
     monkeypatch.setattr(

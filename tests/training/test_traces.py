@@ -13,23 +13,17 @@ from django.urls import reverse
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
 from training.engine import tracing
-from training.models import Candidate, LMCallTrace, Run
-from training.services import execution, traces
+from training.models import Candidate, LMCallTrace
+from training.services import traces
 
-from .conftest import make_program, run_config
+from .conftest import executed_run, make_program, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def executed(user, dataset, model="fake/fewshot", instructions="Route it.", **overrides):
     program = make_program(user, dataset, model=model, instructions=instructions)
-    config = {"epochs": 1, "evaluations_before": 1, "evaluations_after": 1, **overrides}
-    run = Run.objects.create(
-        owner=user, program=program, dataset=dataset, config=run_config(**config)
-    )
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
-    return run
+    return executed_run(user, program, dataset, **overrides)
 
 
 def test_a_run_stores_every_call_with_its_role_split_example_and_candidate(user, demo_dataset):
@@ -88,9 +82,7 @@ def test_secrets_never_reach_the_database(user, demo_dataset):
 
 
 def test_a_superseded_attempt_stores_no_trace(user, program, demo_dataset):
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(), status="running"
-    )
+    run = make_run(user, program, demo_dataset, status="running")
     superseded = threading.Event()
     writer = traces.TraceWriter(run.pk, attempt=run.attempt + 1, superseded=superseded)
     writer._write([tracing.CallTrace(seq=1, model="m")], dropped=0)
@@ -177,7 +169,7 @@ def test_others_get_404_on_traces_and_candidates(client, user, other_user, demo_
 def test_the_leaderboard_lists_every_candidate_and_pages_the_full_list(
     client, user, program, demo_dataset
 ):
-    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    run = make_run(user, program, demo_dataset)
     for index in range(17):
         Candidate.objects.create(
             run=run,

@@ -16,7 +16,7 @@ import training.engine as synalinks
 from datasets.services import create_demo_dataset
 from training.models import Candidate, EpochLog, Evaluation, Program, Run
 
-from .conftest import make_program, run_config, stale_running_run
+from .conftest import make_program, make_run, stale_running_run
 
 pytestmark = pytest.mark.django_db
 
@@ -226,9 +226,7 @@ def make_finished_run(
     user, program, dataset, rewards=(0.2, 0.5), before=(0.1, 0.2), after=(0.6, 0.7), **fields
 ):
     fields.setdefault("status", Run.SUCCEEDED)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=dataset, config=run_config(), **fields
-    )
+    run = make_run(user, program, dataset, **fields)
     for epoch, reward in enumerate(rewards):
         EpochLog.objects.create(
             run=run, epoch=epoch, logs={"reward": reward, "val_reward": reward - 0.1}
@@ -287,14 +285,7 @@ def test_run_pages_only_read_a_stale_run_is_left_to_the_reaper(
 def test_runs_list_filters_and_sorts(client_user, user, program, demo_dataset):
     low = make_finished_run(user, program, demo_dataset, rewards=(0.1,))
     high = make_finished_run(user, program, demo_dataset, rewards=(0.9,))
-    failed = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.FAILED,
-        error="boom",
-    )
+    failed = make_run(user, program, demo_dataset, status=Run.FAILED, error="boom")
     response = client_user.get(reverse("training:run-list"), {"sort": "-best"})
     assert [run.pk for run in response.context["runs"]][:2] == [high.pk, low.pk]
     response = client_user.get(reverse("training:run-list"), {"sort": "best"})
@@ -386,16 +377,9 @@ def test_candidate_view_diffs_against_its_parent(client_user, user, program, dem
 def test_home_puts_each_program_one_click_from_a_launch_and_lists_own_runs(
     client_user, user, other_user, program, demo_dataset
 ):
-    mine = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config()
-    )
+    mine = make_run(user, program, demo_dataset)
     theirs_program = make_program(other_user, create_demo_dataset(other_user), name="Theirs")
-    Run.objects.create(
-        owner=other_user,
-        program=theirs_program,
-        dataset=theirs_program.dataset,
-        config=run_config(),
-    )
+    make_run(other_user, theirs_program, theirs_program.dataset)
     html = client_user.get("/").content.decode()
     launch = f"{reverse('training:run-create')}?program={program.pk}"
     assert launch in html and "Router" in html
