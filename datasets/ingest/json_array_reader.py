@@ -110,21 +110,19 @@ def _decode_item(buf: _Buffer, index: int):
                 f"Malformed JSON on line {line} (item {index + 1} of the array): {exc.msg}.",
                 line=line,
             ) from None
-        except RecursionError:
-            # The item ends somewhere past json's recursion limit: far beyond MAX_NESTING.
+        except (RecursionError, DuplicateKeyError) as exc:
             line = buf.line_at(buf.pos)
-            raise DatasetError(
-                f"Line {line}: item {index + 1} of the JSON array is nested more than "
-                f"{MAX_NESTING} levels deep.",
-                line=line,
-            ) from None
-        except DuplicateKeyError as exc:
-            line = buf.line_at(buf.pos)
-            raise DatasetError(
-                f"Duplicate column name {exc.key!r} in item {index + 1} of the JSON array "
-                f"(line {line}).",
-                line=line,
-            ) from None
+            if isinstance(exc, DuplicateKeyError):
+                message = (
+                    f"Duplicate column name {exc.key!r} in item {index + 1} of the JSON array "
+                    f"(line {line})."
+                )
+            else:  # the item ends past json's recursion limit: far beyond MAX_NESTING
+                message = (
+                    f"Line {line}: item {index + 1} of the JSON array is nested more than "
+                    f"{MAX_NESTING} levels deep."
+                )
+            raise DatasetError(message, line=line) from None
         if end - buf.pos > MAX_ITEM_CHARS:
             raise _too_large(buf, index)
         if (

@@ -86,6 +86,17 @@ def launch_demo_run(live_stack, name: str, model: str, *, evaluations=(0, 0), **
     return launch_run(live_stack, program_id, dataset_id, **config)
 
 
+def open_launch_form(page, live_stack, name: str, model: str, optimizer: str) -> int:
+    """Create a program ``name`` on ``model`` over the demo dataset and open its launch form in
+    ``page`` with that dataset and ``optimizer`` chosen; returns the dataset id."""
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, name, model, dataset_id)
+    page.goto(f"/runs/new/?program={program_id}")
+    page.select_option("#id_dataset", str(dataset_id))
+    page.select_option("#id_optimizer", optimizer)
+    return dataset_id
+
+
 def run_field(live_stack, run_id: int, field: str):
     return json.loads(
         shell(

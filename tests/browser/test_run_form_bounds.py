@@ -4,7 +4,7 @@ the engine's bound is the edge, one step beyond is refused before anything is se
 from __future__ import annotations
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id
+from helpers_runs import open_launch_form
 
 from training.engine import bounds
 from training.engine.optimizers import dns, omega
@@ -14,10 +14,7 @@ pytestmark = pytest.mark.browser
 
 def test_browser_and_engine_agree_on_each_edge(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Bounds", "fake/rules", dataset_id)
-    page.goto(f"/runs/new/?program={program_id}")
-    page.select_option("#id_optimizer", "OMEGA")
+    open_launch_form(page, live_stack, "Bounds", "fake/rules", "OMEGA")
     top = bounds.VALIDATION_SPLIT.max
     cases = [
         ("#id_validation_split", top, top + 0.01),

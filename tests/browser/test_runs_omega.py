@@ -13,18 +13,14 @@ import subprocess
 import time
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_demo_run, run_field
+from helpers_runs import launch_demo_run, open_launch_form, run_field
 
 pytestmark = pytest.mark.browser
 
 
 def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Rules", "fake/rules?latency=0.01", dataset_id)
-    page.goto(f"/runs/new/?program={program_id}")
-    page.select_option("#id_dataset", str(dataset_id))
-    page.select_option("#id_optimizer", "OMEGA")
+    open_launch_form(page, live_stack, "Rules", "fake/rules?latency=0.01", "OMEGA")
     # choosing OMEGA unfolds its parameters
     assert page.locator('details[data-optimizer="OMEGA"]').evaluate("d => d.open") is True
     assert page.input_value("#id_omega_language_model") == ""  # blank: the program's model

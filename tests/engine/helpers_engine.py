@@ -43,6 +43,14 @@ def oracle_lm(**kwargs):
     )
 
 
+UNPARSABLE = "no JSON here, sorry"
+
+
+def unparsable_lm():
+    """Never answers JSON: every prediction fails after its parse retry."""
+    return synalinks.testing.FakeLanguageModel(responder=lambda request: UNPARSABLE)
+
+
 def few_shot_learner(**kwargs):
     """Answers right only when its prompt holds at least one few-shot example; else 'unknown'.
 

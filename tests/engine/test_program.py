@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
-from tests.engine.helpers_engine import TRUTH, Answer, Query, build_program, dataset, oracle_lm
+from tests.engine.helpers_engine import (
+    TRUTH,
+    Answer,
+    Query,
+    build_program,
+    dataset,
+    oracle_lm,
+    unparsable_lm,
+)
 from training.engine.modules import SchemaMismatchError
 from training.engine.program import InputMismatchError, VariableMismatchError
 from training.engine.saving import UnknownObjectError
@@ -52,8 +60,7 @@ async def test_batch_runs_concurrently():
 
 
 async def test_failed_predictions_are_none_and_counted():
-    lm = FakeLanguageModel(responder=lambda r: "not json at all")
-    program = await build_program(lm)
+    program = await build_program(unparsable_lm())
     x, _ = dataset(4)
     with synalinks.usage.track() as usage:
         predictions = await program.predict(x)

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
-from tests.engine.helpers_engine import TRUTH, Query, build_program, dataset, oracle_lm
+from tests.engine.helpers_engine import (
+    TRUTH,
+    UNPARSABLE,
+    Query,
+    build_program,
+    dataset,
+    oracle_lm,
+    unparsable_lm,
+)
 from tests.engine.test_omega import compiled, make_omega, mutation_lm
 from training.engine import tracing
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
@@ -42,8 +50,7 @@ async def test_nothing_is_recorded_outside_a_recorder_and_records_stop_with_it()
 
 
 async def test_an_unparsable_answer_is_traced_with_its_raw_text_and_parse_error():
-    lm = FakeLanguageModel(responder=lambda request: "no JSON here, sorry")
-    program = await build_program(lm)
+    program = await build_program(unparsable_lm())
     x, _ = dataset(1)
     with synalinks.tracing.record() as recorder:
         predictions = await program.predict(x)
@@ -51,7 +58,7 @@ async def test_an_unparsable_answer_is_traced_with_its_raw_text_and_parse_error(
     # deterministic: the parse is retried once at a small temperature; both are traced
     assert len(recorder.records) == 2
     for trace in recorder.records:
-        assert trace.failed and trace.response == "no JSON here, sorry"
+        assert trace.failed and trace.response == UNPARSABLE
         assert trace.error.startswith("unparsable output:") and trace.parsed is None
 
 

@@ -22,3 +22,20 @@ class EchoConsumer(LoginRequiredJsonConsumer):
 
     async def echo_message(self, event):
         await self.send_json(event["payload"])
+
+
+async def open_echo_socket(user_id: int):
+    """A connected test client on a new echo channel of user ``user_id``; returns it and the
+    channel's group name."""
+    import uuid
+    from types import SimpleNamespace
+
+    from channels.testing import WebsocketCommunicator
+
+    name = uuid.uuid4().hex[:12]
+    communicator = WebsocketCommunicator(EchoConsumer.as_asgi(), f"/ws/echo/{name}/")
+    communicator.scope["user"] = SimpleNamespace(is_authenticated=True, pk=user_id)
+    communicator.scope["url_route"] = {"kwargs": {"name": name}}
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected, "the echo consumer refused the connection"
+    return communicator, echo_group(user_id, name)

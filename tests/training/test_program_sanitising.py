@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from training.models import Program
-from training.services.programs import parse_import, sanitize_engine_json
+from training.services.programs import model_nodes, parse_import, sanitize_engine_json
 
 from .conftest import executed_run
 
@@ -20,20 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _language_model_configs(document):
     """Every serialised language model config in an engine document."""
-    found = []
-
-    def walk(node, key=None):
-        if isinstance(node, dict):
-            if key == "language_model" and isinstance(node.get("config"), dict):
-                found.append(node["config"])
-            for child_key, child in node.items():
-                walk(child, child_key)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child, key)
-
-    walk(document)
-    return found
+    return [node["config"] for kind, node in model_nodes(document) if kind == "language_model"]
 
 
 def _hostile(document, cache):

@@ -144,20 +144,10 @@ def test_engine_refusal_lands_on_the_parameters_field():
 
 
 def test_code_callers_get_every_bad_parameter_at_once():
+    bad = dict(omega_population_size=1, omega_merging_rate=1.5, omega_selection="tournament")
     with pytest.raises(RunConfigError) as raised:
-        run_config(
-            optimizer="OMEGA",
-            omega_population_size=1,
-            omega_merging_rate=1.5,
-            omega_selection="tournament",
-            epochs=0,
-        )
-    assert set(raised.value.errors) == {
-        "omega_population_size",
-        "omega_merging_rate",
-        "omega_selection",
-        "epochs",
-    }
+        run_config(optimizer="OMEGA", epochs=0, **bad)
+    assert set(raised.value.errors) == {"epochs", *bad}
     assert "got 1" in raised.value.errors["omega_population_size"]
     assert "'tournament'" in raised.value.errors["omega_selection"]
 

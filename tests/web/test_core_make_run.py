@@ -1,34 +1,17 @@
 """scripts/run.py (what `make run` runs): faults stop it with one line; stale files are
 cleaned; Ctrl-C stops every process it started."""
 
-import os
 import signal
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from core.local_runtime import launcher
-
-BASE_DIR = Path(__file__).resolve().parents[2]
-# make run's own defaults: no DATABASE_URL/REDIS_URL, and Trainboard's settings, not the tests'.
-PRODUCTION_UNSET = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+from tests import make_run_process
 
 
 def run_script(env_overrides, tmp_path, timeout=30):
-    env = {k: v for k, v in os.environ.items() if k not in PRODUCTION_UNSET}
-    env.update(TRAINBOARD_VAR_DIR=str(tmp_path / "var"), TRAINBOARD_PORT=str(launcher.free_port()))
-    env.update(env_overrides)
-    return subprocess.run(
-        [sys.executable, "scripts/run.py"],
-        cwd=BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return make_run_process.run_to_exit(tmp_path / "var", timeout=timeout, **env_overrides)
 
 
 @pytest.mark.smoke
@@ -57,28 +40,9 @@ def test_make_run_cleans_stale_files_starts_and_stops_everything(tmp_path):
     (var / "run" / "trainboard.pid").write_text(f"{dead.pid}\nrun.py\n")
     (var / "run" / "web.pid").write_text(f"{dead.pid}\ndaphne\n")
     (var / "redis.sock").write_text("")  # a socket file nobody listens on
-    port = launcher.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in PRODUCTION_UNSET}
-    env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port))
-    proc = subprocess.Popen(
-        [sys.executable, "scripts/run.py"],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines = []
+    proc, port = make_run_process.start(var)
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "is up at" in line:
-                break
-        output = "".join(lines)
+        output = make_run_process.wait_until_up(proc)
         assert f"is up at http://127.0.0.1:{port}/" in output, output
         assert "removed stale trainboard.pid" in output and "removed stale web.pid" in output
         assert "First user created -> username: admin" in output

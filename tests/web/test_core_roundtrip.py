@@ -12,7 +12,6 @@ import urllib.request
 import uuid
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 pytestmark = pytest.mark.smoke
 
@@ -27,19 +26,12 @@ def test_celery_task_round_trip_through_real_broker(live_stack):
 
 
 async def test_message_from_worker_process_reaches_websocket(live_stack):
-    from types import SimpleNamespace
-
-    from tests.support.consumers import EchoConsumer, echo_group
+    from tests.support.consumers import open_echo_socket
     from tests.support.tasks import broadcast
 
-    name = uuid.uuid4().hex[:12]
-    communicator = WebsocketCommunicator(EchoConsumer.as_asgi(), f"/ws/echo/{name}/")
-    communicator.scope["user"] = SimpleNamespace(is_authenticated=True, pk=4242)
-    communicator.scope["url_route"] = {"kwargs": {"name": name}}
-    connected, _ = await communicator.connect(timeout=10)
-    assert connected
+    communicator, group = await open_echo_socket(4242)
     payload = {"hello": "from worker", "n": 7}
-    sent = broadcast.delay(echo_group(4242, name), payload)
+    sent = broadcast.delay(group, payload)
     assert await communicator.receive_json_from(timeout=30) == payload
     assert sent.get(timeout=10)["pid"] != os.getpid()
     await communicator.disconnect()

@@ -8,15 +8,12 @@
 from __future__ import annotations
 
 import time
-import uuid
-from types import SimpleNamespace
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from core import health, worker_status
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
-from tests.support.consumers import EchoConsumer
+from tests.support.consumers import open_echo_socket
 
 
 @pytest.fixture
@@ -34,12 +31,7 @@ def a_worker_answers(monkeypatch):
 async def test_healthz_stays_up_while_a_socket_receives_on_the_channel_layer(
     async_client, a_worker_answers
 ):
-    name = uuid.uuid4().hex[:12]
-    page = WebsocketCommunicator(EchoConsumer.as_asgi(), f"/ws/echo/{name}/")
-    page.scope["user"] = SimpleNamespace(is_authenticated=True, pk=7)
-    page.scope["url_route"] = {"kwargs": {"name": name}}
-    connected, _ = await page.connect(timeout=10)
-    assert connected
+    page, _ = await open_echo_socket(7)
     try:
         for _ in range(3):
             response = await async_client.get("/healthz")

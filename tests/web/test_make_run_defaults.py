@@ -2,19 +2,12 @@
 owner-only (18.8), and DEBUG stays off unless asked for (18.11), static files still served.
 """
 
-import os
 import signal
 import stat
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
-from core.local_runtime import launcher
-
-BASE_DIR = Path(__file__).resolve().parents[2]
+from tests import make_run_process
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -29,29 +22,9 @@ def test_make_run_keeps_var_private_and_debug_off(tmp_path):
     var = tmp_path / "var"
     var.mkdir(mode=0o755)
     var.chmod(0o755)  # an install made before the fix
-    port = launcher.free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG", "DJANGO_SETTINGS_MODULE")
-    }
-    env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port))
-    proc = subprocess.Popen(
-        [sys.executable, "scripts/run.py"],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, port = make_run_process.start(var)
     try:
-        deadline = time.monotonic() + 90
-        output = ""
-        while time.monotonic() < deadline and "is up at" not in output:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            output += line
+        output = make_run_process.wait_until_up(proc)
         assert "is up at" in output, output
         base = f"http://127.0.0.1:{port}/"
         status, text = _get(base + "no/such/page/")

@@ -98,31 +98,20 @@ class EmbeddingModel:
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         meta = {"latency": 0.0, "attempts": 0, "prompt_tokens": 0, "cost": None}
 
-        def succeeded(result: tuple, latency: float) -> None:
-            _, tokens, cost = result
+        def attempted(latency: float, **record: Any) -> None:
+            """Each attempt counts in the call's trace and in usage."""
             meta.update(latency=meta["latency"] + latency, attempts=meta["attempts"] + 1)
-            meta.update(prompt_tokens=tokens, cost=cost)
             usage_mod.record(
-                usage_mod.UsageRecord(
-                    model=self.model,
-                    kind="embedding",
-                    prompt_tokens=tokens,
-                    cost=cost,
-                    latency=latency,
-                )
+                usage_mod.UsageRecord(model=self.model, kind="embedding", latency=latency, **record)
             )
 
+        def succeeded(result: tuple, latency: float) -> None:
+            _, tokens, cost = result
+            meta.update(prompt_tokens=tokens, cost=cost)
+            attempted(latency, prompt_tokens=tokens, cost=cost)
+
         def failed(exc: BaseException, latency: float) -> None:
-            meta.update(latency=meta["latency"] + latency, attempts=meta["attempts"] + 1)
-            usage_mod.record(
-                usage_mod.UsageRecord(
-                    model=self.model,
-                    kind="embedding",
-                    failed=True,
-                    latency=latency,
-                    error=short_message(exc),
-                )
-            )
+            attempted(latency, failed=True, error=short_message(exc))
 
         try:
             vectors, _, _ = await call_with_retries(

@@ -604,7 +604,8 @@ class Trainer:
         logs: dict[str, Any] = {}
         for epoch in range(initial_epoch, epochs):
             try:
-                logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
+                with tracing.trace_context(epoch=epoch):  # every call of the epoch names it
+                    logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
             except _Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
                 self.stop_training = True
                 break
@@ -631,19 +632,8 @@ class Trainer:
         """One epoch: a train step per batch, the optimizer's epoch end, then validation.
 
         Returns the logs (of the last batch when ``stop_training`` cut the epoch short) and
-        whether the epoch ran to its end.
+        whether the epoch ran to its end. Called inside ``trace_context(epoch=epoch)``.
         """
-        with tracing.trace_context(epoch=epoch):
-            return await self._train_epoch_traced(epoch, epochs, iterator, data, events)
-
-    async def _train_epoch_traced(
-        self,
-        epoch: int,
-        epochs: int,
-        iterator: EpochIterator,
-        data: FitData,
-        events: TrainingEvents,
-    ) -> tuple[dict[str, Any], bool]:
         await events.epoch_begin(epoch, epochs)
         await self.optimizer.on_epoch_begin(epoch)
         self._reset_metrics()

@@ -12,6 +12,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import training.engine as synalinks
@@ -145,24 +146,28 @@ def sanitize_engine_json(document: Any) -> Any:
     stored or uploaded JSON goes through here (``program_from_json`` and the worker's load).
     """
     document = copy.deepcopy(document)
-
-    def walk(node: Any, key: Any = None) -> None:
-        if isinstance(node, dict):
-            kind = _model_kind(key, node)
-            if kind:
-                try:
-                    check_model_config(str(node.get("class_name", "")), node["config"], kind)
-                except ModelStringError as exc:
-                    raise ProgramError(str(exc)) from None
-                _sanitize_model_config(node["config"], kind == "language_model")
-            for child_key, child in node.items():
-                walk(child, child_key)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child, key)
-
-    walk(document)
+    for kind, node in model_nodes(document):
+        try:
+            check_model_config(str(node.get("class_name", "")), node["config"], kind)
+        except ModelStringError as exc:
+            raise ProgramError(str(exc)) from None
+        _sanitize_model_config(node["config"], kind == "language_model")
     return document
+
+
+def model_nodes(document: Any, key: Any = None) -> Iterator[tuple[str, dict]]:
+    """Every serialised language or embedding model (``{"class_name", "config"}``) anywhere
+    in an engine document, with its kind, parents before children. A caller may change a
+    yielded node's ``config`` in place before asking for the next."""
+    if isinstance(document, dict):
+        kind = _model_kind(key, document)
+        if kind:
+            yield kind, document
+        for child_key, child in document.items():
+            yield from model_nodes(child, child_key)
+    elif isinstance(document, list):
+        for child in document:
+            yield from model_nodes(child, key)
 
 
 def program_from_json(document: Any) -> Any:
