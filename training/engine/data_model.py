@@ -9,7 +9,7 @@ rebuild a saved program's types.
 from __future__ import annotations
 
 import keyword
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import pydantic
 from pydantic import ConfigDict, Field
@@ -93,11 +93,66 @@ def _check_field_count(count: int, name: str) -> None:
         )
 
 
+# A label field (``"choices"``) takes one of at most MAX_CHOICES strings of at most
+# MAX_CHOICE_CHARS each: the list is in every prompt and in the local model's grammar, so it is
+# bounded like the field count. Checked when building a class from a spec and from a schema.
+MAX_CHOICES = 50
+MAX_CHOICE_CHARS = 200
+
+
+def check_choices(choices: Any, where: str) -> tuple[str, ...]:
+    """The label values of a ``choices`` field spec, checked; ValueError saying what is wrong.
+
+    A label set is at least 2 distinct, non-empty strings (one label is a constant, not a
+    choice), at most :data:`MAX_CHOICES`, each at most :data:`MAX_CHOICE_CHARS` characters.
+    """
+    if not isinstance(choices, list | tuple) or not all(isinstance(c, str) for c in choices):
+        raise ValueError(f"{where}: choices must be a list of strings, got {choices!r}")
+    if len(choices) < 2 or len(choices) > MAX_CHOICES:
+        raise ValueError(
+            f"{where}: a label set has between 2 and {MAX_CHOICES} choices, got {len(choices)}"
+        )
+    if len(set(choices)) != len(choices):
+        raise ValueError(f"{where}: choices must be distinct, got {list(choices)!r}")
+    for choice in choices:
+        if not choice or len(choice) > MAX_CHOICE_CHARS:
+            raise ValueError(
+                f"{where}: each choice has 1 to {MAX_CHOICE_CHARS} characters, got {choice[:40]!r}"
+            )
+    return tuple(choices)
+
+
+def label_type(choices: Any, where: str = "label field") -> Any:
+    """``Literal[...]`` of a checked label set: the type a label field is given, so its JSON
+    schema carries an ``enum`` (a grammar-constrained model can only answer a listed label)."""
+    return Literal[check_choices(choices, where)]  # type: ignore[valid-type]
+
+
+def label_choices(annotation: Any) -> list[str] | None:
+    """The labels of a ``Literal[...]`` string annotation (optional or not), else None."""
+    if get_origin(annotation) is not Literal:
+        options = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(options) != 1 or get_origin(options[0]) is not Literal:
+            return None
+        annotation = options[0]
+    values = get_args(annotation)
+    return list(values) if all(isinstance(value, str) for value in values) else None
+
+
 def create_data_model(name: str, fields: list[dict[str, Any]]) -> type[DataModel]:
-    """Build a DataModel class from ``[{"name", "type", "description", "required"?}]``.
+    """Build a DataModel class from ``[{"name", "type", "description", "required"?, "choices"?}]``.
 
     ``type`` is one of ``str``, ``int``, ``float``, ``bool``, ``list[str]``. Fields are required
-    unless ``"required": false`` (then they default to ``None``).
+    unless ``"required": false`` (then they default to ``None``). A ``str`` field with
+    ``"choices": ["negative", "neutral", "positive"]`` is a label field: its type is
+    ``Literal["negative", "neutral", "positive"]`` and its schema an ``enum``.
+
+    Example:
+
+        Sentiment = create_data_model(
+            "Sentiment", [{"name": "label", "type": "str", "choices": ["neg", "pos"]}]
+        )
+        Sentiment.get_schema()["properties"]["label"]["enum"]  # ["neg", "pos"]
     """
     _check_class_name(name)
     if not fields:
@@ -115,6 +170,10 @@ def create_data_model(name: str, fields: list[dict[str, Any]]) -> type[DataModel
         if type_name not in FIELD_TYPES:
             raise ValueError(f"{where}: type {type_name!r} is not one of {sorted(FIELD_TYPES)}")
         annotation = FIELD_TYPES[type_name]
+        if spec.get("choices") is not None:
+            if type_name != "str":
+                raise ValueError(f"{where}: choices need type 'str', got {type_name!r}")
+            annotation = label_type(spec["choices"], where)
         description = spec.get("description") or None
         if spec.get("required", True):
             definitions[field_name] = (annotation, Field(..., description=description))
@@ -127,7 +186,8 @@ def data_model_fields(data_model: type[DataModel]) -> list[dict[str, Any]]:
     """Inverse of :func:`create_data_model` for simple classes (for forms and the dashboard)."""
     result = []
     for field_name, info in data_model.model_fields.items():
-        type_name = next(
+        choices = label_choices(info.annotation)
+        type_name = "str" if choices else next(
             (key for key, value in FIELD_TYPES.items() if value == info.annotation),
             None,
         )
@@ -135,14 +195,15 @@ def data_model_fields(data_model: type[DataModel]) -> list[dict[str, Any]]:
             type_name = next(
                 (k for k, v in FIELD_TYPES.items() if info.annotation == (v | None)), "str"
             )
-        result.append(
-            {
-                "name": field_name,
-                "type": type_name,
-                "description": info.description or "",
-                "required": info.is_required(),
-            }
-        )
+        spec = {
+            "name": field_name,
+            "type": type_name,
+            "description": info.description or "",
+            "required": info.is_required(),
+        }
+        if choices:
+            spec["choices"] = choices
+        result.append(spec)
     return result
 
 
@@ -225,8 +286,12 @@ def _type_from_schema(
             raise ValueError(f"{where}: only 'X or null' unions are supported")
         return _type_from_schema(options[0], where, defs, built, field_name) | None
     if "enum" in field_schema:
-        values = tuple(field_schema["enum"])
-        return Literal[values]  # type: ignore[valid-type]
+        values = field_schema["enum"]
+        if not isinstance(values, list) or not 1 <= len(values) <= MAX_CHOICES:
+            raise ValueError(f"{where}: an enum has 1 to {MAX_CHOICES} values")
+        if all(isinstance(value, str) for value in values) and len(values) > 1:
+            return label_type(values, where)
+        return Literal[tuple(values)]  # type: ignore[valid-type]
     json_type = field_schema.get("type")
     if json_type in _JSON_TYPES:
         return _JSON_TYPES[json_type]
