@@ -92,6 +92,8 @@ class Dataset(models.Model):
     column_map = models.JSONField(default=dict)  # field name -> column in the original file
     test_ratio = models.FloatField(default=0.2)
     seed = models.IntegerField(default=42)
+    # A target field whose values keep their shares in both splits (datasets/labels.py), or "".
+    stratify_by = models.CharField(max_length=100, blank=True, default="")
     stats = models.JSONField(default=dict)  # the upload profile's columns and counts
     created = models.DateTimeField(auto_now_add=True)
     # True while the rows are still being written (hidden by ``objects``; see the docstring).
@@ -112,8 +114,14 @@ class Dataset(models.Model):
         return [dict(field) for field in self.input_fields]
 
     def target_schema_fields(self) -> list[dict[str, str]]:
-        """Target (expected output) fields, same shape as input_schema_fields."""
-        return [dict(field) for field in self.target_fields]
+        """Target (expected output) fields, same shape as input_schema_fields.
+
+        Without ``choices``: a label set (datasets/labels.py) constrains a program's output,
+        not the ground truth a run reads."""
+        return [
+            {key: value for key, value in field.items() if key != "choices"}
+            for field in self.target_fields
+        ]
 
     @property
     def input_names(self) -> list[str]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from datasets import views
+from datasets import views, views_labels
 
 app_name = "datasets"
 urlpatterns = [
@@ -16,4 +16,6 @@ urlpatterns = [
     path("<int:pk>/download/", views.download_jsonl, name="download"),
     path("<int:pk>/original/", views.download_original, name="original"),
     path("<int:pk>/delete/", views.delete_dataset, name="delete"),
+    path("<int:pk>/label-set/", views_labels.label_set, name="label-set"),
+    path("<int:pk>/stratify/", views_labels.stratify, name="stratify"),
 ]

@@ -14,7 +14,7 @@ from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from datasets import selectors, services
+from datasets import labels, selectors, services
 from datasets.builtins import BUILTINS
 from datasets.forms import (
     FIELD_TYPE_CHOICES,
@@ -235,6 +235,7 @@ def dataset_detail(request, pk):
             for field in fields
         ],
         "run_count": selectors.runs_using(dataset).count(),
+        "label_profiles": labels.profiles(dataset),
     }
     return render(request, "datasets/detail.html", context)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+from datasets import labels as dataset_labels
 from datasets.models import Dataset
 from training.engine import bounds
 from training.models import Program
@@ -21,10 +22,14 @@ from training.services.run_config import (
     FIELD_PREFIXES,
     METRICS,
     OPTIMIZERS,
+    PRESETS,
     REWARDS,
     TRAINING,
     TRAINING_DEFAULTS,
+    TRAINING_HELP,
     RunConfigError,
+    optimizer_fixed,
+    optimizer_help,
     optimizer_parameters,
     validate_run_config,
 )
@@ -45,6 +50,7 @@ def bounded_field(bound, initial=None, **kwargs) -> forms.Field:
     Returns:
         The form field.
     """
+    kwargs.setdefault("help_text", bound.help)
     if isinstance(bound, bounds.Choice):
         values = sorted(bound.values, key=lambda value: value != initial)
         return forms.ChoiceField(
@@ -71,16 +77,19 @@ def _optimizer_fields() -> dict[str, forms.Field]:
     """Every offered parameter of every optimizer, as ``rfs_nb_min_examples`` etc."""
     fields: dict[str, forms.Field] = {}
     for name, prefix in FIELD_PREFIXES.items():
+        fixed = optimizer_fixed(name)
         for key, (default, bound) in optimizer_parameters(name).items():
             if bound is not None:
                 field = bounded_field(bound, default)
             elif isinstance(default, bool):
-                field = forms.BooleanField(required=False, initial=default)
+                # A fixed parameter shows what the optimizer does and cannot be changed.
+                field = forms.BooleanField(required=False, initial=default, disabled=key in fixed)
             elif key == "instructions":
                 field = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
             else:
                 field = forms.CharField(required=False, initial=default)
             field.label = key  # the guide's argument names, which users know from code
+            field.help_text = optimizer_help(name, key)
             fields[prefix + key] = field
     fields["omega_language_model"].label = "language_model (default: the program's)"
     return fields
@@ -91,7 +100,9 @@ def _training_fields() -> dict[str, forms.Field]:
         key: bounded_field(TRAINING[key], TRAINING_DEFAULTS[key])
         for key in ("epochs", "batch_size", "validation_split")
     }
-    fields["shuffle"] = forms.BooleanField(required=False, initial=TRAINING_DEFAULTS["shuffle"])
+    fields["shuffle"] = forms.BooleanField(
+        required=False, initial=TRAINING_DEFAULTS["shuffle"], help_text=TRAINING_HELP["shuffle"]
+    )
     fields["seed"] = bounded_field(
         TRAINING["seed"], widget=forms.NumberInput(attrs={"placeholder": "random"})
     )
@@ -108,6 +119,15 @@ class ProgramForm(forms.Form):
     dataset = forms.ModelChoiceField(
         queryset=Dataset.objects.none(),
         help_text="Its input fields become the program's input, its target fields the output.",
+    )
+    use_label_set = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Answer only the dataset's labels",
+        help_text=(
+            "When a target field is a label set (declared, or proposed because it looks like "
+            "a label; see the dataset's page), the output field takes exactly those values."
+        ),
     )
     module = forms.ChoiceField(choices=Program.MODULE_CHOICES, initial=Program.GENERATOR)
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
@@ -129,6 +149,19 @@ class ProgramForm(forms.Form):
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self.fields["model"].initial = settings.TRAINBOARD_LM
         self.engine_program = None
+        self.label_sets = {}
+        chosen = self.initial.get("dataset")
+        dataset = (
+            self.fields["dataset"].queryset.filter(pk=chosen).first()
+            if str(chosen or "").isdigit()
+            else None
+        )
+        if dataset is not None:  # "New program from this dataset": say which labels
+            self.label_sets = dataset_labels.label_sets(dataset)
+            if self.label_sets:
+                self.fields["use_label_set"].help_text = "; ".join(
+                    f"{name}: {', '.join(values)}" for name, values in self.label_sets.items()
+                )
 
     def clean(self):
         data = super().clean()
@@ -140,7 +173,9 @@ class ProgramForm(forms.Form):
                 name=data["name"],
                 description=data.get("description", ""),
                 input_fields=dataset.input_schema_fields(),
-                target_fields=dataset.target_schema_fields(),
+                target_fields=dataset_labels.program_target_fields(
+                    dataset, bool(data.get("use_label_set"))
+                ),
                 module=data["module"],
                 instructions=data.get("instructions", ""),
                 model=data["model"],
@@ -189,10 +224,22 @@ class ImportProgramForm(forms.Form):
 
 
 class RunForm(forms.Form):
-    program = forms.ModelChoiceField(queryset=Program.objects.none())
-    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
+    program = forms.ModelChoiceField(
+        queryset=Program.objects.none(), help_text="The program whose variables are trained."
+    )
+    dataset = forms.ModelChoiceField(
+        queryset=Dataset.objects.none(),
+        help_text="Its train split trains (and validates); its test split scores before/after.",
+    )
     # Reward
-    reward = forms.ChoiceField(choices=[(name, name) for name in REWARDS], initial="ExactMatch")
+    reward = forms.ChoiceField(
+        choices=[(name, name) for name in REWARDS],
+        initial="ExactMatch",
+        help_text=(
+            "Scores each prediction from 0 to 1: ExactMatch compares values, CosineSimilarity "
+            "compares embeddings, LMAsJudge asks a model."
+        ),
+    )
     reward_in_mask = forms.CharField(
         required=False,
         label="in_mask",
@@ -202,22 +249,53 @@ class RunForm(forms.Form):
         required=False, label="out_mask", help_text="Comma-separated output fields to leave out."
     )
     reward_embedding_model = forms.CharField(
-        required=False, label="Embedding model (CosineSimilarity)"
+        required=False,
+        label="Embedding model (CosineSimilarity)",
+        help_text="Embeds both answers; default: the server's embedding model.",
     )
-    reward_language_model = forms.CharField(required=False, label="Judge model (LMAsJudge)")
+    reward_language_model = forms.CharField(
+        required=False,
+        label="Judge model (LMAsJudge)",
+        help_text="The model that grades each answer; default: the program's model.",
+    )
     reward_criteria = forms.CharField(
-        required=False, label="Criteria (LMAsJudge)", initial="accuracy and completeness"
+        required=False,
+        label="Criteria (LMAsJudge)",
+        initial="accuracy and completeness",
+        help_text="What the judge grades the answers on, in plain words.",
     )
     # Metrics
     metrics = forms.MultipleChoiceField(
         choices=[(name, name) for name in METRICS],
         required=False,
         widget=forms.CheckboxSelectMultiple,
+        help_text="Monitored on each epoch, not optimised.",
     )
-    metrics_in_mask = forms.CharField(required=False, label="Metrics in_mask")
+    metrics_in_mask = forms.CharField(
+        required=False,
+        label="Metrics in_mask",
+        help_text="Comma-separated output fields the metrics compare (default: the targets).",
+    )
     # Optimizer (its parameters and the training loop's fields are added below the class)
     optimizer = forms.ChoiceField(
-        choices=[(name, name) for name in OPTIMIZERS], initial="RandomFewShot"
+        choices=[(name, name) for name in OPTIMIZERS],
+        initial="RandomFewShot",
+        help_text=(
+            "RandomFewShot samples few-shot examples (no extra LM calls); OMEGA also rewrites "
+            "instructions with LM mutations and crossovers (more calls)."
+        ),
+    )
+    #: Shown first; the rest of the form sits under "Advanced settings".
+    BASIC = (
+        "program",
+        "dataset",
+        "reward",
+        "optimizer",
+        "epochs",
+        "batch_size",
+        "validation_split",
+        "rfs_nb_max_examples",
+        "omega_instructions",
     )
 
     def __init__(self, *args, user=None, **kwargs):
@@ -226,6 +304,11 @@ class RunForm(forms.Form):
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.run_config = None
+        self.presets = PRESETS
+
+    def advanced_has_errors(self) -> bool:
+        """Open "Advanced settings" when a field inside it needs correcting."""
+        return any(name not in self.BASIC for name in self.errors if name != "__all__")
 
     def clean(self):
         data = super().clean()

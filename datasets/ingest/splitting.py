@@ -53,3 +53,38 @@ def split_mask(row_count: int, test_ratio: float, seed: int) -> np.ndarray:
     mask = np.zeros(row_count, dtype=bool)
     mask[np.random.default_rng(seed).permutation(row_count)[:size]] = True
     return mask
+
+
+def stratified_split_mask(labels: list, test_ratio: float, seed: int) -> np.ndarray:
+    """Like :func:`split_mask`, but each label keeps its share in both splits.
+
+    The test split has the same size as the plain split's (``count_test_rows``); it is shared
+    out between the labels in proportion to their counts (largest remainder, ties to the label
+    seen first), and each label's test rows are drawn from a permutation seeded by ``seed``.
+    The same (labels, ratio, seed) always gives the same split.
+
+    Args:
+        labels: one hashable value per row, in file order (e.g. each row's ``label``).
+        test_ratio: share of rows held out, within ``TEST_RATIO_MIN..TEST_RATIO_MAX``.
+        seed: the split's seed.
+
+    Returns:
+        Boolean array, True where row i belongs to the test split.
+    """
+    size = count_test_rows(len(labels), test_ratio)
+    groups: dict = {}
+    for index, label in enumerate(labels):
+        groups.setdefault(label, []).append(index)
+    share = size / len(labels)
+    quotas = {label: int(len(rows) * share) for label, rows in groups.items()}
+    remainders = sorted(
+        groups, key=lambda label: -(len(groups[label]) * share - quotas[label])
+    )  # stable: ties keep first-seen order
+    for label in remainders[: size - sum(quotas.values())]:
+        quotas[label] += 1
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(len(labels), dtype=bool)
+    for label, rows in groups.items():
+        chosen = rng.permutation(len(rows))[: quotas[label]]
+        mask[np.asarray(rows)[chosen]] = True
+    return mask

@@ -104,3 +104,8 @@ def run_field(live_stack, run_id: int, field: str):
             f"import json;from training.models import Run;print(json.dumps(Run.objects.filter(pk={run_id}).values_list({field!r}, flat=True).first(), default=str))",
         )
     )
+
+
+def open_advanced(page) -> None:
+    """Unfold the launch form's "Advanced settings" (seed, evaluations, optimizer details)."""
+    page.evaluate("document.getElementById('advanced-settings').open = true")

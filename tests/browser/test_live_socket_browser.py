@@ -18,7 +18,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers_runs import ENDLESS, create_program, demo_dataset_id, launch_demo_run
+from helpers_runs import ENDLESS, create_program, demo_dataset_id, launch_demo_run, open_advanced
 
 pytestmark = pytest.mark.browser
 
@@ -89,6 +89,7 @@ def test_200_parallel_anonymous_healthz_then_a_launch_works(logged_in_page, live
     page.goto(f"/runs/new/?program={program_id}")
     page.fill("#id_epochs", "1")
     page.fill("#id_batch_size", "9")
+    open_advanced(page)
     page.fill("#id_evaluations_before", "0")
     page.fill("#id_evaluations_after", "0")
     page.click("#launch")

@@ -4,7 +4,7 @@ the engine's bound is the edge, one step beyond is refused before anything is se
 from __future__ import annotations
 
 import pytest
-from helpers_runs import open_launch_form
+from helpers_runs import open_advanced, open_launch_form
 
 from training.engine import bounds
 from training.engine.optimizers import dns, omega
@@ -15,6 +15,7 @@ pytestmark = pytest.mark.browser
 def test_browser_and_engine_agree_on_each_edge(logged_in_page, live_stack):
     page = logged_in_page
     open_launch_form(page, live_stack, "Bounds", "fake/rules", "OMEGA")
+    open_advanced(page)
     top = bounds.VALIDATION_SPLIT.max
     cases = [
         ("#id_validation_split", top, top + 0.01),

@@ -17,6 +17,7 @@ from helpers_runs import (
     demo_dataset_id,
     launch_demo_run,
     launch_run,
+    open_advanced,
     run_field,
     tiny_dataset_id,
 )
@@ -30,6 +31,7 @@ def fill_launch_form(
     page.fill("#id_epochs", str(epochs))
     page.fill("#id_batch_size", str(batch_size))
     page.fill("#id_validation_split", validation_split)
+    open_advanced(page)
     page.fill("#id_seed", "3")
     page.fill("#id_evaluations_before", str(evaluations))
     page.fill("#id_evaluations_after", str(evaluations))

@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import pytest
-from helpers_runs import launch_demo_run, open_launch_form, run_field
+from helpers_runs import launch_demo_run, open_advanced, open_launch_form, run_field
 
 pytestmark = pytest.mark.browser
 
@@ -22,8 +22,10 @@ def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live
     page = logged_in_page
     open_launch_form(page, live_stack, "Rules", "fake/rules?latency=0.01", "OMEGA")
     # choosing OMEGA unfolds its parameters
-    assert page.locator('details[data-optimizer="OMEGA"]').evaluate("d => d.open") is True
+    assert page.locator('fieldset[data-optimizer="OMEGA"]').evaluate("d => !d.hidden") is True
+    assert page.locator('fieldset[data-optimizer="RandomFewShot"]').evaluate("d => d.hidden")
     assert page.input_value("#id_omega_language_model") == ""  # blank: the program's model
+    open_advanced(page)
     page.fill("#id_omega_embedding_model", "fake/embedding")
     page.fill("#id_omega_population_size", "4")
     page.fill("#id_omega_merging_rate", "0.5")

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: Upper bound on any count the engine is given (examples, candidates, population): it bounds
@@ -51,10 +51,12 @@ class IntRange:
     Args:
         min: The smallest allowed value.
         max: The largest allowed value, or None.
+        help: One line saying what the parameter means (forms show it next to the field).
     """
 
     min: int
     max: int | None = None
+    help: str = field(default="", compare=False)
 
     def describe(self) -> str:
         if self.max is None:
@@ -81,7 +83,7 @@ class IntRange:
 
     def narrow(self, max: int) -> IntRange:  # noqa: A002 - the bound's own field name
         """The same bound with a lower ceiling (a server's cap on top of the engine's rule)."""
-        return IntRange(self.min, max if self.max is None else min(self.max, max))
+        return IntRange(self.min, max if self.max is None else min(self.max, max), self.help)
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,12 @@ class FloatRange:
     Args:
         min: The smallest allowed value.
         max: The largest allowed value, or None.
+        help: One line saying what the parameter means (forms show it next to the field).
     """
 
     min: float
     max: float | None = None
+    help: str = field(default="", compare=False)
 
     def describe(self) -> str:
         if self.max is None:
@@ -124,9 +128,11 @@ class Choice:
 
     Args:
         values: The allowed values.
+        help: One line saying what the parameter means (forms show it next to the field).
     """
 
     values: tuple
+    help: str = field(default="", compare=False)
 
     def describe(self) -> str:
         return f"one of {list(self.values)}"
@@ -144,6 +150,31 @@ class Choice:
 
 
 Bound = IntRange | FloatRange | Choice
+
+
+def with_help(bound: Bound, text: str) -> Bound:
+    """The same limits with their own help line: one bound shared by several parameters
+    (OMEGA's four temperatures) still says what each one is for."""
+    return replace(bound, help=text)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A parameter with no limit to check (a switch, a model, free text): only its help.
+
+    Lets ``PARAMETERS`` describe every parameter a constructor offers, bounded or not, so a
+    form finds each parameter's help in one place. :func:`check_parameters` skips it.
+    """
+
+    help: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        return None
+
+
+def help_text(bounds: dict[str, Any], name: str) -> str:
+    """The help line ``bounds[name]`` carries ("" when none)."""
+    return getattr(bounds.get(name), "help", "") or ""
 
 
 def check_parameters(owner: str, bounds: dict[str, Bound], values: dict[str, Any]) -> None:
@@ -176,14 +207,20 @@ def defaults(callable_: Any) -> dict[str, Any]:
 
 # --- Program.fit's arguments -----------------------------------------------------------------
 #: ``fit(epochs=...)``: at least one pass over the data.
-EPOCHS = IntRange(1)
+EPOCHS = IntRange(1, help="Passes over the training data; the optimizer proposes after each.")
 #: ``fit(batch_size=...)`` (also evaluate/predict).
-BATCH_SIZE = IntRange(1)
+BATCH_SIZE = IntRange(
+    1, help="Examples predicted together; OMEGA makes one new candidate per batch."
+)
 #: ``fit(validation_split=...)``: the fraction of the training data held out (the last rows).
 #: 0 keeps everything for training; at most 0.95, so some training data always remains (a
 #: closed bound, so a browser can enforce it too). Whether the split leaves at least one row
 #: on each side depends on the data, and fit checks that too.
-VALIDATION_SPLIT = FloatRange(0.0, 0.95)
+VALIDATION_SPLIT = FloatRange(
+    0.0,
+    0.95,
+    help="Share of the training rows held out to score candidates (0: score on training rows).",
+)
 
 __all__ = [
     "BATCH_SIZE",
@@ -191,9 +228,12 @@ __all__ = [
     "MAX_COUNT",
     "VALIDATION_SPLIT",
     "Choice",
+    "Flag",
     "FloatRange",
     "IntRange",
     "ParameterError",
     "check_parameters",
     "defaults",
+    "help_text",
+    "with_help",
 ]

@@ -187,9 +187,13 @@ def data_model_fields(data_model: type[DataModel]) -> list[dict[str, Any]]:
     result = []
     for field_name, info in data_model.model_fields.items():
         choices = label_choices(info.annotation)
-        type_name = "str" if choices else next(
-            (key for key, value in FIELD_TYPES.items() if value == info.annotation),
-            None,
+        type_name = (
+            "str"
+            if choices
+            else next(
+                (key for key, value in FIELD_TYPES.items() if value == info.annotation),
+                None,
+            )
         )
         if type_name is None:
             type_name = next(

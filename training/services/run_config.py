@@ -49,10 +49,18 @@ TRAINING = {
     "epochs": bounds.EPOCHS.narrow(1000),
     "batch_size": bounds.BATCH_SIZE.narrow(4096),
     "validation_split": bounds.VALIDATION_SPLIT,
-    "seed": bounds.IntRange(0, 2**31 - 1),
-    "evaluations_before": bounds.IntRange(0, 20),
-    "evaluations_after": bounds.IntRange(0, 20),
+    "seed": bounds.IntRange(
+        0, 2**31 - 1, help="Fixes the shuffle and the optimizer's draws; empty picks one."
+    ),
+    "evaluations_before": bounds.IntRange(
+        0, 20, help="Passes over the test split before training (more show the spread)."
+    ),
+    "evaluations_after": bounds.IntRange(
+        0, 20, help="Passes over the test split after training, with the trained program."
+    ),
 }
+#: Help of the training fields that have no bound.
+TRAINING_HELP = {"shuffle": "Shuffle the training rows each epoch (from the seed)."}
 #: Defaults of the training fields: fit's own for its arguments; one evaluation pass each
 #: side; no seed (a random one is drawn and stored, so a resume replays the same order).
 # The dashboard's suggested training settings, defined here once (the form shows them, a
@@ -70,16 +78,66 @@ TRAINING_DEFAULTS = {
 }
 
 
+#: The launch form's presets: values for its fields (a preset leaves the others as they are).
+#: Each value is within its field's bound (tests/training/test_launch_form_help.py checks).
+PRESETS = {
+    "quick": {
+        "label": "Quick try",
+        "help": "One epoch, one evaluation each side: a first look in a minute or two.",
+        "values": {
+            "epochs": 1,
+            "batch_size": 8,
+            "validation_split": 0.2,
+            "evaluations_before": 1,
+            "evaluations_after": 1,
+            "rfs_nb_max_examples": 3,
+            "rfs_nb_candidates": 1,
+            "omega_population_size": 4,
+        },
+    },
+    "thorough": {
+        "label": "Thorough",
+        "help": "More epochs and candidates, repeated evaluations: slower, steadier figures.",
+        "values": {
+            "epochs": 5,
+            "batch_size": 8,
+            "validation_split": 0.25,
+            "evaluations_before": 2,
+            "evaluations_after": 2,
+            "rfs_nb_max_examples": 5,
+            "rfs_nb_candidates": 4,
+            "omega_population_size": 10,
+            "omega_few_shot_learning": True,
+        },
+    },
+}
+
+
 def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
     """``{parameter: (default, bound or None)}`` of the parameters a run offers for ``name``,
     in the constructor's order; the defaults are the signature's (None as "" for strings:
     the JSON a Run stores keeps "" for "the program's model" / "no instructions")."""
     cls = OPTIMIZER_CLASSES[name]
-    return {
-        key: ("" if default is None else default, cls.PARAMETERS.get(key))
-        for key, default in bounds.defaults(cls).items()
-        if key not in NOT_OFFERED
-    }
+    fixed = getattr(cls, "FIXED", {})
+    result = {}
+    for key, default in bounds.defaults(cls).items():
+        if key in NOT_OFFERED:
+            continue
+        bound = cls.PARAMETERS.get(key)
+        if isinstance(bound, bounds.Flag):
+            bound = None  # described, not limited
+        result[key] = (fixed.get(key, "" if default is None else default), bound)
+    return result
+
+
+def optimizer_help(name: str, key: str) -> str:
+    """The one-line help the optimizer declares next to ``key``'s bound (``PARAMETERS``)."""
+    return bounds.help_text(OPTIMIZER_CLASSES[name].PARAMETERS, key)
+
+
+def optimizer_fixed(name: str) -> dict[str, Any]:
+    """Parameters whose value does not change what optimizer ``name`` does (shown fixed)."""
+    return dict(getattr(OPTIMIZER_CLASSES[name], "FIXED", {}))
 
 
 class RunConfigError(ValueError):

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from training import selectors
 from training.forms import ImportProgramForm, ProgramForm
+from training.services import program_settings
 from training.services import programs as program_services
 
 
@@ -65,6 +66,7 @@ def program_import(request):
 def program_detail(request, pk: int):
     program = selectors.owned_program(request.user, pk)
     context = {"program": program, "runs": selectors.runs_of_program(program)}
+    engine_program = None
     try:
         engine_program = program_services.program_from_json(program.engine_json)
     except program_services.ProgramError as exc:  # e.g. its api_base is no longer allowed
@@ -72,6 +74,8 @@ def program_detail(request, pk: int):
     else:
         context["summary"] = engine_program.summary(print_fn=None)
         context["variables"] = engine_program.get_variables()
+        context["fields"] = program_settings.fields_of(engine_program)
+    context["settings"] = program_settings.settings_of(program, engine_program)
     return render(request, "training/program_detail.html", context)
 
 

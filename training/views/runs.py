@@ -21,6 +21,7 @@ from training.models import Run
 from training.selectors_traces import candidate_trace_counts, trace_summary
 from training.services import candidate_diff, live
 from training.services import runs as run_services
+from training.services.run_config import PRESETS
 
 
 def owned_run(request, pk: int) -> Run:
@@ -52,6 +53,9 @@ def run_create(request):
         program = selectors.owned_program_or_none(request.user, int(program_id))
         if program is not None:
             initial = {"program": program.pk, "dataset": program.dataset_id}
+    preset = PRESETS.get(request.GET.get("preset", ""))
+    if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
+        initial.update(preset["values"])
     form = RunForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         run = run_services.launch(

@@ -30,9 +30,15 @@ UNDOMINATED_SCORE = 1.0
 #: never a second parent for a crossover at an epoch's start, and the competition can keep
 #: nothing novel beside the best (it degenerates into a hill-climb). OMEGA declares this bound
 #: for its ``population_size`` and the functions below check it, so it is written once.
-POPULATION_SIZE = IntRange(2, MAX_COUNT)
+POPULATION_SIZE = IntRange(
+    2, MAX_COUNT, help="Candidates each variable keeps after each epoch's competition."
+)
 #: Fitter neighbours a candidate's novelty is measured against.
-K_NEAREST_FITTER = IntRange(1, MAX_COUNT)
+K_NEAREST_FITTER = IntRange(
+    1,
+    MAX_COUNT,
+    help="DNS: a candidate's novelty is its mean distance to this many better candidates.",
+)
 
 
 def cosine_distance_matrix(vectors: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:

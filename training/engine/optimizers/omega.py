@@ -35,7 +35,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from training.engine.bounds import Choice, FloatRange, check_parameters
+from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, with_help
 from training.engine.optimizers import dns
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.mutation import (
@@ -81,13 +81,39 @@ class OMEGA(Optimizer):
 
     PARAMETERS = {
         **Optimizer.PARAMETERS,
+        "language_model": Flag(
+            help="The LM that reasons about mutations and crossovers (default: the program's)."
+        ),
+        "embedding_model": Flag(
+            help="Embeds candidates so DNS can measure how different they are (not used by ga)."
+        ),
         "k_nearest_fitter": dns.K_NEAREST_FITTER,
-        **dict.fromkeys(TEMPERATURES, TEMPERATURE),
+        "mutation_temperature": with_help(
+            TEMPERATURE, "Creativity of mutations: lower is conservative, higher exploratory."
+        ),
+        "crossover_temperature": with_help(
+            TEMPERATURE, "Creativity of crossovers: lower is conservative, higher exploratory."
+        ),
+        "selection_temperature": with_help(
+            TEMPERATURE, "Softmax selection of parents: lower is greedier (0.1-0.2 exploits)."
+        ),
+        "sampling_temperature": with_help(
+            TEMPERATURE, "Few-shot sampling: lower favours the examples the program got wrong."
+        ),
         # merging_rate × epoch is the crossover probability (capped at 1 by the draw).
-        "merging_rate": FloatRange(0.0, 1.0),
+        "merging_rate": FloatRange(
+            0.0, 1.0, help="Crossover probability per epoch: merging_rate × epoch number."
+        ),
         "population_size": dns.POPULATION_SIZE,
-        "algorithm": Choice(ALGORITHMS),
-        "selection": Choice(SELECTIONS),
+        "algorithm": Choice(
+            ALGORITHMS,
+            help="dns: keep good and novel candidates (quality-diversity); ga: keep the best.",
+        ),
+        "selection": Choice(
+            SELECTIONS,
+            help="Parent choice: softmax (by reward, temperature-scaled), best, or random.",
+        ),
+        "instructions": Flag(help="Task-specific guidance for the mutations, in plain words."),
     }
 
     def __init__(

@@ -27,7 +27,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from training.engine.bounds import MAX_COUNT, IntRange, ParameterError, check_parameters
+from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
 from training.engine.saving import register_synalinks_serializable
 from training.engine.tracing import trace_context
 from training.engine.variables import Variable
@@ -46,8 +46,15 @@ class Optimizer:
     """
 
     PARAMETERS = {
-        "nb_min_examples": IntRange(0, MAX_COUNT),
-        "nb_max_examples": IntRange(0, MAX_COUNT),
+        "few_shot_learning": Flag(
+            help="Put few-shot examples (inputs with correct outputs) into the prompts."
+        ),
+        "nb_min_examples": IntRange(
+            0, MAX_COUNT, help="Fewest few-shot examples sampled into each prompt."
+        ),
+        "nb_max_examples": IntRange(
+            0, MAX_COUNT, help="Most few-shot examples sampled into each prompt."
+        ),
     }
 
     def __init__(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.engine.bounds import MAX_COUNT, IntRange, check_parameters
+from training.engine.bounds import MAX_COUNT, Flag, IntRange, check_parameters
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import register_synalinks_serializable
 
@@ -24,7 +24,18 @@ class RandomFewShot(Optimizer):
     optimizer does, so it always does it.
     """
 
-    PARAMETERS = {**Optimizer.PARAMETERS, "nb_candidates": IntRange(1, MAX_COUNT)}
+    PARAMETERS = {
+        **Optimizer.PARAMETERS,
+        # Accepted for parity with the guide; this optimizer always samples examples.
+        "few_shot_learning": Flag(
+            help="Always on: sampling few-shot examples is what RandomFewShot does."
+        ),
+        "nb_candidates": IntRange(
+            1, MAX_COUNT, help="New example sets proposed (and scored) after each epoch."
+        ),
+    }
+    #: Parameters whose value does not change what this optimizer does (forms show them fixed).
+    FIXED = {"few_shot_learning": True}
 
     def __init__(
         self,

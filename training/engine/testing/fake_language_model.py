@@ -61,7 +61,11 @@ def default_output(schema: dict | None, inputs: dict[str, Any]) -> dict[str, Any
             result[name] = inputs[name]
         else:
             kind = spec.get("type") if isinstance(spec, dict) else None
-            result[name] = _EMPTY.get(kind, "")
+            if isinstance(spec, dict) and spec.get("enum"):
+                # A label field: like a grammar-constrained model, answer a listed label.
+                result[name] = spec["enum"][0]
+            else:
+                result[name] = _EMPTY.get(kind, "")
     return result
 
 

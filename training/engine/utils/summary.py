@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# The automatic name of an Input (``input_2``) means nothing to a reader; the row then shows
+# the Input's data model instead (``TweetInput (Input)``). An explicit name is kept.
+_AUTO_INPUT_NAME = re.compile(r"input_\d+")
 
 
 def program_summary(program: Any, print_fn: Any = print) -> str:
@@ -27,9 +32,10 @@ def program_summary(program: Any, print_fn: Any = print) -> str:
     header = f"{'Module (type)':<36}{'Inputs':<28}{'Output':<24}{'Variables':>9}"
     lines += ["=" * len(header), header, "=" * len(header)]
     for symbol in program.inputs:
-        lines.append(
-            f"{symbol.name + ' (Input)':<36}{'':<28}{symbol.data_model.__name__:<24}{0:>9}"
-        )
+        name = symbol.name
+        if _AUTO_INPUT_NAME.fullmatch(name or ""):
+            name = symbol.data_model.__name__
+        lines.append(f"{name + ' (Input)':<36}{'':<28}{symbol.data_model.__name__:<24}{0:>9}")
     for node in program._nodes:
         ins = ", ".join(s.data_model.__name__ for s in node.inputs)
         lines.append(
