@@ -55,7 +55,12 @@ def test_every_bad_parameter_is_reported_at_once():
 
 
 def test_constructors_check_exactly_their_declared_bounds():
-    assert set(RandomFewShot.PARAMETERS) == {"nb_min_examples", "nb_max_examples", "nb_candidates"}
+    assert set(RandomFewShot.PARAMETERS) == {
+        "few_shot_learning",  # a Flag: described (help), never limited
+        "nb_min_examples",
+        "nb_max_examples",
+        "nb_candidates",
+    }
     assert set(Optimizer.PARAMETERS) < set(OMEGA.PARAMETERS)
     for name, bound in OMEGA.PARAMETERS.items():
         if isinstance(bound, bounds.IntRange | bounds.FloatRange):

@@ -144,7 +144,7 @@ def test_launch_creates_a_queued_run_and_enqueues_it(
     assert run.config["optimizer"] == {
         "name": "RandomFewShot",
         "params": {
-            "few_shot_learning": False,
+            "few_shot_learning": True,  # what RandomFewShot does (the box is fixed)
             "nb_min_examples": 1,
             "nb_max_examples": 3,
             "nb_candidates": 1,
