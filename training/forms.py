@@ -15,6 +15,7 @@ from django.conf import settings
 
 from datasets import labels as dataset_labels
 from datasets.models import Dataset
+from training import selectors
 from training.engine import bounds
 from training.models import Program
 from training.services import programs as program_services
@@ -227,6 +228,12 @@ class RunForm(forms.Form):
     program = forms.ModelChoiceField(
         queryset=Program.objects.none(), help_text="The program whose variables are trained."
     )
+    version = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Program version",
+        help_text="Which version of the program to train (1 = as created); blank: its latest.",
+    )
     dataset = forms.ModelChoiceField(
         queryset=Dataset.objects.none(),
         help_text="Its train split trains (and validates); its test split scores before/after.",
@@ -288,6 +295,7 @@ class RunForm(forms.Form):
     #: Shown first; the rest of the form sits under "Advanced settings".
     BASIC = (
         "program",
+        "version",
         "dataset",
         "reward",
         "optimizer",
@@ -305,6 +313,7 @@ class RunForm(forms.Form):
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.run_config = None
         self.presets = PRESETS
+        self.version = None
 
     def advanced_has_errors(self) -> bool:
         """Open "Advanced settings" when a field inside it needs correcting."""
@@ -315,8 +324,12 @@ class RunForm(forms.Form):
         program, dataset = data.get("program"), data.get("dataset")
         if program is None or dataset is None:
             return data
+        self.version = launch_version(program, data.get("version"))
+        if self.version is None:
+            self.add_error("version", f"“{program.name}” has no version {data.get('version')}.")
+            return data
         try:
-            engine_program = program_services.program_from_json(program.engine_json)
+            engine_program = program_services.program_from_json(self.version.engine_json)
         except program_services.ProgramError as exc:
             self.add_error("program", str(exc))
             return data
@@ -341,6 +354,13 @@ class RunForm(forms.Form):
             for field, message in exc.errors.items():
                 self.add_error(field if field in self.fields else None, message)
         return data
+
+
+def launch_version(program: Program, number: int | None):
+    """The version a launch trains: version ``number`` of ``program``, its latest if blank."""
+    if number is None:
+        return selectors.latest_version(program)
+    return selectors.version_of(program, number)
 
 
 # Built from the engine's declarations, in the constructors' order, after the static fields.

@@ -60,6 +60,49 @@ class Program(models.Model):
         return reverse("training:program-detail", args=[self.pk])
 
 
+class ProgramVersion(models.Model):
+    """One version of a program's engine JSON, with its lineage.
+
+    Version 1 is the program as created (``Program.engine_json``, written by the
+    ``post_save`` handler in ``training.services.program_versions``); each later version is
+    the trained program of a finished run ("Save as new program version"), with the test
+    reward that run measured. The program row itself never changes, so version 1 stays.
+    """
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    engine_json = models.JSONField()
+    # The run whose trained program this is (None for version 1, or once that run is deleted:
+    # ``source_run_number`` keeps its number for the lineage).
+    source_run = models.OneToOneField(
+        "Run",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="promoted_version",
+    )
+    source_run_number = models.PositiveIntegerField(null=True, blank=True)
+    # The version that run started from (the parent in the lineage).
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    test_reward = models.FloatField(null=True, blank=True)  # the source run's test reward after
+    baseline_reward = models.FloatField(null=True, blank=True)  # ... and before training
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["program", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["program", "number"], name="programversion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.program.name} v{self.number}"
+
+    def get_absolute_url(self) -> str:
+        return f"{self.program.get_absolute_url()}?version={self.number}"
+
+
 class Run(models.Model):
     QUEUED = "queued"
     RUNNING = "running"
@@ -80,7 +123,15 @@ class Run(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
     )
     program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="runs")
+    # The version the run trains (None: version 1, the program as created).
+    program_version = models.ForeignKey(
+        ProgramVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="runs")
+    # The owner's own words (training.services.run_management): shown, never executed.
+    name = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    archived = models.BooleanField(default=False, db_index=True)
     # Validated launch configuration (see training.services.run_config).
     config = models.JSONField()
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
@@ -137,6 +188,21 @@ class Run(models.Model):
         return f"run.{self.pk}"
 
     @property
+    def display_name(self) -> str:
+        return self.name or f"Run #{self.pk}"
+
+    @property
+    def launch_json(self) -> dict:
+        """The engine JSON this run starts from: its program version's, else version 1's."""
+        if self.program_version_id is not None:
+            return self.program_version.engine_json
+        return self.program.engine_json
+
+    @property
+    def tag_names(self) -> list[str]:
+        return [tag.name for tag in self.tags.all()]
+
+    @property
     def epochs(self) -> int:
         return int(self.config.get("epochs", 1))
 
@@ -176,6 +242,20 @@ class Run(models.Model):
     def best_reward_split(self) -> str:
         """Which split ``best_reward`` was measured on (``summaries.best_of_history``)."""
         return "validation" if float(self.config.get("validation_split") or 0) > 0 else "training"
+
+
+class RunTag(models.Model):
+    """A label the owner put on a run (the runs list filters by it); goes with the run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="runtag_unique")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class EpochLog(models.Model):

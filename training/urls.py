@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from training.views import compare, downloads, home, programs, runs, traces
+from training.views import (
+    compare,
+    downloads,
+    home,
+    program_versions,
+    programs,
+    run_management,
+    runs,
+    traces,
+)
 
 app_name = "training"
 
@@ -13,7 +22,18 @@ urlpatterns = [
     path("programs/import/", programs.program_import, name="program-import"),
     path("programs/<int:pk>/", programs.program_detail, name="program-detail"),
     path("programs/<int:pk>/export.json", programs.program_export, name="program-export"),
+    path("programs/<int:pk>/delete/", run_management.program_delete, name="program-delete"),
+    path(
+        "programs/<int:pk>/versions/diff/",
+        program_versions.version_diff,
+        name="program-version-diff",
+    ),
     path("runs/", runs.run_list, name="run-list"),
+    path("runs/bulk/", run_management.runs_bulk, name="runs-bulk"),
+    path("runs/<int:pk>/details/", run_management.run_details, name="run-details"),
+    path("runs/<int:pk>/archive/", run_management.run_archive, name="run-archive"),
+    path("runs/<int:pk>/delete/", run_management.run_delete, name="run-delete"),
+    path("runs/<int:pk>/promote/", program_versions.run_promote, name="run-promote"),
     path("runs/new/", runs.run_create, name="run-create"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/poll/", runs.run_poll, name="run-poll"),

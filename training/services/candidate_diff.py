@@ -53,13 +53,24 @@ def describe(candidate: Candidate) -> dict[str, Any]:
 
 def diff(parent: Candidate, candidate: Candidate) -> list[tuple[str, str]]:
     """A unified diff from ``parent`` to ``candidate``, each line with its CSS class."""
+    return diff_values(
+        parent.value,
+        candidate.value,
+        fromfile=f"{parent.candidate_id} (parent)",
+        tofile=candidate.candidate_id,
+    )
+
+
+def diff_values(old, new, fromfile: str, tofile: str) -> list[tuple[str, str]]:
+    """A unified diff between two variable values (``as_text``), each line with its CSS class;
+    also what a program page's version diff shows (``program_versions.compare``)."""
     return [
         (_diff_class(line), line)
         for line in difflib.unified_diff(
-            as_text(parent.value).splitlines(),
-            as_text(candidate.value).splitlines(),
-            fromfile=f"{parent.candidate_id} (parent)",
-            tofile=candidate.candidate_id,
+            as_text(old).splitlines(),
+            as_text(new).splitlines(),
+            fromfile=fromfile,
+            tofile=tofile,
             lineterm="",
         )
     ]

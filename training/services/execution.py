@@ -60,7 +60,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
     if not run_state.claim(run_id, attempt, worker):
         logger.info("run %s attempt %s: not queued any more, skipping", run_id, attempt)
         return "skipped"
-    run = Run.objects.select_related("program", "dataset").get(pk=run_id)
+    run = Run.objects.select_related("program", "program_version", "dataset").get(pk=run_id)
     live.broadcast(run, ("status", "actions", "progress"))
     heartbeat = Heartbeat(run_id, attempt)
     heartbeat.start()
@@ -85,7 +85,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
 
 def _unreachable_message(run: Run, exc: Exception) -> str:
     try:
-        generator = first_generator(program_from_json(run.program.engine_json))
+        generator = first_generator(program_from_json(run.launch_json))
         lm = generator.language_model if generator else None
     except Exception:
         lm = None
@@ -112,7 +112,7 @@ def _load(run: Run) -> dict[str, Any]:
     return {
         "config": run.config,
         # Stored JSON may be an upload: never let it choose caches or unbounded LM settings.
-        "document": sanitize_engine_json(run.checkpoint_json or run.program.engine_json),
+        "document": sanitize_engine_json(run.checkpoint_json or run.launch_json),
         "resume_epoch": (run.checkpoint_epoch + 1) if run.checkpoint_json is not None else 0,
         "train": get_split(run.dataset, "train"),
         "test": get_split(run.dataset, "test"),

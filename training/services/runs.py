@@ -1,22 +1,30 @@
-"""Launching, cancelling and resuming runs; the runs list's filters and sorting."""
+"""Launching, cancelling and resuming runs (the runs list's filters live in ``training.selectors``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db import transaction
-from django.db.models import ExpressionWrapper, F, FloatField, Q
+from django.db.models import F
 from django.utils import timezone
 
-from training.models import Program, Run
-from training.services import live
-from training.services.run_config import OPTIMIZERS
+from training.models import Program, ProgramVersion, Run
+from training.services import live, program_versions
 from training.tasks import enqueue
 
 
-def launch(owner, program: Program, dataset, config: dict[str, Any]) -> Run:
+def launch(
+    owner, program: Program, dataset, config: dict[str, Any], version: ProgramVersion | None = None
+) -> Run:
+    """Create and enqueue a run of ``version`` of ``program`` (None: version 1, as created)."""
+    if version is None:
+        version = program_versions.first_version(program)
+    elif version.program_id != program.pk:
+        raise ValueError(f"version {version.number} belongs to another program")
     with transaction.atomic():
-        run = Run.objects.create(owner=owner, program=program, dataset=dataset, config=config)
+        run = Run.objects.create(
+            owner=owner, program=program, program_version=version, dataset=dataset, config=config
+        )
         enqueue(run)
     return run
 
@@ -64,66 +72,3 @@ def resume(run: Run) -> Run:
             enqueue(run)
     live.broadcast(run, ("status", "actions", "progress"))
     return run
-
-
-SORTS = {
-    "started": ("started_at", "Start"),
-    "status": ("status", "Status"),
-    "program": ("program__name", "Program"),
-    "dataset": ("dataset__name", "Dataset"),
-    "best": ("best_reward", "Best val./train"),
-    "baseline": ("baseline_reward", "Test before → after"),
-    "improvement": ("improvement_value", "Test Δ"),
-    "calls": ("lm_calls", "LM calls"),
-    "duration": ("duration_value", "Duration"),
-}
-
-
-def runs_for(user, params: dict[str, str]) -> tuple[list[Run], dict[str, str]]:
-    """The user's runs filtered and sorted by query parameters; returns (runs, applied)."""
-    runs = Run.objects.filter(owner=user).select_related("program", "dataset")
-    applied: dict[str, str] = {}
-    status = params.get("status", "")
-    if status in dict(Run.STATUS_CHOICES):
-        runs = runs.filter(status=status)
-        applied["status"] = status
-    optimizer = params.get("optimizer", "")
-    if optimizer in OPTIMIZERS:
-        runs = runs.filter(config__optimizer__name=optimizer)
-        applied["optimizer"] = optimizer
-    for key in ("program", "dataset"):
-        value = params.get(key, "")
-        if value.isdigit():
-            runs = runs.filter(**{f"{key}_id": int(value)})
-            applied[key] = value
-    text = params.get("q", "").strip()
-    if text:
-        runs = runs.filter(
-            Q(program__name__icontains=text)
-            | Q(dataset__name__icontains=text)
-            | Q(program__model__icontains=text)
-        )
-        applied["q"] = text
-    runs = runs.annotate(
-        improvement_value=ExpressionWrapper(
-            F("final_reward") - F("baseline_reward"),  # test after − test before
-            output_field=FloatField(),
-        )
-    )
-    sort = params.get("sort", "-started")
-    key = sort.lstrip("-")
-    if key not in SORTS:
-        sort, key = "-started", "started"
-    field = SORTS[key][0]
-    applied["sort"] = sort
-    if key == "duration":  # computed (running runs count up to now): sorted in Python
-        ordered = sorted(runs, key=lambda run: (run.duration is None, run.duration or 0))
-        if sort.startswith("-"):
-            ordered = [r for r in ordered if r.duration is not None][::-1] + [
-                r for r in ordered if r.duration is None
-            ]
-        return ordered, applied
-    expression = (
-        F(field).desc(nulls_last=True) if sort.startswith("-") else F(field).asc(nulls_last=True)
-    )
-    return list(runs.order_by(expression, "-id")), applied

@@ -13,6 +13,7 @@ from training import selectors
 from training.forms import ImportProgramForm, ProgramForm
 from training.services import program_settings
 from training.services import programs as program_services
+from training.views import program_versions
 
 
 @require_GET
@@ -67,8 +68,10 @@ def program_detail(request, pk: int):
     program = selectors.owned_program(request.user, pk)
     context = {"program": program, "runs": selectors.runs_of_program(program)}
     engine_program = None
+    context.update(program_versions.version_context(request, program))
+    shown = context["version"].engine_json if context["version"] else program.engine_json
     try:
-        engine_program = program_services.program_from_json(program.engine_json)
+        engine_program = program_services.program_from_json(shown)
     except program_services.ProgramError as exc:  # e.g. its api_base is no longer allowed
         context["problem"] = str(exc)
     else:
@@ -82,8 +85,11 @@ def program_detail(request, pk: int):
 @require_GET
 def program_export(request, pk: int):
     program = selectors.owned_program(request.user, pk)
+    version = selectors.version_of(program, request.GET.get("version"))  # None: as created
     response = HttpResponse(
-        json.dumps(program.engine_json, indent=2, ensure_ascii=False),
+        json.dumps(
+            version.engine_json if version else program.engine_json, indent=2, ensure_ascii=False
+        ),
         content_type="application/json",
     )
     response["Content-Disposition"] = f'attachment; filename="program-{program.pk}.json"'

@@ -30,7 +30,7 @@ def owned_run(request, pk: int) -> Run:
 
 @require_GET
 def run_list(request):
-    runs, applied = run_services.runs_for(request.user, request.GET)
+    runs, applied = selectors.runs_for(request.user, request.GET)
     return render(
         request,
         "training/run_list.html",
@@ -38,7 +38,8 @@ def run_list(request):
             "runs": runs,
             "applied": applied,
             "statuses": Run.STATUS_CHOICES,
-            "sorts": run_services.SORTS,
+            "sorts": selectors.SORTS,
+            "tags": selectors.tags_of(request.user),
             "programs": selectors.program_choices(request.user),
             "datasets": dataset_selectors.dataset_choices(request.user),
         },
@@ -53,6 +54,8 @@ def run_create(request):
         program = selectors.owned_program_or_none(request.user, int(program_id))
         if program is not None:
             initial = {"program": program.pk, "dataset": program.dataset_id}
+            version = request.GET.get("version", "")
+            initial["version"] = int(version) if version.isdigit() else None
     preset = PRESETS.get(request.GET.get("preset", ""))
     if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
         initial.update(preset["values"])
@@ -63,6 +66,7 @@ def run_create(request):
             form.cleaned_data["program"],
             form.cleaned_data["dataset"],
             form.run_config,
+            version=form.version,
         )
         return redirect(run)
     return render(request, "training/run_form.html", {"form": form})
