@@ -66,7 +66,7 @@ def test_promote_saves_the_trained_program_with_its_lineage(
     # The program page shows the latest version's examples, not "0 examples".
     page = client_user.get(program.get_absolute_url()).content.decode()
     assert "Variables of version 2" in page and "<p>2 examples</p>" in page
-    assert "0.250 → 0.750" in page or "0.25 → 0.75" in page
+    assert '<td class="version-reward">0.250 → 0.750</td>' in page
     assert f"run #{run.pk}</a>" in page and "trained from v1" in page
     first = client_user.get(program.get_absolute_url(), {"version": "1"}).content.decode()
     assert "Variables of version 1" in first and "<p>0 examples</p>" in first
