@@ -81,6 +81,7 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     assert page.locator("#run-leaderboard tr.candidate").count() >= 2
     assert int(page.locator("#usage-calls").inner_text()) > 0
     # Hovering the chart shows values (Chart.js tooltip).
+    page.locator("#history-chart").scroll_into_view_if_needed()  # mouse coordinates: on screen
     box = page.locator("#history-chart").bounding_box()
     page.mouse.move(box["x"] + box["width"] - 30, box["y"] + box["height"] / 2)
     page.wait_for_function(
