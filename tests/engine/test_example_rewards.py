@@ -31,3 +31,42 @@ async def test_example_rewards_restart_with_each_evaluation():
     await program.evaluate(*dataset(), batch_size=4, callbacks=[per_example])
     await program.evaluate(*dataset(2), batch_size=4, callbacks=[per_example])
     assert per_example.rewards == [1.0, 0.0]
+
+
+def lm_failing_on(question: str):
+    """Right on every question but ``question``, whose call fails (a non-retryable error)."""
+
+    def respond(request):
+        if request.inputs["query"] == question:
+            raise ValueError("simulated refusal (HTTP 400)")
+        return {"answer": TRUTH[request.inputs["query"]]}
+
+    return synalinks.testing.FakeLanguageModel(responder=respond)
+
+
+async def test_predictions_and_errors_are_kept_per_example_when_asked():
+    program = await build_program(lm_failing_on("Largest planet?"))
+    program.compile(reward=synalinks.rewards.ExactMatch())
+    x, y = dataset()
+    per_example = synalinks.callbacks.ExampleRewards(predictions=True)
+    logs = await program.evaluate(x, y, batch_size=4, callbacks=[per_example])
+    failed = list(TRUTH).index("Largest planet?")
+    assert len(per_example.predictions) == len(per_example.errors) == len(TRUTH)
+    for index, (question, answer) in enumerate(TRUTH.items()):
+        if index == failed:
+            assert per_example.predictions[index] is None
+            assert "simulated refusal" in per_example.errors[index]
+            assert per_example.rewards[index] == 0.0
+        else:
+            assert per_example.predictions[index] == {"answer": answer}, question
+            assert per_example.errors[index] is None
+    assert set(logs) == {"reward"}
+
+
+async def test_predictions_are_not_kept_by_default():
+    program = await build_program(half_right_lm())
+    program.compile(reward=synalinks.rewards.ExactMatch())
+    per_example = synalinks.callbacks.ExampleRewards()
+    await program.evaluate(*dataset(4), batch_size=4, callbacks=[per_example])
+    assert per_example.rewards == [1.0, 0.0, 1.0, 1.0]  # "Capital of France?" is wrong
+    assert per_example.predictions == [] and per_example.errors == []

@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 #: How often a batch of concurrent predictions looks at ``program.interrupted``.
 STOP_CHECK_SECONDS = 0.2
+#: The error of a prediction whose module gave no output (and raised nothing).
+NO_OUTPUT = "the program gave no output"
 
 
 class _Interrupted(BaseException):
@@ -169,7 +171,7 @@ class Trainer:
 
     async def _predict_one(
         self, item: Any, collect: bool, example_index: int | None = None
-    ) -> tuple[Any, list[dict], bool]:
+    ) -> tuple[Any, list[dict], str | None]:
         if not tracing.active():  # nobody records: no context to set
             return await self._predict_one_traced(item, collect)
         # Traces of the LM calls below name the example; a prediction made for a judge
@@ -178,7 +180,11 @@ class Trainer:
         with tracing.trace_context(role=role, example_index=example_index):
             return await self._predict_one_traced(item, collect)
 
-    async def _predict_one_traced(self, item: Any, collect: bool) -> tuple[Any, list[dict], bool]:
+    async def _predict_one_traced(
+        self, item: Any, collect: bool
+    ) -> tuple[Any, list[dict], str | None]:
+        """(output, trace, error): ``error`` is None for a usable output, else why it failed
+        (redacted, short): the prediction counts as failed."""
         key = None
         if self._memo is not None:
             key = self._memo_key(item)
@@ -193,33 +199,38 @@ class Trainer:
                         memo_hit=True,
                         response=output,
                     )
-                return output, trace, False
+                return output, trace, None
         trace: list[dict] = []
         token = TRACE.set(trace) if (collect or key is not None) else None
         try:
             output = await self.call(item, training=collect)
-            failed = output is None
+            error = NO_OUTPUT if output is None else None
         except (LanguageModelUnreachable, LanguageModelConfigError):
             raise  # every call would fail the same way: stop, don't count each one
         except Exception as exc:  # counted failed prediction, never a crashed batch
             logger.warning("%s: prediction failed: %s", self.name, exc)
             message = short_message(exc)
             self.prediction_errors[message] = self.prediction_errors.get(message, 0) + 1
-            output, failed = None, True
+            output, error = None, message
         finally:
             if token is not None:
                 TRACE.reset(token)
-        if key is not None and not failed:
+        if key is not None and error is None:
             # Only successes are memoised: a one-off failure (a 5xx after retries, a parse
             # failure) must be retried by the next scoring, not replayed and counted again.
             self._memo[key] = (output, trace)
-        return output, trace, failed
+        return output, trace, error
 
     async def _predict_batch(
-        self, items: list[Any], collect: bool = False, first_index: int | list[int] = 0
+        self,
+        items: list[Any],
+        collect: bool = False,
+        first_index: int | list[int] = 0,
+        errors: list | None = None,
     ) -> tuple[list, list, int]:
         """Predict ``items`` concurrently; ``first_index`` (the position of the first item in
         its split, or each item's position) is what their traces call ``example_index``.
+        ``errors``, when given, is extended with each item's error (None when it succeeded).
         Raises ``_Interrupted`` (after cancelling the predictions not done yet) as soon as
         ``interrupt()`` is seen."""
         if isinstance(first_index, int):
@@ -251,10 +262,12 @@ class Trainer:
             raise error
         outputs, traces, failures = [], [], 0
         for task in tasks:
-            output, trace, failed = task.result()
+            output, trace, error = task.result()
             outputs.append(output)
             traces.append(trace)
-            failures += int(failed)
+            failures += error is not None
+            if errors is not None:
+                errors.append(error)
         self.predictions += len(outputs)
         self.failed_predictions += failures
         return outputs, traces, failures
@@ -383,9 +396,10 @@ class Trainer:
         batches = max(1, math.ceil(len(items) / batch_size))
         self.last_failures = 0
         for batch, start in enumerate(range(0, len(items), batch_size)):
+            batch_errors: list[str | None] = []
             try:
                 outputs, _, batch_failures = await self._predict_batch(
-                    items[start : start + batch_size], first_index=start
+                    items[start : start + batch_size], first_index=start, errors=batch_errors
                 )
             except _Interrupted:
                 if not partial:
@@ -398,13 +412,16 @@ class Trainer:
             failures += batch_failures
             self.last_failures = failures
             if callback_list is not None:
-                # example_rewards: this batch's per-example rewards (callbacks.ExampleRewards).
+                # example_*: this batch's per-example rewards, outputs (DataModels, None when
+                # failed) and errors (None when it succeeded), for callbacks.ExampleRewards.
                 await callback_list.on_test_batch_end(
                     batch,
                     {
                         "reward": _mean(rewards),
                         "batches": batches,
                         "example_rewards": batch_rewards,
+                        "example_predictions": outputs,
+                        "example_errors": batch_errors,
                     },
                 )
         logs = {f"{prefix}reward": _mean(rewards)}
