@@ -392,3 +392,27 @@ class LMCallTrace(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("training:trace-detail", args=[self.run_id, self.pk])
+
+
+class EvaluationExample(models.Model):
+    """One test example's prediction in one evaluation (the run page's per-example table).
+
+    The reward is ``Evaluation.example_rewards[example_index]``'s copy; the inputs and expected
+    output are the dataset's test row ``example_index`` (not copied). ``prediction`` is the
+    output's JSON with each text cut to ``training.services.evaluation_examples.MAX_CHARS``;
+    it came from an LM: shown escaped, never ``|safe``.
+    """
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="examples")
+    example_index = models.IntegerField()  # position in the dataset's test split
+    prediction = models.JSONField(null=True, blank=True)  # None: the prediction failed
+    error = models.CharField(max_length=500, blank=True)
+    reward = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["evaluation", "example_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["evaluation", "example_index"], name="evaluation_example_unique"
+            )
+        ]

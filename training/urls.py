@@ -5,6 +5,7 @@ from django.urls import path
 from training.views import (
     compare,
     downloads,
+    eval_table,
     home,
     program_versions,
     programs,
@@ -47,6 +48,8 @@ urlpatterns = [
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
     path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
+    path("runs/<int:pk>/examples/", eval_table.eval_table, name="eval-table"),
+    path("runs/<int:pk>/examples.csv", eval_table.eval_table_csv, name="eval-table-csv"),
     path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
     path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
     path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),

@@ -195,7 +195,7 @@ async def _phases(
                 await live.send_parts(data["group"], labelled, ("status", "progress"))
                 failed_before = program.failed_predictions
                 mark = prediction_failures.Mark.of(program)
-                per_example = synalinks.callbacks.ExampleRewards()
+                per_example = synalinks.callbacks.ExampleRewards(predictions=True)
                 with traces.evaluation_context(phase):
                     logs = await program.evaluate(
                         x_test, y_test, batch_size=batch_size, callbacks=[per_example]
@@ -217,6 +217,8 @@ async def _phases(
                     program.failed_predictions - failed_before,
                     callback.usage_fields(),
                     per_example.rewards,
+                    per_example.predictions,
+                    per_example.errors,
                 )
                 if stored is None:  # superseded meanwhile: nothing was stored
                     callback.superseded.set()

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from training.engine.callbacks import Callback
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
-from training.services import live, summaries
+from training.services import evaluation_examples, live, summaries
 from training.services.usage import merged_usage
 
 
@@ -212,9 +212,12 @@ def store_evaluation(
     failures: int,
     usage: dict,
     example_rewards: list[float],
+    predictions: list[dict | None] | None = None,
+    errors: list[str | None] | None = None,
 ) -> Run | None:
-    """Store one evaluation (and the phase's mean reward); the run re-read, or None when the
-    attempt was superseded meanwhile (then nothing is stored)."""
+    """Store one evaluation (and the phase's mean reward, and each example's prediction:
+    ``evaluation_examples.store``); the run re-read, or None when the attempt was
+    superseded meanwhile (then nothing is stored)."""
     metrics = {key: float(value) for key, value in logs.items() if isinstance(value, int | float)}
     with transaction.atomic():
         # Touching the run first (this attempt, still running) locks its row and tells a
@@ -223,7 +226,7 @@ def store_evaluation(
             heartbeat_at=timezone.now()
         ):
             return None
-        Evaluation.objects.update_or_create(
+        evaluation, _ = Evaluation.objects.update_or_create(
             run_id=run_id,
             phase=phase,
             index=index,
@@ -233,6 +236,7 @@ def store_evaluation(
                 "example_rewards": example_rewards,
             },
         )
+        evaluation_examples.store(evaluation, example_rewards, predictions or [], errors or [])
         rewards = list(
             Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(
                 "metrics__reward", flat=True

@@ -18,6 +18,7 @@ from datasets import selectors as dataset_selectors
 from training import selectors
 from training.forms import RunForm
 from training.models import Run
+from training.selectors_eval_table import table_context
 from training.selectors_traces import candidate_trace_counts, trace_summary
 from training.services import candidate_diff, live
 from training.services import runs as run_services
@@ -78,6 +79,7 @@ def run_detail(request, pk: int):
     context = live.page_context(run)
     context["config_json"] = json.dumps(run.config, indent=2)
     context.update(trace_summary(run))
+    context.update(table_context(run, request.GET))
     return render(request, "training/run_detail.html", context)
 
 

@@ -1,0 +1,102 @@
+"""Helpers (no tests) for the per-example table: a routing dataset of any size, and a run
+whose before/after evaluations are stored through ``persistence.store_evaluation`` (the
+worker's own write) with chosen predictions. Also used by ``bench/eval_table_speed.py``."""
+
+from __future__ import annotations
+
+from datasets.models import Dataset, DatasetRow
+from training.models import Program, Run
+from training.services import persistence
+from training.services.programs import build_engine_program
+from training.services.run_config import validate_run_config
+
+LABELS = ("money", "bug", "box")
+FIELD = [{"name": "message", "type": "str", "description": "A customer's message."}]
+TARGET = [{"name": "team", "type": "str", "description": "money, bug or box."}]
+
+
+def routing_dataset(user, test: int, train: int = 4, name: str = "routing") -> Dataset:
+    """``test`` test rows: test example i says ``"message i about <label>"``, its team is
+    ``LABELS[i % 3]`` (train rows alike, numbered after them)."""
+    dataset = Dataset.objects.create(
+        owner=user,
+        name=name,
+        original_name=f"{name}.jsonl",
+        format="jsonl",
+        input_fields=FIELD,
+        target_fields=TARGET,
+        row_count=train + test,
+        train_count=train,
+        test_count=test,
+    )
+    rows = [
+        DatasetRow(
+            dataset=dataset,
+            index=i,
+            split="train" if i < train else "test",
+            data={"message": f"message {j} about {LABELS[j % 3]}", "team": LABELS[j % 3]},
+        )
+        for i, j in enumerate([*range(test, test + train), *range(test)])
+    ]
+    DatasetRow.objects.bulk_create(rows, batch_size=1000)
+    return dataset
+
+
+def expected_teams(dataset: Dataset) -> list[str]:
+    return [
+        row["team"]
+        for row in dataset.rows.filter(split="test")
+        .order_by("index")
+        .values_list("data", flat=True)
+    ]
+
+
+def seeded_run(user, dataset: Dataset, before: list, after: list | None) -> Run:
+    """A finished run whose evaluations predicted ``before`` / ``after`` (one team or None
+    per test example: None is a failed prediction), scored by exact match."""
+    engine = build_engine_program(
+        name="Router",
+        input_fields=dataset.input_schema_fields(),
+        target_fields=dataset.target_schema_fields(),
+        module="Generator",
+        instructions="Route it.",
+        model="fake/fewshot",
+    )
+    program = Program.objects.create(
+        owner=user,
+        name="Router",
+        dataset=dataset,
+        model="fake/fewshot",
+        instructions="Route it.",
+        engine_json=engine.get_config(),
+    )
+    config = validate_run_config(
+        {"reward": "ExactMatch", "optimizer": "RandomFewShot", "epochs": 1, "batch_size": 8},
+        ["team"],
+        ["team"],
+        "fake/fewshot",
+    )
+    run = Run.objects.create(
+        owner=user, program=program, dataset=dataset, config=config, status=Run.RUNNING
+    )
+    truth = expected_teams(dataset)
+    for phase, predicted in (("before", before), ("after", after)):
+        if predicted is None:
+            continue
+        rewards = [float(p == t) for p, t in zip(predicted, truth, strict=True)]
+        stored = persistence.store_evaluation(
+            run.pk,
+            run.attempt,
+            phase,
+            0,
+            {"reward": sum(rewards) / len(rewards)},
+            sum(p is None for p in predicted),
+            {},
+            rewards,
+            [None if p is None else {"team": p} for p in predicted],
+            ["simulated refusal (HTTP 400)" if p is None else None for p in predicted],
+        )
+        assert stored is not None
+    Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,402 @@
+"""Reads behind the run page's per-example evaluation table and its confusion matrices.
+
+Each test example is one row: its inputs and expected output (the dataset's test row), the
+prediction and reward of the first evaluation before training and of the first after, and a
+state (:data:`STATES`): ``failed`` when the prediction after training failed, else
+``improved`` / ``regressed`` / ``same`` by comparing the two rewards (before the "after"
+evaluation exists, a row has no state unless its prediction failed).
+
+The whole table is assembled in Python from three reads (the test split's rows, and each
+phase's :class:`~training.models.EvaluationExample` rows) and then filtered, sorted and
+paginated: a 1,000-example split is a few thousand small rows (``bench/eval_table_speed.py``
+times a page). A target field is a label when ``engine.utils.confusion.is_label`` says so;
+its matrices count the same rows, and a cell's filter uses the matrix's own ``column_of``.
+
+Each function takes a run its caller already checked belongs to the user (``owned_run``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.paginator import Page, Paginator
+
+from datasets.services import get_split
+from training.engine.utils import confusion
+from training.models import Evaluation, EvaluationExample, Run
+
+ROWS_PER_PAGE = 25
+STATES = ("improved", "regressed", "same", "failed")
+PHASES = (Evaluation.BEFORE, Evaluation.AFTER)
+#: ``?sort=`` values (a leading ``-`` sorts descending).
+SORTS = {
+    "index": "example",
+    "before": "reward before",
+    "after": "reward after",
+    "change": "change",
+    "state": "state",
+}
+#: ``?sort=-state`` (the header's first click) lists regressions first, then failures.
+_STATE_ORDER = {state: i for i, state in enumerate(("same", "improved", "failed", "regressed"))}
+MAX_QUERY = 200
+
+
+@dataclass
+class TableFilters:
+    """What the table shows, read from its query string (``?state=regressed&q=refund``).
+
+    A value that cannot be used is left out and said in ``problems``.
+    """
+
+    state: str = ""
+    q: str = ""
+    sort: str = "index"
+    target: str = ""  # a confusion-matrix cell: target field, expected row, predicted column
+    expected: str = ""
+    predicted: str = ""
+    matrix: str = ""  # which phase's matrix the cell is in
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_query(cls, query: Any) -> TableFilters:
+        filters = cls()
+        state = query.get("state", "").strip()
+        if state and state not in STATES:
+            filters.problems.append(f"state {state[:20]!r} is not one of {', '.join(STATES)}")
+        else:
+            filters.state = state
+        filters.q = query.get("q", "").strip()[:MAX_QUERY]
+        sort = query.get("sort", "").strip() or "index"
+        if sort.lstrip("-") not in SORTS:
+            filters.problems.append(f"sort {sort[:20]!r} is not one of {', '.join(SORTS)}")
+        else:
+            filters.sort = sort
+        matrix = query.get("matrix", "").strip()
+        if matrix and matrix not in PHASES:
+            filters.problems.append(f"matrix {matrix[:20]!r} is not before or after")
+        elif matrix:
+            filters.matrix = matrix
+            filters.target = query.get("field", "")[:200]
+            filters.expected = query.get("expected", "")[:2000]
+            filters.predicted = query.get("predicted", "")[:2000]
+        return filters
+
+    def as_query(self, **changes: Any) -> str:
+        """The query string of these filters with ``changes`` (None or "" removes one)."""
+        values = {
+            "state": self.state,
+            "q": self.q,
+            "sort": "" if self.sort == "index" else self.sort,
+            "matrix": self.matrix,
+            "field": self.target if self.matrix else "",
+            "expected": self.expected if self.matrix else "",
+            "predicted": self.predicted if self.matrix else "",
+        }
+        values.update({key: "" if value is None else str(value) for key, value in changes.items()})
+        return urlencode({key: value for key, value in values.items() if value})
+
+    def sort_query(self, key: str) -> str:
+        """The query sorting by ``key``: descending first, ascending when already so."""
+        return self.as_query(sort=key if self.sort == f"-{key}" else f"-{key}", page=None)
+
+    @property
+    def cell(self) -> bool:
+        return bool(self.matrix)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.state or self.q or self.matrix)
+
+
+@dataclass
+class ExampleRow:
+    """One test example with its predictions before and after training."""
+
+    index: int
+    inputs: dict
+    expected: dict
+    before: dict | None = None
+    after: dict | None = None
+    before_reward: float | None = None
+    after_reward: float | None = None
+    before_error: str = ""
+    after_error: str = ""
+    has_before: bool = False
+    has_after: bool = False
+
+    @property
+    def change(self) -> float | None:
+        if self.before_reward is None or self.after_reward is None:
+            return None
+        return self.after_reward - self.before_reward
+
+    @property
+    def state(self) -> str:
+        if self.has_after:
+            if self.after is None:
+                return "failed"
+            change = self.change
+            if change is None:
+                return ""
+            if change > 1e-9:
+                return "improved"
+            if change < -1e-9:
+                return "regressed"
+            return "same"
+        if self.has_before and self.before is None:
+            return "failed"
+        return ""
+
+    @property
+    def inputs_text(self) -> str:
+        return shown(self.inputs)
+
+    @property
+    def expected_text(self) -> str:
+        return shown(self.expected)
+
+    @property
+    def before_text(self) -> str:
+        return shown(self.before)
+
+    @property
+    def after_text(self) -> str:
+        return shown(self.after)
+
+    def prediction(self, phase: str) -> dict | None:
+        return self.before if phase == Evaluation.BEFORE else self.after
+
+    def text(self) -> str:
+        """Everything the search looks in, lower-cased."""
+        return (
+            " ".join(
+                _json(value).lower()
+                for value in (self.inputs, self.expected, self.before, self.after)
+                if value is not None
+            )
+            + f" {self.before_error} {self.after_error}".lower()
+        )
+
+
+def shown(value: Any) -> str:
+    """A JSON object as the table shows it: a one-field object as its value, else JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, dict) and len(value) == 1:
+        (only,) = value.values()
+        return only if isinstance(only, str) else _json(only)
+    return _json(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+def first_evaluations(run: Run) -> dict[str, Evaluation]:
+    """The first stored evaluation of each phase (the one the table shows)."""
+    chosen: dict[str, Evaluation] = {}
+    for evaluation in run.evaluations.only("id", "phase", "index").order_by("phase", "index"):
+        chosen.setdefault(evaluation.phase, evaluation)
+    return chosen
+
+
+def example_rows(run: Run) -> tuple[list[ExampleRow], dict[str, Evaluation]]:
+    """Every test example of the run as a row, and the evaluations they come from."""
+    evaluations = first_evaluations(run)
+    stored = (
+        EvaluationExample.objects.filter(evaluation__in=list(evaluations.values()))
+        .order_by()
+        .values_list("evaluation_id", "example_index", "prediction", "error", "reward")
+    )
+    phase_of = {evaluation.pk: phase for phase, evaluation in evaluations.items()}
+    by_phase: dict[str, dict[int, tuple]] = {phase: {} for phase in PHASES}
+    for evaluation_id, index, prediction, error, reward in stored.iterator(chunk_size=2000):
+        by_phase[phase_of[evaluation_id]][index] = (prediction, error, reward)
+    if not by_phase[Evaluation.BEFORE] and not by_phase[Evaluation.AFTER]:
+        return [], evaluations
+    inputs, targets = get_split(run.dataset, "test")
+    rows = []
+    for index, (item, target) in enumerate(zip(inputs, targets, strict=True)):
+        row = ExampleRow(index=index, inputs=item, expected=target)
+        before = by_phase[Evaluation.BEFORE].get(index)
+        if before is not None:
+            row.has_before = True
+            row.before, row.before_error, row.before_reward = before
+        after = by_phase[Evaluation.AFTER].get(index)
+        if after is not None:
+            row.has_after = True
+            row.after, row.after_error, row.after_reward = after
+        rows.append(row)
+    return rows, evaluations
+
+
+def label_fields(run: Run, rows: list[ExampleRow]) -> list[str]:
+    """The target fields that are labels on this test split."""
+    names = run.dataset.target_names if rows else []
+    return [name for name in names if confusion.is_label([row.expected.get(name) for row in rows])]
+
+
+def matrices(run: Run, rows: list[ExampleRow]) -> list[dict[str, Any]]:
+    """One entry per label field: its matrix before and after (each None when that phase
+    has no stored predictions), laid out for the template with each cell's filter query."""
+    result = []
+    for name in label_fields(run, rows):
+        labels = confusion.labels_of([row.expected.get(name) for row in rows])
+        entry: dict[str, Any] = {"field": name, "phases": []}
+        for phase in PHASES:
+            have = [row for row in rows if (row.has_before if phase == "before" else row.has_after)]
+            if not have:
+                continue
+            predicted = [
+                None if row.prediction(phase) is None else row.prediction(phase).get(name)
+                for row in have
+            ]
+            matrix = confusion.confusion_matrix(
+                [row.expected.get(name) for row in have],
+                predicted,
+                labels=labels,
+            )
+            entry["phases"].append(
+                {"phase": phase, "matrix": matrix, "rows": _cells(matrix, name, phase)}
+            )
+        result.append(entry)
+    return result
+
+
+def _cells(matrix: confusion.ConfusionMatrix, name: str, phase: str) -> list[dict[str, Any]]:
+    laid_out = []
+    for i, label in enumerate(matrix.labels):
+        cells = []
+        for j, column in enumerate(matrix.columns):
+            query = urlencode(
+                {"matrix": phase, "field": name, "expected": label, "predicted": column}
+            )
+            cells.append(
+                {"count": matrix.counts[i][j], "column": column, "diagonal": i == j, "query": query}
+            )
+        laid_out.append({"label": label, "cells": cells, "scores": matrix.classes[i]})
+    return laid_out
+
+
+def apply(rows: list[ExampleRow], filters: TableFilters, tables: list[dict]) -> list[ExampleRow]:
+    """The rows ``filters`` keep, in its order."""
+    if filters.state:
+        rows = [row for row in rows if row.state == filters.state]
+    if filters.matrix:
+        matrix = next(
+            (
+                phase["matrix"]
+                for entry in tables
+                if entry["field"] == filters.target
+                for phase in entry["phases"]
+                if phase["phase"] == filters.matrix
+            ),
+            None,
+        )
+        if matrix is None:
+            filters.problems.append(f"no confusion matrix for {filters.target[:50]!r}")
+        else:
+            name = filters.target
+            rows = [
+                row
+                for row in rows
+                if (row.has_before if filters.matrix == "before" else row.has_after)
+                and matrix.row_of(row.expected.get(name)) == filters.expected
+                and matrix.column_of(_field_of(row.prediction(filters.matrix), name))
+                == filters.predicted
+            ]
+    if filters.q:
+        needle = filters.q.lower()
+        rows = [row for row in rows if needle in row.text()]
+    return _sorted(rows, filters.sort)
+
+
+def _field_of(prediction: dict | None, name: str) -> Any:
+    return None if prediction is None else prediction.get(name)
+
+
+def _sorted(rows: list[ExampleRow], sort: str) -> list[ExampleRow]:
+    key_name = sort.lstrip("-")
+    descending = sort.startswith("-")
+    missing = float("-inf") if descending else float("inf")
+
+    def key(row: ExampleRow):
+        if key_name == "before":
+            value = row.before_reward
+        elif key_name == "after":
+            value = row.after_reward
+        elif key_name == "change":
+            value = row.change
+        elif key_name == "state":
+            value = _STATE_ORDER.get(row.state, -1)
+        else:
+            value = row.index
+        value = missing if value is None else value
+        return (-value if descending else value, row.index)
+
+    return sorted(rows, key=key)
+
+
+def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
+    """The run page's table context: one page of filtered rows, counts per state, matrices."""
+    rows, evaluations = example_rows(run)
+    tables = matrices(run, rows)
+    counts = {state: 0 for state in STATES}
+    for row in rows:
+        if row.state in counts:
+            counts[row.state] += 1
+    kept = apply(rows, filters, tables)
+    result_page: Page = Paginator(kept, ROWS_PER_PAGE).get_page(page)
+    return {
+        "table_page": result_page,
+        "table_filters": filters,
+        "table_query": filters.as_query(),
+        "table_sorts": {key: filters.sort_query(key) for key in SORTS},
+        "table_total": len(rows),
+        "table_matching": len(kept),
+        "table_counts": [(state, counts[state]) for state in STATES],
+        "table_states": STATES,
+        "table_has_after": Evaluation.AFTER in evaluations,
+        "table_evaluations": evaluations,
+        "confusion_tables": tables,
+    }
+
+
+def table_context(run: Run, query: Any) -> dict[str, Any]:
+    """The table's context from a query string (the run page's own, or an htmx request's)."""
+    return table(run, TableFilters.from_query(query), query.get("page"))
+
+
+def csv_rows(run: Run, filters: TableFilters):
+    """The header, then every row ``filters`` keep (all pages), as lists of cells (texts as
+    the table shows them: a one-field object as its value, else its JSON)."""
+    rows, _ = example_rows(run)
+    kept = apply(rows, filters, matrices(run, rows))
+    yield [
+        "example",
+        "inputs",
+        "expected",
+        "prediction_before",
+        "reward_before",
+        "error_before",
+        "prediction_after",
+        "reward_after",
+        "error_after",
+        "state",
+    ]
+    for row in kept:
+        yield [
+            row.index,
+            row.inputs_text,
+            row.expected_text,
+            row.before_text,
+            "" if row.before_reward is None else row.before_reward,
+            row.before_error,
+            row.after_text,
+            "" if row.after_reward is None else row.after_reward,
+            row.after_error,
+            row.state,
+        ]
