@@ -207,3 +207,58 @@ def test_trace_context_checks_its_fields():
                 "candidate_id": "c4",
             }
     assert tracing.current_context() == {}
+
+
+async def test_judge_calls_name_the_example_they_judge():
+    judge_lm = FakeLanguageModel(responder=lambda request: {"critique": "fine", "score": 1.0})
+    program = await build_program(oracle_lm())
+    program.compile(reward=synalinks.rewards.LMAsJudge(language_model=judge_lm))
+    x, y = dataset(5)
+    with synalinks.tracing.record() as recorder:
+        await program.evaluate(x, y, batch_size=2)
+    judged = sorted(t.example_index for t in recorder.records if t.role == "judge")
+    assert judged == [0, 1, 2, 3, 4]  # over three batches: positions in the split
+
+
+async def test_omega_mutations_name_the_candidate_they_start_from():
+    program = await compiled(make_omega(lm=mutation_lm(), em=FakeEmbeddingModel()))
+    x, y = dataset(4)
+    with synalinks.tracing.record() as recorder:
+        await program.fit(x=x, y=y, epochs=2, batch_size=2, validation_split=0.5, seed=0)
+    variable = program.trainable_variables[0]
+    known = {candidate["id"] for candidate in variable.candidates}
+    evolving = [t for t in recorder.records if t.role in ("mutation", "crossover")]
+    assert evolving and all(t.candidate_id in known for t in evolving)
+
+
+async def test_records_are_cleaned_when_read_with_the_context_of_their_call(monkeypatch):
+    """The recording path keeps the call's own objects; reading a record finishes it: the
+    context as it was at the call, texts redacted and cut, the raw objects let go."""
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-0123456789-secret")
+    lm = FakeLanguageModel(responder=lambda request: {"answer": "tok-0123456789-secret " * 20})
+    program = await build_program(lm)
+    x = np.array([Query(query="q")], dtype="object")
+    with synalinks.tracing.record(max_chars=30) as recorder:
+        with tracing.trace_context(split="test", phase="before"):
+            await program.predict(x)
+    [trace] = recorder.records
+    assert trace.__dict__["_pending"]  # nothing cleaned yet
+    assert (trace.role, trace.split, trace.phase, trace.example_index) == (
+        "prediction",
+        "test",
+        "before",
+        0,
+    )
+    assert not trace.__dict__["_pending"] and trace.__dict__["_context"] is None
+    assert "tok-0123456789" not in trace.response and tracing.REDACTED in trace.response
+    assert trace.response.endswith("more characters]")
+    assert "tok-0123456789" not in json.dumps(trace.to_dict())
+    assert trace == trace  # a dataclass still: compared and turned to a dict field by field
+    assert set(trace.to_dict()) == set(tracing.CallTrace.__dataclass_fields__)
+
+
+def test_an_unknown_field_is_refused_at_once():
+    with tracing.record() as recorder:
+        with pytest.raises(TypeError, match="no fields"):
+            tracing.emit(kind="completion", model="m", colour="blue")
+    assert recorder.records == []

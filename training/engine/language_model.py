@@ -246,7 +246,12 @@ class LanguageModel:
         raise LanguageModelError(f"{self._describe()}: {last_error}")
 
     def _trace(self, messages: list, meta: dict, **values: Any) -> None:
-        tracing.emit(kind="completion", model=self.model, messages=messages, **meta, **values)
+        # ``meta`` (this attempt's own dict) becomes the record: nothing copied on this path
+        meta["kind"] = "completion"
+        meta["model"] = self.model
+        meta["messages"] = messages
+        meta.update(values)
+        tracing.emit_values(meta)
 
     def _key(self, messages: list, schema: dict | None, temperature: float) -> str:
         payload = {

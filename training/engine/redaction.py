@@ -46,7 +46,25 @@ def is_secret_name(name: str) -> bool:
 
 
 def _secret_values() -> list[str]:
+    """The values of the environment's secret variables, read again only when the
+    environment changed (comparing CPython's raw mapping is far cheaper than decoding and
+    matching every name on each text: traces redact several texts per LM call)."""
+    global _cached
+    raw = getattr(os.environ, "_data", None)
+    if raw is None:  # not CPython's os.environ: read it every time
+        return _scan()
+    snapshot, values = _cached
+    if snapshot != raw:
+        values = _scan()
+        _cached = (dict(raw), values)
+    return values
+
+
+def _scan() -> list[str]:
     return [value for name, value in os.environ.items() if len(value) >= 8 and is_secret_name(name)]
+
+
+_cached: tuple[dict | None, list[str]] = (None, [])
 
 
 def redact(text: str) -> str:

@@ -135,17 +135,22 @@ class TraceRecorder:
 
     def add(self, trace: CallTrace) -> None:
         """Keep a bounded, scrubbed copy of ``trace`` (or count it as dropped)."""
-        self.add_values(dict(trace.__dict__))
+        self.add_values({name: getattr(trace, name) for name in CallTrace.__dataclass_fields__})
 
     def add_values(self, values: dict[str, Any]) -> None:
-        """Keep a bounded, scrubbed record made of ``values`` (:class:`CallTrace` fields)."""
+        """Keep a record made of ``values`` (:class:`CallTrace` fields; or count it dropped).
+
+        The record is made cheaply here, on the caller's path: its texts (messages, response,
+        parsed output, error) are kept as given and bounded and scrubbed when first read
+        (:class:`_PendingTrace`), which is when ``records`` or an ``on_record`` consumer
+        looks at them (the dashboard: when it writes a batch of rows, off the event loop)."""
         with self._lock:
             self.calls += 1
             if self.calls > self.max_calls:
                 self.dropped += 1
                 return
             seq = self.calls
-        trace = _bounded(values, self.max_chars, seq)
+        trace = _pending(values, self.max_chars, seq)
         if self.keep:
             self.records.append(trace)
         if self.on_record is not None:
@@ -234,6 +239,49 @@ class trace_context:  # noqa: N801 (used like the function-style context manager
         _CONTEXT.reset(self.token)
 
 
+def enter_example(role: str | None, example_index: int | None) -> contextvars.Token:
+    """What ``trace_context(role=role, example_index=example_index).__enter__()`` does, for
+    the trainer's per-prediction path (no argument checks: ``role`` is a known role or
+    None); undo it with :func:`exit_context`."""
+    context = _CONTEXT.get()
+    merged = dict(context) if context else {}
+    if role is not None:
+        merged["role"] = role
+    if example_index is not None:
+        merged["example_index"] = example_index
+    return _CONTEXT.set(merged)
+
+
+def exit_context(token: contextvars.Token) -> None:
+    _CONTEXT.reset(token)
+
+
+_BATCH_EXAMPLES: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "synalinks_trace_batch_examples", default=None
+)
+
+
+@contextlib.contextmanager
+def batch_examples(indices: list[int] | None) -> Iterator[None]:
+    """Say which examples a batch being scored holds (their positions in the split), so a
+    reward that scores it one example at a time (``Reward.score_batch``) can name each
+    judgement's example (:func:`for_batch_item`)."""
+    token = _BATCH_EXAMPLES.set(list(indices) if indices is not None else None)
+    try:
+        yield
+    finally:
+        _BATCH_EXAMPLES.reset(token)
+
+
+def for_batch_item(position: int) -> trace_context:
+    """The trace context of item ``position`` of the batch :func:`batch_examples` named
+    (its ``example_index``); an empty context when none was named."""
+    indices = _BATCH_EXAMPLES.get()
+    if indices is None or not 0 <= position < len(indices):
+        return trace_context()
+    return trace_context(example_index=indices[position])
+
+
 def current_role() -> str | None:
     """The role :func:`trace_context` set around this point, if any (no copy made)."""
     context = _CONTEXT.get()
@@ -255,40 +303,105 @@ def emit(**values: Any) -> None:
 
     ``values`` are :class:`CallTrace` fields; the context's fields fill those not given (an
     embedding call is always role ``embedding``)."""
+    emit_values(values)
+
+
+def emit_values(values: dict[str, Any]) -> None:
+    """:func:`emit` given the dict itself, which the record takes over (no copy: the LM's
+    per-call path builds one dict and hands it here). The context is filled in when the
+    record is first read, from the context current now (contexts are never changed in
+    place: :class:`trace_context` makes a new one)."""
     recorders = _RECORDERS.get()
     if not recorders:
         return
-    context = _CONTEXT.get()
-    if context:
-        for name, value in context.items():
-            if values.get(name) is None:
-                values[name] = value
-    if values.get("kind") == "embedding":
-        values["role"] = "embedding"
-    elif values.get("role") is None:
-        values["role"] = "prediction"
+    values["_context"] = _CONTEXT.get()
     if len(recorders) == 1:
         recorders[0].add_values(values)
         return
-    for recorder in recorders:  # each fills in its own copy
+    for recorder in recorders:  # each its own copy
         recorder.add_values(dict(values))
 
 
-def _bounded(values: dict[str, Any], max_chars: int, seq: int) -> CallTrace:
-    """One record holding only roles and contents of messages, every text scrubbed and cut
-    (``values`` is the caller's own dict: it is filled in, not copied)."""
+_TEXT_FIELDS = ("messages", "response", "parsed", "error")
+_LAZY_FIELDS = _TEXT_FIELDS + _CONTEXT_FIELDS
+_FIELD_NAMES = frozenset(CallTrace.__dataclass_fields__) | {"_context"}
+
+
+class _PendingTrace(CallTrace):
+    """A :class:`CallTrace` finished when first read: the recording path stays cheap.
+
+    Made by :meth:`TraceRecorder.add_values` without running ``CallTrace.__init__``: the
+    caller's dict becomes the instance's (figures as given; a field not given reads its
+    class default), the texts are the caller's own objects (the messages list, the
+    response, the parsed output) and the context is the :func:`trace_context` current at
+    the call. The first read of a text or context field (its property) finishes them all
+    at once: context fields filled in, each text cleaned (``clean_text``: redaction, then
+    the cut to ``max_chars``), the raw objects let go. Idempotent and safe from another
+    thread (the dashboard reads records in its writer's).
+    """
+
+    def _finished(self) -> dict[str, Any]:
+        state = self.__dict__
+        if not state.get("_pending"):
+            return state
+        max_chars = state["_max_chars"]
+        context = state.get("_context") or {}
+        done: dict[str, Any] = {}
+        for name in _CONTEXT_FIELDS:
+            value = state.get(name)
+            done[f"_{name}"] = context.get(name) if value is None else value
+        if state.get("kind", "completion") == "embedding":
+            done["_role"] = "embedding"
+        elif done["_role"] is None:
+            done["_role"] = "prediction"
+        candidate_id, phase = done["_candidate_id"], done["_phase"]
+        if candidate_id is not None:
+            done["_candidate_id"] = str(candidate_id)[:64]
+        if phase is not None:
+            done["_phase"] = str(phase)[:40]
+        done["_messages"] = _clean_messages(state.get("messages"), max_chars)
+        for name in ("response", "parsed", "error"):
+            text = state.get(name)
+            done[f"_{name}"] = (
+                None
+                if text is None
+                else clean_text(text if type(text) is str else _as_text(text), max_chars)
+            )
+        state.update(done)
+        for name in _LAZY_FIELDS:
+            state.pop(name, None)
+        state["_context"] = None
+        state["_pending"] = False
+        return state
+
+
+def _lazy_property(name: str) -> property:
+    key = f"_{name}"
+
+    def read(self: _PendingTrace) -> Any:
+        return self._finished()[key]
+
+    def write(self: _PendingTrace, value: Any) -> None:
+        self._finished()[key] = value
+
+    return property(read, write, doc=f"The record's {name} (finished when first read).")
+
+
+for _name in _LAZY_FIELDS:
+    setattr(_PendingTrace, _name, _lazy_property(_name))
+
+
+def _pending(values: dict[str, Any], max_chars: int, seq: int) -> CallTrace:
+    """One record of ``values`` (:class:`CallTrace` fields; the caller's own dict, which
+    becomes the record's: nothing is copied or cleaned here, see :class:`_PendingTrace`)."""
+    if not values.keys() <= _FIELD_NAMES:
+        raise TypeError(f"CallTrace has no fields {sorted(values.keys() - _FIELD_NAMES)}")
     values["seq"] = seq
-    values["messages"] = _clean_messages(values.get("messages"), max_chars)
-    for name in ("response", "parsed", "error"):  # "parsed" may be the output: made JSON here
-        text = values.get(name)
-        if text is not None:
-            values[name] = clean_text(text if type(text) is str else _as_text(text), max_chars)
-    candidate_id, phase = values.get("candidate_id"), values.get("phase")
-    if candidate_id is not None:
-        values["candidate_id"] = str(candidate_id)[:64]
-    if phase is not None:
-        values["phase"] = str(phase)[:40]
-    return CallTrace(**values)
+    values["_max_chars"] = max_chars
+    values["_pending"] = True
+    trace = _PendingTrace.__new__(_PendingTrace)
+    trace.__dict__ = values
+    return trace
 
 
 def _clean_messages(messages: Any, max_chars: int) -> list[dict[str, str]]:

@@ -177,8 +177,11 @@ class Trainer:
         # Traces of the LM calls below name the example; a prediction made for a judge
         # (ProgramAsJudge) keeps the judge's role.
         role = None if tracing.current_role() else "prediction"
-        with tracing.trace_context(role=role, example_index=example_index):
+        token = tracing.enter_example(role, example_index)  # a lean trace_context(...)
+        try:
             return await self._predict_one_traced(item, collect)
+        finally:
+            tracing.exit_context(token)
 
     async def _predict_one_traced(
         self, item: Any, collect: bool
@@ -321,14 +324,24 @@ class Trainer:
         return bounds.BATCH_SIZE.check("batch_size", batch_size)
 
     # -- rewards and metrics ---------------------------------------------------------------
-    async def _rewards(self, y_true: list, y_pred: list) -> list[float]:
+    async def _rewards(
+        self, y_true: list, y_pred: list, first_index: int | list[int] = 0
+    ) -> list[float]:
         """One reward per sample: the whole batch in one ``score_batch`` call when the reward
         has it (a Reward does), else one concurrent call per sample (a plain async function).
-        LM calls a reward makes are traced with the role ``judge`` (embeddings: ``embedding``)."""
+        LM calls a reward makes are traced with the role ``judge`` (embeddings: ``embedding``)
+        and, when it judges one example at a time, that example's index (``first_index``:
+        the position of the first sample in its split, or each sample's position)."""
         if len(y_true) != len(y_pred):
             raise ValueError(f"{len(y_true)} targets but {len(y_pred)} predictions")
         self._judge_failures.start(self.reward)
-        with tracing.trace_context(role="judge"):
+        if not tracing.active():
+            return await self._scored(y_true, y_pred)
+        if isinstance(first_index, int):
+            indices = list(range(first_index, first_index + len(y_true)))
+        else:
+            indices = list(first_index)
+        with tracing.trace_context(role="judge"), tracing.batch_examples(indices):
             return await self._scored(y_true, y_pred)
 
     async def _scored(self, y_true: list, y_pred: list) -> list[float]:
@@ -406,7 +419,7 @@ class Trainer:
                     raise
                 break
             truths = targets[start : start + batch_size]
-            batch_rewards = await self._rewards(truths, outputs)
+            batch_rewards = await self._rewards(truths, outputs, start)
             rewards.extend(batch_rewards)
             await self._update_metrics(truths, outputs)
             failures += batch_failures
@@ -593,9 +606,11 @@ class Trainer:
                         outputs, _, _ = await self._predict_batch(
                             score_items[start : start + batch_size], first_index=start
                         )
-                    rewards.extend(
-                        await self._rewards(score_targets[start : start + batch_size], outputs)
-                    )
+                        rewards.extend(
+                            await self._rewards(
+                                score_targets[start : start + batch_size], outputs, start
+                            )
+                        )
                 return _mean(rewards)
             finally:
                 self.set_variables(saved)
@@ -692,7 +707,7 @@ class Trainer:
         outputs, traces, failures = await self._predict_batch(
             batch_x, collect=True, first_index=indices if indices is not None else 0
         )
-        batch_rewards = await self._rewards(batch_y, outputs)
+        batch_rewards = await self._rewards(batch_y, outputs, indices if indices is not None else 0)
         await self._update_metrics(batch_y, outputs)
         optimizer.batch_traces = traces
         await optimizer.on_batch_end(batch, batch_x, batch_y, outputs, batch_rewards)

@@ -46,6 +46,7 @@ from training.engine.optimizers.mutation import (
 )
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
+from training.engine.tracing import trace_context
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
@@ -267,13 +268,18 @@ class OMEGA(Optimizer):
         value = dict(parents[0]["value"])
         if evolver.editable:
             try:
-                if operation == "crossover":
-                    a, b = parents
-                    edited = await evolver.crossover(
-                        a["value"], a["reward"], b["value"], b["reward"], batch
-                    )
-                else:
-                    edited = await evolver.mutate(parents[0]["value"], parents[0]["reward"], batch)
+                # its LM calls (traced as mutation/crossover) name the candidate they start
+                # from: the parent (a crossover's first)
+                with trace_context(candidate_id=parents[0]["id"]):
+                    if operation == "crossover":
+                        a, b = parents
+                        edited = await evolver.crossover(
+                            a["value"], a["reward"], b["value"], b["reward"], batch
+                        )
+                    else:
+                        edited = await evolver.mutate(
+                            parents[0]["value"], parents[0]["reward"], batch
+                        )
             except Exception as exc:  # a failed LM call never kills fit
                 await self._failed(variable, operation, exc)
                 return None

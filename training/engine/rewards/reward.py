@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from training.engine import tracing
 from training.engine.masking import MaskedDataModel
 from training.engine.scoring import MaskedScorer, default_name, is_batch
 
@@ -76,7 +77,19 @@ class Reward(MaskedScorer):
     async def score_batch(self, y_true: Any, y_pred: Any) -> list[float]:
         """One reward per sample, computed concurrently (overridden to batch API calls)."""
         trues, preds = self._pairs(y_true, y_pred)
-        return list(await asyncio.gather(*(self(t, p) for t, p in zip(trues, preds, strict=True))))
+        if not tracing.active():
+            pairs = zip(trues, preds, strict=True)
+            return list(await asyncio.gather(*(self(t, p) for t, p in pairs)))
+        return list(
+            await asyncio.gather(
+                *(self._traced(i, t, p) for i, (t, p) in enumerate(zip(trues, preds, strict=True)))
+            )
+        )
+
+    async def _traced(self, position: int, y_true: Any, y_pred: Any) -> float:
+        """One judgement, its LM calls naming its example (``tracing.batch_examples``)."""
+        with tracing.for_batch_item(position):
+            return await self(y_true, y_pred)
 
     async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         raise NotImplementedError(
