@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from training import selectors
-from training.services import comparison
+from training.services import comparison, learned_comparison
 
 
 @require_GET
@@ -20,6 +20,7 @@ def compare(request):
         data = comparison.compare(runs)
         context.update(data)
         context["compare_json"] = json.dumps(data["chart"])
+        context["learned"] = learned_comparison.compare_learned(runs)
     else:
         context["choices"] = selectors.compare_choices(request.user)
         if ids:
