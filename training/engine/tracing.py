@@ -24,7 +24,7 @@ import contextvars
 import json
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from training.engine.redaction import REDACTED, redact  # noqa: F401  (re-exported)
@@ -102,7 +102,13 @@ class CallTrace:
     memo_hit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as a plain dict (its own copy of the messages; texts are strings)."""
+        values = {name: getattr(self, name) for name in _FIELD_ORDER}
+        values["messages"] = [dict(message) for message in values["messages"] or []]
+        return values
+
+
+_FIELD_ORDER = tuple(CallTrace.__dataclass_fields__)
 
 
 class TraceRecorder:
