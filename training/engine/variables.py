@@ -44,6 +44,9 @@ class Variable:
         self.description = description
         self.trainable = trainable
         self.candidates: list[dict[str, Any]] = []
+        #: Few-shot examples a person pinned: every candidate an optimizer proposes keeps
+        #: them (``with_pinned``), whatever it samples or mutates.
+        self.pinned_examples: list[dict[str, Any]] = []
         self._value: dict[str, Any] = {}
         self._hash: str | None = None
         initial = value if value is not None else initializer
@@ -91,6 +94,49 @@ class Variable:
             self._hash = hashlib.sha1(canonical.encode()).hexdigest()[:16]
         return self._hash
 
+    # -- pinned examples -------------------------------------------------------------------
+    def pin_examples(self, examples: list[dict[str, Any]]) -> None:
+        """Pin few-shot examples: they stay in every value an optimizer proposes.
+
+        Why: a person who found a demonstration that teaches the task (or fixes a failure)
+        wants the search to go on around it, not to sample it away at the next epoch.
+
+        Args:
+            examples: ``[{"inputs": {...}, "outputs": {...}}]``; ``[]`` unpins all.
+
+        Raises:
+            VariableError: an example is not an ``{"inputs", "outputs"}`` object, or the
+                variable's value has no ``examples`` list to keep them in.
+
+        Example:
+
+        ```python
+        state = program.trainable_variables[0]
+        state.pin_examples([{"inputs": {"text": "refund"}, "outputs": {"team": "billing"}}])
+        state.with_pinned({"instructions": "", "examples": []})["examples"][0]["inputs"]
+        # {'text': 'refund'}
+        ```
+        """
+        examples = json.loads(json.dumps(list(examples or [])))
+        for example in examples:
+            if not isinstance(example, dict) or set(example) != {"inputs", "outputs"}:
+                raise VariableError(
+                    f"Variable {self.name!r}: a pinned example must be "
+                    f'{{"inputs": ..., "outputs": ...}}, got {json.dumps(example)[:80]}'
+                )
+        if examples and not isinstance(self._value.get("examples"), list):
+            raise VariableError(f"Variable {self.name!r} has no examples to pin")
+        self.pinned_examples = examples
+
+    def with_pinned(self, value: dict[str, Any]) -> dict[str, Any]:
+        """``value`` with the pinned examples first, then its other examples (an example with
+        the same inputs as a pinned one is the pinned one). Unchanged without pins."""
+        if not self.pinned_examples or not isinstance(value.get("examples"), list):
+            return value
+        pinned_inputs = [example["inputs"] for example in self.pinned_examples]
+        others = [e for e in value["examples"] if e.get("inputs") not in pinned_inputs]
+        return {**value, "examples": copy.deepcopy(self.pinned_examples) + others}
+
     # -- candidates ------------------------------------------------------------------------
     def add_candidate(self, candidate: dict[str, Any]) -> dict[str, Any]:
         self.candidates.append(candidate)
@@ -105,7 +151,7 @@ class Variable:
 
     # -- saving ----------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
-        return {
+        config = {
             "name": self.name,
             "value": self.get_json(),
             "schema": self.schema,
@@ -113,6 +159,9 @@ class Variable:
             "trainable": self.trainable,
             "candidates": copy.deepcopy(self.candidates),
         }
+        if self.pinned_examples:  # only when used: documents without pins stay as they were
+            config["pinned_examples"] = copy.deepcopy(self.pinned_examples)
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Variable:
@@ -124,6 +173,7 @@ class Variable:
             trainable=config.get("trainable", True),
         )
         variable.candidates = list(config.get("candidates", []))
+        variable.pin_examples(config.get("pinned_examples") or [])
         return variable
 
     def __repr__(self) -> str:

@@ -290,6 +290,7 @@ class OMEGA(Optimizer):
             examples = self.sample_examples(variable.name)
             if examples is not None:
                 value["examples"] = examples
+        value = variable.with_pinned(value)  # before the duplicate check below
         try:
             jsonschema.validate(value, variable.schema or {})
         except jsonschema.ValidationError as exc:

@@ -12,6 +12,9 @@ Lifecycle (called by ``Program.fit``)::
         on_epoch_end(epoch)                 # score pending candidates, propose(), select best
     on_train_end()                          # assign the best candidate of every variable
 
+A variable's pinned examples (``Variable.pin_examples``) are put into every candidate value
+here, in ``add_candidate``, whatever the optimizer sampled or mutated.
+
 A candidate is a dict kept on its variable (``variable.candidates``): ``id, epoch, operation
 (seed|few_shot|mutation|crossover), parent_ids, value, reward, novelty, status``. Subclasses
 (RandomFewShot, OMEGA) mostly override ``propose`` and, for a competition, ``select``.
@@ -135,7 +138,7 @@ class Optimizer:
             "epoch": self.epoch,
             "operation": operation,
             "parent_ids": list(parent_ids or []),
-            "value": copy.deepcopy(value),
+            "value": copy.deepcopy(variable.with_pinned(value)),  # pins stay in every one
             "reward": reward,
             "novelty": None,
             "status": "pending",

@@ -6,6 +6,7 @@
 
 from training.engine.rewards.cosine_similarity import CosineSimilarity
 from training.engine.rewards.exact_match import ExactMatch
+from training.engine.rewards.human_marks import HumanMarks
 from training.engine.rewards.judging import JudgeInput, JudgeScore
 from training.engine.rewards.lm_as_judge import LMAsJudge
 from training.engine.rewards.mean_reward_wrapper import MeanRewardWrapper
@@ -22,6 +23,7 @@ def get(identifier):
 __all__ = [
     "CosineSimilarity",
     "ExactMatch",
+    "HumanMarks",
     "JudgeInput",
     "JudgeScore",
     "LMAsJudge",

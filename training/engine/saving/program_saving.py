@@ -250,3 +250,7 @@ def apply_saved_variables(program: Any, saved: dict[str, dict], source: str) -> 
         except VariableError as exc:
             raise VariableMismatchError(f"{source}: {exc}") from None
         by_name[name].candidates = copy.deepcopy(config.get("candidates", []))
+        try:
+            by_name[name].pin_examples(config.get("pinned_examples") or [])
+        except VariableError as exc:
+            raise VariableMismatchError(f"{source}: {exc}") from None
