@@ -98,6 +98,18 @@ class Dataset(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     # True while the rows are still being written (hidden by ``objects``; see the docstring).
     importing = models.BooleanField(default=False)
+    # Versions (datasets.versions): a corrected copy points at the version it was made from
+    # and at the first version of its line; version numbers count up along that line.
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    root = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="descendants"
+    )
+    version = models.PositiveIntegerField(default=1)
+    # People's marks on predictions, for the HumanMarks reward: [{"row", "expected",
+    # "predicted", "reward"}] (a version's own and the ones it inherited).
+    marks = models.JSONField(default=list, blank=True)
 
     objects = ReadyDatasetManager()
     all_objects = models.Manager()
@@ -151,3 +163,53 @@ class DatasetRow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset_id}#{self.index}"
+
+
+class DatasetChange(models.Model):
+    """One correction a person made to one row (``datasets.versions``).
+
+    Pending while ``version`` is null (the author's draft on ``base``); publishing the draft
+    creates a new version and attaches the changes to it: its change log says what changed,
+    on which row, and who changed it. Values came from a person or an LM: shown escaped.
+    """
+
+    ANSWER = "answer"
+    RIGHT = "right"
+    WRONG = "wrong"
+    KIND_CHOICES = [
+        (ANSWER, "Typed the right answer"),
+        (RIGHT, "Marked a prediction right"),
+        (WRONG, "Marked a prediction wrong"),
+    ]
+
+    # The version the change was made on (kept null if that version is deleted later).
+    base = models.ForeignKey(
+        Dataset, on_delete=models.SET_NULL, null=True, related_name="pending_changes"
+    )
+    version = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, null=True, blank=True, related_name="changes"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="dataset_changes"
+    )
+    row_index = models.PositiveIntegerField()  # DatasetRow.index (same in every version)
+    split = models.CharField(max_length=5, default=DatasetRow.TRAIN)
+    kind = models.CharField(max_length=10, choices=KIND_CHOICES)
+    before = models.JSONField(default=dict)  # the row's target fields before
+    after = models.JSONField(default=dict)  # the typed answer's target fields (kind answer)
+    predicted = models.JSONField(null=True, blank=True)  # the judged prediction (marks)
+    run_id_source = models.PositiveIntegerField(null=True, blank=True)  # where it was seen
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["row_index", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["base", "author", "row_index"],
+                condition=models.Q(version__isnull=True),
+                name="datasetchange_one_pending_per_row",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on row {self.row_index}"

@@ -68,3 +68,10 @@ def runs_using(dataset: Dataset) -> QuerySet:
     Looked up through the app registry, so the datasets app does not import training.
     """
     return apps.get_model("training", "Run")._default_manager.filter(dataset=dataset)
+
+
+def test_row_indices(dataset: Dataset, count: int) -> list[int]:
+    """The row numbers of the first ``count`` test rows, in the order a run reads them
+    (``get_split``): a run's i-th sample answer is about the i-th of these."""
+    rows = dataset.rows.filter(split=DatasetRow.TEST).order_by("index")
+    return list(rows.values_list("index", flat=True)[: max(0, count)])

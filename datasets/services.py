@@ -395,7 +395,9 @@ def delete_dataset(dataset: Dataset) -> None:
             f"“{dataset.name}” cannot be deleted: {count} run{'s' if count != 1 else ''} "
             f"use{'s' if count == 1 else ''} it ({shown}). Delete those runs first."
         )
-    file_name = dataset.original_file.name
+    from datasets.versions import shares_file  # versions share their line's original file
+
+    file_name = "" if shares_file(dataset) else dataset.original_file.name
     storage = dataset.original_file.storage
     try:
         with transaction.atomic():

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from datasets import views, views_labels
+from datasets import views, views_labels, views_versions
 
 app_name = "datasets"
 urlpatterns = [
@@ -18,4 +18,10 @@ urlpatterns = [
     path("<int:pk>/delete/", views.delete_dataset, name="delete"),
     path("<int:pk>/label-set/", views_labels.label_set, name="label-set"),
     path("<int:pk>/stratify/", views_labels.stratify, name="stratify"),
+    path(
+        "<int:pk>/rows/<int:row_index>/correction/",
+        views_versions.correct_row,
+        name="correct-row",
+    ),
+    path("<int:pk>/versions/publish/", views_versions.publish_version, name="publish-version"),
 ]

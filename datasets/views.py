@@ -29,6 +29,7 @@ from datasets.ingest.columns import MAX_COLUMNS
 from datasets.ingest.fieldtypes import display
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.upload_handler import SizeLimitUploadHandler
+from datasets.views_versions import versions_context
 
 ROWS_PER_PAGE = 20
 MAPPED_PREVIEW_ROWS = 5
@@ -236,6 +237,7 @@ def dataset_detail(request, pk):
         ],
         "run_count": selectors.runs_using(dataset).count(),
         "label_profiles": labels.profiles(dataset),
+        **versions_context(request.user, dataset),
     }
     return render(request, "datasets/detail.html", context)
 

@@ -271,6 +271,12 @@ class RunForm(forms.Form):
         initial="accuracy and completeness",
         help_text="What the judge grades the answers on, in plain words.",
     )
+    reward_human_marks = forms.BooleanField(
+        required=False,
+        label="Judge by people",
+        help_text="Predictions people marked on this dataset version count as marked; "
+        "the reward above scores the rest.",
+    )
     # Metrics
     metrics = forms.MultipleChoiceField(
         choices=[(name, name) for name in METRICS],
@@ -353,6 +359,12 @@ class RunForm(forms.Form):
         except RunConfigError as exc:
             for field, message in exc.errors.items():
                 self.add_error(field if field in self.fields else None, message)
+        if data.get("reward_human_marks") and not dataset.marks:
+            self.add_error(
+                "reward_human_marks",
+                "This dataset version has no marks: mark predictions on a run's page and "
+                "publish them as a new version first.",
+            )
         return data
 
 

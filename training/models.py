@@ -21,10 +21,12 @@ class Program(models.Model):
     SOURCE_FORM = "form"
     SOURCE_IMPORT = "import"
     SOURCE_RUN = "run"
+    SOURCE_BRANCH = "branch"
     SOURCE_CHOICES = [
         (SOURCE_FORM, "Built in the dashboard"),
         (SOURCE_IMPORT, "Imported JSON"),
         (SOURCE_RUN, "Trained by a run"),
+        (SOURCE_BRANCH, "Branched from a candidate"),
     ]
 
     owner = models.ForeignKey(
@@ -173,6 +175,13 @@ class Run(models.Model):
     # Resume: the program (variables + optimizer state) after the last completed epoch.
     checkpoint_json = models.JSONField(null=True, blank=True)
     checkpoint_epoch = models.IntegerField(null=True, blank=True)
+    # Branching (training.services.branching): the run and candidate this run started from.
+    parent_run = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
+    )
+    parent_candidate = models.ForeignKey(
+        "Candidate", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -3,7 +3,9 @@
 from django.urls import path
 
 from training.views import (
+    branching,
     compare,
+    corrections,
     downloads,
     eval_table,
     home,
@@ -46,6 +48,13 @@ urlpatterns = [
         name="candidate-detail",
     ),
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
+    path("runs/<int:pk>/branch/", branching.branch_create, name="run-branch"),
+    path("runs/<int:pk>/corrections/", corrections.run_corrections, name="run-corrections"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/branch/",
+        branching.branch_create,
+        name="candidate-branch",
+    ),
     path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
     path("runs/<int:pk>/examples/", eval_table.eval_table, name="eval-table"),

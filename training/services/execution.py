@@ -23,6 +23,7 @@ from django.db import close_old_connections
 
 import training.engine as synalinks
 from datasets.services import get_split
+from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
 from training.models import Evaluation, Run
@@ -117,6 +118,7 @@ def _load(run: Run) -> dict[str, Any]:
         "train": get_split(run.dataset, "train"),
         "test": get_split(run.dataset, "test"),
         "dataset": run.dataset,
+        "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward
         "done_evaluations": set(run.evaluations.values_list("phase", "index")),
         "base_usage": dict(run.usage or {}),
         "group": run.group_name,
@@ -142,7 +144,8 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
     state = (compile_config.get("optimizer") or {}).get("state") if run.checkpoint_json else None
     if state:
         optimizer.set_state(state)
-    program.compile(reward=build_reward(config), optimizer=optimizer, metrics=build_metrics(config))
+    reward = build_reward(config, marks=data["marks"])
+    program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
 
     watch = asyncio.ensure_future(_interrupt_on_cancel(run.pk, program, superseded))
     try:

@@ -216,6 +216,10 @@ def validate_run_config(
         _check_model(
             data.get("reward_language_model"), "reward_language_model", "judge model", errors
         )
+    if data.get("reward_human_marks"):
+        # Judge by people: the dataset version's marks first, this reward for the rest
+        # (HumanMarks; the worker reads the marks from the run's dataset version).
+        reward["judge_by_people"] = True
     config["reward"] = reward
 
     # Metrics
@@ -306,7 +310,16 @@ def _build(field: str, build: Any, errors: dict, prefix: str = "") -> None:
 # --- builders (used by validation and by the worker) -----------------------------------------
 
 
-def build_reward(config: dict[str, Any]) -> Any:
+def build_reward(config: dict[str, Any], marks: list[dict[str, Any]] | None = None) -> Any:
+    """The run's reward; with ``judge_by_people`` wrapped in HumanMarks over ``marks`` (the
+    dataset version's, ``datasets.versions.human_marks``)."""
+    reward = _build_base_reward(config)
+    if config["reward"].get("judge_by_people"):
+        return synalinks.rewards.HumanMarks(marks=marks or [], fallback=reward)
+    return reward
+
+
+def _build_base_reward(config: dict[str, Any]) -> Any:
     spec = config["reward"]
     masks = {"in_mask": spec.get("in_mask"), "out_mask": spec.get("out_mask")}
     if spec["name"] == "ExactMatch":

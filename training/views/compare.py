@@ -8,13 +8,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from training import selectors
-from training.services import comparison, learned_comparison
+from training.services import comparison, learned_comparison, run_tree
 
 
 @require_GET
 def compare(request):
     ids = [int(value) for value in request.GET.getlist("runs") if value.isdigit()]
-    runs = selectors.runs_by_ids(request.user, ids)
+    runs = run_tree.as_tree(selectors.runs_by_ids(request.user, ids))
     context = {"selected_ids": ids, "runs": runs}
     if len(runs) >= 2:
         data = comparison.compare(runs)

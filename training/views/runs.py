@@ -20,7 +20,7 @@ from training.forms import RunForm
 from training.models import Run
 from training.selectors_eval_table import table_context
 from training.selectors_traces import candidate_trace_counts, trace_summary
-from training.services import candidate_diff, live
+from training.services import candidate_diff, live, run_tree
 from training.services import runs as run_services
 from training.services.run_config import PRESETS
 
@@ -32,6 +32,7 @@ def owned_run(request, pk: int) -> Run:
 @require_GET
 def run_list(request):
     runs, applied = selectors.runs_for(request.user, request.GET)
+    runs = run_tree.as_tree(runs)  # branches under the run they came from
     return render(
         request,
         "training/run_list.html",
