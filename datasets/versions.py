@@ -197,11 +197,17 @@ def _marks(base: Dataset, changes: list[DatasetChange]) -> list[dict[str, Any]]:
         if mark.get("row") not in answered
         and (mark.get("row"), json.dumps(mark.get("predicted"), sort_keys=True)) not in judged
     ]
+    judged_rows = [c.row_index for c in changes if c.kind != DatasetChange.ANSWER]
+    inputs = {
+        row.index: {name: row.data.get(name) for name in base.input_names}
+        for row in DatasetRow.objects.filter(dataset=base, index__in=judged_rows)
+    }
     for change in changes:
         if change.kind != DatasetChange.ANSWER:
             marks.append(
                 {
                     "row": change.row_index,
+                    "inputs": inputs.get(change.row_index),
                     "expected": change.before,
                     "predicted": change.predicted,
                     "reward": 1.0 if change.kind == DatasetChange.RIGHT else 0.0,
@@ -255,9 +261,15 @@ def publish(user, base: Dataset) -> Dataset:
 
 
 def human_marks(dataset: Dataset) -> list[dict[str, Any]]:
-    """The version's marks as the HumanMarks reward takes them (no row numbers)."""
+    """The version's marks as the HumanMarks reward takes them (no row numbers): each one
+    scoped to its example's inputs."""
     return [
-        {"expected": mark["expected"], "predicted": mark["predicted"], "reward": mark["reward"]}
+        {
+            "inputs": mark.get("inputs"),
+            "expected": mark["expected"],
+            "predicted": mark["predicted"],
+            "reward": mark["reward"],
+        }
         for mark in dataset.marks or []
     ]
 

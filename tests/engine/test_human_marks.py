@@ -97,3 +97,27 @@ async def test_training_follows_the_marks():
     assert history.history["val_reward"][-1] == 1.0
     assert program.trainable_variables[0].value["examples"]
     assert program.reward.hits > 0
+
+
+async def test_a_mark_with_inputs_matches_its_own_example_only():
+    """On a label task one example's "right" must not make the same label pair right for
+    every other input: targets carry their inputs (attach_inputs), marks name theirs."""
+    reward = synalinks.rewards.HumanMarks(
+        marks=[
+            {
+                "inputs": {"query": "Shipping to Canada?"},
+                "expected": {"answer": "box"},
+                "predicted": {"answer": "money"},
+                "reward": 1.0,
+            }
+        ]
+    )
+    attach = synalinks.rewards.attach_inputs
+    truths = [
+        attach(Answer(answer="box"), {"query": "Shipping to Canada?"}),
+        attach(Answer(answer="box"), {"query": "Where is my parcel?"}),
+        Answer(answer="box"),  # no inputs attached: only marks without inputs could match
+    ]
+    preds = [Answer(answer="money")] * 3
+    assert await reward.score_batch(truths, preds) == [1.0, 0.0, 0.0]
+    assert truths[0].get_json() == {"answer": "box"}  # not a field: masks never see it

@@ -103,7 +103,11 @@ def _data_models(program: Any, dataset: Any) -> tuple[type, type]:
 def _to_models(rows_x: list[dict], rows_y: list[dict], input_model: type, target_model: type):
     input_names = list(input_model.model_fields)
     x = [input_model(**{name: row.get(name) for name in input_names}) for row in rows_x]
-    y = [target_model(**row) for row in rows_y]
+    # Each target knows its example's inputs: people's marks on one example match only it.
+    y = [
+        synalinks.rewards.attach_inputs(target_model(**row), item)
+        for row, item in zip(rows_y, x, strict=True)
+    ]
     return x, y
 
 

@@ -6,7 +6,7 @@
 
 from training.engine.rewards.cosine_similarity import CosineSimilarity
 from training.engine.rewards.exact_match import ExactMatch
-from training.engine.rewards.human_marks import HumanMarks
+from training.engine.rewards.human_marks import HumanMarks, attach_inputs
 from training.engine.rewards.judging import JudgeInput, JudgeScore
 from training.engine.rewards.lm_as_judge import LMAsJudge
 from training.engine.rewards.mean_reward_wrapper import MeanRewardWrapper
@@ -30,5 +30,6 @@ __all__ = [
     "MeanRewardWrapper",
     "ProgramAsJudge",
     "Reward",
+    "attach_inputs",
     "get",
 ]

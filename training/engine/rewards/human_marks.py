@@ -6,10 +6,13 @@ is the reward; every other prediction is scored by the ``fallback`` reward (the 
 e.g. ``ExactMatch`` or ``LMAsJudge``), in one batch so a judge still batches its calls.
 
 A mark is keyed on what the reward compares: the expected answer and the prediction after
-the masks (``in_mask``/``out_mask``, the fallback's by default). So a mark applies to every
-example with that expected answer and that prediction: for free-text answers that is one
-example; for a label task it says "for expected X, answer Y counts as right/wrong" wherever
-it appears. Marks are plain JSON (saved in the config; no pickle, no code).
+the masks (``in_mask``/``out_mask``, the fallback's by default), and, when the mark names
+them, the example's ``inputs``. A reward only sees ``(y_true, y_pred)``, so whoever builds the
+targets says which inputs each one belongs to with :func:`attach_inputs` (the dashboard does,
+for every example of a run). A mark with ``inputs`` applies to that example only; a mark
+without applies to every example with that expected answer and prediction (on a label task:
+"for expected X, answer Y counts as right/wrong" everywhere). Marks are plain JSON (saved in
+the config; no pickle, no code).
 """
 
 from __future__ import annotations
@@ -23,10 +26,33 @@ from training.engine.saving import deserialize, register_synalinks_serializable,
 
 #: At most this many marks in one reward (they are saved with the program and the run).
 MAX_MARKS = 10_000
+#: The attribute :func:`attach_inputs` sets on a ground truth (not a field: masks, metrics
+#: and ``get_json`` never see it).
+INPUTS_ATTRIBUTE = "_human_marks_inputs"
 
 
-def _key(expected: dict[str, Any] | None, predicted: dict[str, Any]) -> str:
-    return json.dumps([expected, predicted], sort_keys=True, separators=(",", ":"), default=str)
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _key(inputs: str | None, expected: dict[str, Any] | None, predicted: dict[str, Any]) -> str:
+    return _canonical([inputs, expected, predicted])
+
+
+def attach_inputs(y_true: Any, inputs: Any) -> Any:
+    """Say which example's inputs ``y_true`` (a ground-truth DataModel) belongs to, so marks
+    made on that example (``{"inputs": ...}``) match it and no other. Returns ``y_true``.
+
+    Example:
+
+    ```python
+    y = [attach_inputs(Answer(answer=a), {"query": q}) for q, a in rows]
+    ```
+    """
+    fields = to_dict(inputs)
+    if y_true is not None and not isinstance(y_true, dict):
+        setattr(y_true, INPUTS_ATTRIBUTE, _canonical(fields))
+    return y_true
 
 
 @register_synalinks_serializable(package="synalinks")
@@ -34,9 +60,11 @@ class HumanMarks(Reward):
     """People's marks first, the ``fallback`` reward for every prediction nobody marked.
 
     Args:
-        marks: ``[{"expected": {...}, "predicted": {...}, "reward": 0.0..1.0}]``: the
-            expected answer, the prediction a person judged, and their verdict (1.0 right,
-            0.0 wrong). At most ``MAX_MARKS``; a later mark of the same pair wins.
+        marks: ``[{"inputs": {...}, "expected": {...}, "predicted": {...}, "reward": 0..1}]``:
+            the example's inputs (optional: without them the mark applies to every example
+            with that expected answer and prediction), the expected answer, the prediction
+            a person judged, and their verdict (1.0 right, 0.0 wrong). At most
+            ``MAX_MARKS``; a later mark of the same example and prediction wins.
         fallback: the reward for unmarked predictions (a ``Reward`` or its serialized
             config). Default ``ExactMatch`` on the same masks.
         in_mask: compare these fields (default: the fallback's ``in_mask``).
@@ -95,23 +123,35 @@ class HumanMarks(Reward):
         expected = mark.get("expected")
         if expected is not None and not isinstance(expected, dict):
             raise ValueError(f"{where}: 'expected' must be an object or null")
+        inputs = mark.get("inputs")
+        if inputs is not None and not isinstance(inputs, dict):
+            raise ValueError(f"{where}: 'inputs' must be an object or null")
         reward = check_score(mark.get("reward"), where)
         clean = json.loads(json.dumps({"expected": expected, "predicted": mark["predicted"]}))
+        if inputs is not None:
+            clean = {"inputs": json.loads(json.dumps(inputs)), **clean}
         clean["reward"] = reward
         self.marks.append(clean)
-        self._index[self._mark_key(clean["expected"], clean["predicted"])] = reward
+        scope = None if inputs is None else _canonical(clean["inputs"])
+        self._index[self._mark_key(scope, clean["expected"], clean["predicted"])] = reward
 
     def _mask(self, fields: Any) -> dict[str, Any] | None:
         return apply_mask(to_dict(fields), self.in_mask, self.out_mask, strict=False)
 
-    def _mark_key(self, expected: Any, predicted: Any) -> str:
-        return _key(self._mask(expected), self._mask(predicted))
+    def _mark_key(self, inputs: str | None, expected: Any, predicted: Any) -> str:
+        return _key(inputs, self._mask(expected), self._mask(predicted))
 
     def lookup(self, y_true: Any, y_pred: Any) -> float | None:
-        """The person's reward for this pair, or None when nobody marked it."""
+        """The person's reward for this pair (a mark on this example first, then one without
+        inputs), or None when nobody marked it."""
         if y_pred is None:
             return None
-        return self._index.get(self._mark_key(y_true, y_pred))
+        inputs = getattr(y_true, INPUTS_ATTRIBUTE, None)
+        if inputs is not None:
+            found = self._index.get(self._mark_key(inputs, y_true, y_pred))
+            if found is not None:
+                return found
+        return self._index.get(self._mark_key(None, y_true, y_pred))
 
     async def score_batch(self, y_true: Any, y_pred: Any) -> list[float]:
         trues, preds = self._pairs(y_true, y_pred)
