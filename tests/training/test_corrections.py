@@ -121,10 +121,8 @@ def test_a_run_on_the_new_version_uses_the_corrections(client_user, user, progra
         for i, item in enumerate(items)
         if item["sample"]["predicted"] == item["sample"]["expected"]
     ]
-    assert wrong and right, "the fake's answers should be partly right"
-    plan = {wrong[0]: "right", right[0]: "wrong"}
-    if len(wrong) > 1:
-        plan[wrong[1]] = "answer"
+    assert len(wrong) >= 2 and right, "the fake's answers are partly right"
+    plan = {wrong[0]: "right", right[0]: "wrong", wrong[1]: "answer"}
     for index, kind in plan.items():
         item = items[index]
         data = {"kind": kind, "predicted": item["predicted_json"], "run": run.pk}
@@ -159,10 +157,12 @@ def test_a_run_on_the_new_version_uses_the_corrections(client_user, user, progra
     assert [corrected.example_rewards[p] for p in untouched] == [
         after.example_rewards[p] for p in untouched
     ]
-    assert (
-        get_split(version, "test")[1] != get_split(demo_dataset, "test")[1]
-        or "answer" not in plan.values()
-    )
+    # The typed answer is the new version's data: exactly that test row changed.
+    old, new = get_split(demo_dataset, "test")[1], get_split(version, "test")[1]
+    changed = [p for p in range(len(old)) if old[p] != new[p]]
+    answered = items[wrong[1]]
+    assert changed == [test_rows.index(answered["row_index"])]
+    assert new[changed[0]] == answered["sample"]["predicted"]
 
 
 def _launch_errors(client, program, dataset):
