@@ -77,7 +77,7 @@ def targets_of(dataset: Dataset, data: dict[str, Any]) -> dict[str, Any]:
 def _row(dataset: Dataset, row_index: int) -> DatasetRow:
     row = DatasetRow.objects.filter(dataset=dataset, index=row_index).first()
     if row is None:
-        raise CorrectionError(f"“{dataset.name}” has no row {row_index}.")
+        raise CorrectionError(f"“{dataset.name}” has no row {row_index + 1}.")
     return row
 
 

@@ -189,7 +189,7 @@ def test_unusable_corrections_say_why(client_user, user, program, demo_dataset):
     run = finished_run(user, program, demo_dataset)
     row = panel(client_user, run).context["items"][0]["row_index"]
     cases = [
-        (10_000, {"kind": "right", "predicted": '{"team": "box"}'}, "has no row 10000"),
+        (10_000, {"kind": "right", "predicted": '{"team": "box"}'}, "has no row 10001"),
         (row, {"kind": "answer", "answer_team": " "}, "type the right answer"),
         (row, {"kind": "right", "predicted": "not json"}, "not JSON"),
         (row, {"kind": "wrong"}, "needs the prediction"),
