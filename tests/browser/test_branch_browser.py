@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, shell
+from helpers_runs import create_program, demo_dataset_id, launch_run, shell, tiny_dataset_id
 
 pytestmark = pytest.mark.browser
 
@@ -201,3 +201,57 @@ def test_mark_three_predictions_publish_a_version_and_train_on_it(logged_in_page
         position = test_rows.index(rows[index])
         assert before[position] == (1.0 if kind == "wrong" else 0.0)
         assert after[position] == (0.0 if kind == "wrong" else 1.0), kind
+
+
+HAND_EDIT = (
+    "Route the customer's message to a team. Answer with exactly one word: money (billing, "
+    "charges, refunds, invoices), bug (something in the app or site is broken) or box "
+    "(delivery, parcels, shipping)."
+)
+
+
+@pytest.mark.slow
+def test_branch_on_the_local_model_from_a_hand_edited_candidate(logged_in_page, live_stack):
+    """The real local model (smollm2) on a tiny dataset: a RandomFewShot run of one epoch,
+    then a branch from its best candidate with hand-written instructions and its first
+    example pinned. Prints both runs' test rewards (the figure the issue asks for)."""
+    page = logged_in_page
+    dataset_id = tiny_dataset_id(live_stack, train=8, test=6)
+    program_id = create_program(
+        live_stack, "Local branch source", "local/smollm2", dataset_id, max_tokens=16
+    )
+    config = {**RUN, "validation_split": 0.0, "batch_size": 4, "rfs_nb_candidates": 1}
+    run_id = launch_run(live_stack, program_id, dataset_id, **config)
+    page.goto(f"/runs/{run_id}/")
+    wait_status(page, timeout=600_000)
+    page.click("#branch-best")
+    page.wait_for_url(f"**/runs/{run_id}/branch/")
+    page.fill("#id_branch_instructions", HAND_EDIT)
+    pin = page.locator("input[name=example_0][value=pin]")
+    pinned = pin.count() > 0  # the best candidate may be the seed, which has no examples
+    if pinned:
+        pin.check()
+    page.click("#launch-branch")
+    page.wait_for_url(lambda url: "/branch/" not in url and "/runs/" in url)
+    branch_id = int(page.url.rstrip("/").split("/")[-1])
+    wait_status(page, timeout=600_000)
+    figures = query(
+        live_stack,
+        "import json;from training.models import Run;"
+        f"rs=[Run.objects.get(pk={run_id}),Run.objects.get(pk={branch_id})];"
+        "print(json.dumps([[r.pk,r.baseline_reward,r.final_reward,r.best_reward,r.lm_calls,"
+        "r.parent_run_id,r.program.engine_json['variables']['generator/state']['value']['instructions'],"
+        "r.duration.total_seconds()] for r in rs]))",
+    )
+    parent, branch = figures
+    assert branch[5] == run_id and branch[6] == HAND_EDIT
+    assert parent[2] is not None and branch[2] is not None
+    print(
+        f"\nlocal/smollm2, tiny dataset (8 train / 6 test), RandomFewShot, 1 epoch:\n"
+        f"  parent run #{parent[0]}: test {parent[1]:.3f} -> {parent[2]:.3f} "
+        f"({parent[4]} LM calls, {parent[7]:.0f} s)\n"
+        f"  branch run #{branch[0]} (hand-edited instructions, pinned example: "
+        f"{pinned}): test {branch[1]:.3f} -> {branch[2]:.3f} "
+        f"({branch[4]} LM calls, {branch[7]:.0f} s)\n"
+        f"  branch test after - parent test after: {branch[2] - parent[2]:+.3f}"
+    )

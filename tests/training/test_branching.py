@@ -188,3 +188,10 @@ def test_as_tree_keeps_the_order_of_roots_and_never_loops():
         (7, 0),
         (8, 1),
     ]
+
+
+def test_branch_from_best_before_any_candidate_says_so(client_user, user, program, demo_dataset):
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=run_config())
+    response = client_user.get(reverse("training:run-branch", args=[run.pk]), follow=True)
+    assert response.redirect_chain == [(run.get_absolute_url(), 302)]
+    assert "no scored candidate to branch from yet" in response.content.decode()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import Http404
+from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -16,8 +16,9 @@ def branch_create(request, pk: int, candidate_pk: int | None = None):
     run = selectors.owned_run(request.user, pk)
     if candidate_pk is None:
         candidate = branching.best_candidate(run)
-        if candidate is None:
-            raise Http404("This run has no scored candidate to branch from yet.")
+        if candidate is None:  # the button shows while a run starts: say so, don't 404
+            messages.info(request, "This run has no scored candidate to branch from yet.")
+            return redirect(run)
     else:
         candidate = selectors.run_candidate(run, candidate_pk)
     form = BranchForm(request.POST or None, user=request.user, run=run, candidate=candidate)
