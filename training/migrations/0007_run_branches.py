@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("training", "0004_call_traces"),
+        ("training", "0006_evaluation_examples"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("datasets", "0002_dataset_importing"),
+        ("datasets", "0003_dataset_stratify_by"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
