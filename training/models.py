@@ -289,6 +289,12 @@ class Candidate(models.Model):
     novelty = models.FloatField(null=True, blank=True)
     status = models.CharField(max_length=20)
     epoch = models.IntegerField(default=0)
+    # The population map's data: the candidate's embedding (bounded by the engine's
+    # utils.projection.compact_embedding; OMEGA's DNS sends it, a RandomFewShot run's are
+    # computed once when its map is first opened) and the epoch of the competition that set
+    # ``status`` (kept/dropped), so the map can show each epoch's population.
+    embedding = models.JSONField(null=True, blank=True)
+    status_epoch = models.IntegerField(null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

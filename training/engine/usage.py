@@ -2,6 +2,11 @@
 
 ``track()`` pushes a tracker on a contextvar; every LM/embedding call records into all trackers
 active in its context (asyncio tasks inherit the context), so nested tracks each see their share.
+
+Each record also carries the *role* of the call (why it was made: a task ``prediction``, an
+optimizer ``mutation``/``crossover``, a ``judge``, an ``embedding``), taken from
+``tracing.trace_context`` when the record is made, so ``Usage.by_role`` splits the spend by
+role whether or not call traces are being recorded.
 """
 
 from __future__ import annotations
@@ -12,6 +17,20 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from training.engine import tracing
+
+#: The counters kept per role in ``Usage.by_role``.
+ROLE_COUNTERS = (
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency",
+    "failures",
+    "cache_hits",
+    "memo_hits",
+)
 
 
 @dataclass
@@ -29,6 +48,9 @@ class UsageRecord:
     cache_hit: bool = False
     memo_hit: bool = False
     error: str | None = None
+    #: Why the call was made (``tracing.ROLES``); filled in by :func:`record` from the
+    #: current ``trace_context`` when not given.
+    role: str | None = None
 
 
 @dataclass
@@ -52,19 +74,33 @@ class Usage:
     memo_hits: int = 0
     judge_failures: int = 0
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: {role: {calls, prompt_tokens, completion_tokens, cost, latency, failures, cache_hits,
+    #: memo_hits}}: where the spend goes (``calls`` counts LM and embedding requests alike).
+    by_role: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def _role(self, record: UsageRecord) -> dict[str, Any]:
+        role = record.role or ("embedding" if record.kind == "embedding" else "prediction")
+        entry = self.by_role.get(role)
+        if entry is None:
+            entry = self.by_role[role] = dict.fromkeys(ROLE_COUNTERS, 0)
+            entry["cost"] = entry["latency"] = 0.0
+        return entry
+
     def add(self, record: UsageRecord) -> None:
         with self._lock:
+            role = self._role(record)
             if record.memo_hit:
                 self.memo_hits += 1
+                role["memo_hits"] += 1
                 return
             if record.cache_hit:
                 self.cache_hits += 1
+                role["cache_hits"] += 1
                 return
             if record.kind == "judge":
                 self.judge_failures += 1
@@ -72,6 +108,7 @@ class Usage:
             if record.kind == "parse":  # the call was counted already; its output was unusable
                 self.failures += 1
                 self.parse_failures += 1
+                role["failures"] += 1
                 return
             if record.kind == "embedding":
                 self.embedding_calls += 1
@@ -79,14 +116,20 @@ class Usage:
                 self.calls += 1
             if record.failed:
                 self.failures += 1
+                role["failures"] += 1
+            role["calls"] += 1
             self.prompt_tokens += record.prompt_tokens
             self.completion_tokens += record.completion_tokens
             self.latency += record.latency
+            role["prompt_tokens"] += record.prompt_tokens
+            role["completion_tokens"] += record.completion_tokens
+            role["latency"] += record.latency
             if record.cost is None:
                 if not record.failed:
                     self.cost_known = False
             else:
                 self.cost += record.cost
+                role["cost"] += record.cost
             per = self.by_model.setdefault(
                 record.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
             )
@@ -98,6 +141,7 @@ class Usage:
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
         data["by_model"] = {model: dict(values) for model, values in self.by_model.items()}
+        data["by_role"] = {role: dict(values) for role, values in self.by_role.items()}
         data["total_tokens"] = self.total_tokens
         data["cost"] = self.cost if self.cost_known else (self.cost or None)
         return data
@@ -110,7 +154,14 @@ GLOBAL_USAGE = Usage()
 
 
 def record(entry: UsageRecord) -> None:
-    """Add a record to the process total and to every tracker active in this context."""
+    """Add a record to the process total and to every tracker active in this context.
+
+    A record without a role gets the one ``tracing.trace_context`` set around the call
+    (an embedding is always ``embedding``; no context means a task ``prediction``)."""
+    if entry.role is None:
+        entry.role = (
+            "embedding" if entry.kind == "embedding" else tracing.current_role() or "prediction"
+        )
     GLOBAL_USAGE.add(entry)
     for tracker in _ACTIVE.get():
         tracker.add(entry)

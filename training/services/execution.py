@@ -230,7 +230,9 @@ async def _phases(
                 if stored is None:  # superseded meanwhile: nothing was stored
                     callback.superseded.set()
                     return False
-                await live.send_parts(data["group"], stored, ("evaluations", "usage", "status"))
+                await live.send_parts(
+                    data["group"], stored, ("evaluations", "usage", "spend", "status")
+                )
             return True
 
         if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):

@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 
 from training.models import Candidate, Run
 from training.selectors import with_parent_links
-from training.services import summaries, timing
+from training.services import lineage, population_map, spend, summaries, timing
 
 ALL_PARTS = (
     "status",
@@ -37,15 +37,18 @@ ALL_PARTS = (
     "chart",
     "leaderboard",
     "evaluations",
+    "spend",
+    "population",
+    "lineage",
 )
 TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
 # The fragments each stored engine event changes.
 EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
-    "batch_end": ("progress", "usage"),
-    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard"),
-    "candidate": ("leaderboard",),
+    "batch_end": ("progress", "usage", "spend"),
+    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard", "spend"),
+    "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
 }
 # Candidates the run page lists (all of them up to this; beyond, the best ones and a link
@@ -78,6 +81,12 @@ def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]
         context["before_after_json"] = json.dumps(rows)
     if "progress" in parts:
         context["progress"] = progress(run)
+    if "spend" in parts:
+        context.update(spend.run_spend(run))
+    if "population" in parts:
+        context.update(population_map.run_map(run))
+    if "lineage" in parts:
+        context.update(lineage.run_lineage(run))
     return context
 
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from training.engine.callbacks import Callback
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
-from training.services import evaluation_examples, live, summaries
+from training.services import evaluation_examples, live, population_map, summaries
 from training.services.usage import merged_usage
 
 
@@ -171,6 +171,7 @@ class PersistenceCallback(Callback):
             "status": str(event.get("status") or ""),
             "epoch": int(event.get("epoch") or 0),
         }
+        defaults.update(population_map.event_fields(event))
         key = {
             "run_id": self.run_id,
             "variable": str(event["variable"]),

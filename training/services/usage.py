@@ -29,12 +29,18 @@ def merged_usage(base: dict[str, Any] | None, current: dict[str, Any] | None) ->
         merged["cost"] = None
     else:
         merged["cost"] = sum(cost or 0.0 for cost in costs)
-    by_model: dict[str, dict[str, Any]] = {}
-    for part in (base, current):
-        for model, values in (part.get("by_model") or {}).items():
-            entry = by_model.setdefault(model, {})
-            for name, value in values.items():
-                if isinstance(value, int | float):
-                    entry[name] = entry.get(name, 0) + value
-    merged["by_model"] = by_model
+    merged["by_model"] = _merged_breakdown(base, current, "by_model")
+    merged["by_role"] = _merged_breakdown(base, current, "by_role")
     return merged
+
+
+def _merged_breakdown(base: dict, current: dict, key: str) -> dict[str, dict[str, Any]]:
+    """``by_model`` / ``by_role``: each entry's numeric counters summed over both parts."""
+    total: dict[str, dict[str, Any]] = {}
+    for part in (base, current):
+        for name, values in (part.get(key) or {}).items():
+            entry = total.setdefault(name, {})
+            for counter, value in values.items():
+                if isinstance(value, int | float):
+                    entry[counter] = entry.get(counter, 0) + value
+    return total

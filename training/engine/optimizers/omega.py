@@ -16,8 +16,9 @@ How a fit goes (the hooks of :class:`Optimizer`):
   variable's population (``dns.py``); distances are cosine distances between candidate
   embeddings, each distinct value embedded once (cached by content hash) and all pairs computed
   in one numpy operation, or a custom async ``distance_function``. ``algorithm="ga"``: the top
-  ``population_size`` by reward. Every competitor is emitted as ``kept`` or ``dropped``; each
-  variable is then assigned its best candidate.
+  ``population_size`` by reward. Every competitor is emitted as ``kept`` or ``dropped`` (with
+  ``competition_epoch`` and, when DNS embedded it, a bounded ``embedding`` for the dashboard's
+  population map); each variable is then assigned its best candidate.
 - ``on_train_end``: the best candidates are assigned and emitted as ``best``.
 
 Construction refuses the guide's pitfalls with clear errors (see ``__init__``).
@@ -47,6 +48,7 @@ from training.engine.optimizers.mutation import (
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.tracing import trace_context
+from training.engine.utils.projection import compact_embedding
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
@@ -376,8 +378,18 @@ class OMEGA(Optimizer):
         for index, candidate in enumerate(population):
             candidate["novelty"] = None if scores is None else round(float(scores[index]), 6)
             candidate["status"] = "kept" if index in kept_set else "dropped"
-            await self.emit_candidate(variable, candidate)
+            await self.emit_candidate(variable, candidate, **self._map_fields(candidate))
         return [population[i] for i in kept]
+
+    def _map_fields(self, candidate: dict[str, Any]) -> dict[str, Any]:
+        """What a population map needs beyond the candidate: the epoch of this competition
+        and the candidate's embedding when DNS computed one (bounded: ``compact_embedding``).
+        Never stored on the candidate itself (it is saved with the program)."""
+        fields: dict[str, Any] = {"competition_epoch": self.epoch}
+        vector = self._embeddings.get(_embedding_key(candidate["value"]))
+        if vector is not None:
+            fields["embedding"] = compact_embedding(vector)
+        return fields
 
     async def embed(self, values: list[dict[str, Any]]) -> np.ndarray:
         """One vector per value; each distinct value is embedded once for the whole fit."""

@@ -145,7 +145,11 @@ class Optimizer:
         }
         return variable.add_candidate(candidate)
 
-    async def emit_candidate(self, variable: Variable, candidate: dict[str, Any]) -> None:
+    async def emit_candidate(
+        self, variable: Variable, candidate: dict[str, Any], **extra: Any
+    ) -> None:
+        """Send a ``candidate`` event; ``extra`` adds optional keys (OMEGA's competitions add
+        ``embedding`` and ``competition_epoch``)."""
         await self.emit(
             {
                 "type": "candidate",
@@ -158,6 +162,7 @@ class Optimizer:
                 "reward": candidate["reward"],
                 "novelty": candidate.get("novelty"),
                 "status": candidate["status"],
+                **extra,
             }
         )
 

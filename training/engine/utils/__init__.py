@@ -1,5 +1,6 @@
 """Plot utilities (matplotlib, Agg backend, PNG files) for training runs and evaluations,
-and the paired bootstrap statistic the dashboard shows beside them.
+the paired bootstrap statistic the dashboard shows beside them, and the PCA projection of
+candidate embeddings its population map draws (``projection.py``).
 
 ``utils.summary.program_summary`` builds the text of ``Program.summary()``.
 """
@@ -11,9 +12,12 @@ from training.engine.utils.plot_metrics import (
     plot_metrics_comparison_with_mean_and_std,
     plot_metrics_with_mean_and_std,
 )
+from training.engine.utils.projection import compact_embedding, pca_2d
 
 __all__ = [
     "PairedBootstrap",
+    "compact_embedding",
+    "pca_2d",
     "paired_bootstrap",
     "plot_history",
     "plot_metrics_comparison_with_mean_and_std",

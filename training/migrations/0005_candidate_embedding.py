@@ -1,0 +1,20 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("training", "0004_call_traces"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="candidate",
+            name="embedding",
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="candidate",
+            name="status_epoch",
+            field=models.IntegerField(blank=True, null=True),
+        ),
+    ]
