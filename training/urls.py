@@ -36,19 +36,17 @@ urlpatterns = [
         name="candidate-detail",
     ),
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
-<<<<<<< HEAD
     path("runs/<int:pk>/branch/", branching.branch_create, name="run-branch"),
     path("runs/<int:pk>/corrections/", corrections.run_corrections, name="run-corrections"),
     path(
         "runs/<int:pk>/candidates/<int:candidate_pk>/branch/",
         branching.branch_create,
         name="candidate-branch",
-=======
+    ),
     path(
         "runs/<int:pk>/population/embed/",
         population.run_population_embed,
         name="run-population-embed",
->>>>>>> 530435a (Population map, lineage and spend by role: engine usage.by_role (independent of traces), OMEGA competition events carry bounded embeddings, PCA projection, services, partials, SVG scripts)
     ),
     path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
