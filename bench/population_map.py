@@ -1,6 +1,7 @@
 """What the population map shows on a real OMEGA run (local models, through the dashboard).
 
-    .venv/bin/python bench/population_map.py [--train 12] [--epochs 2] [--shots DIR]
+    .venv/bin/python bench/population_map.py [--train 12] [--epochs 2] [--population-size 4]
+        [--rfs] [--shots DIR]
 
 Starts the dashboard and a worker the way the browser tests do, launches a tiny OMEGA run on
 ``local/smollm2`` (DNS embeddings from ``local/minilm``) and, with ``--rfs``, a RandomFewShot
@@ -89,6 +90,7 @@ def main() -> int:
     parser.add_argument("--train", type=int, default=12, help="training rows (a quarter validates)")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=3)
+    parser.add_argument("--population-size", type=int, default=4, help="OMEGA's population")
     parser.add_argument("--rfs", action="store_true", help="also a RandomFewShot run")
     parser.add_argument("--shots", type=Path, default=None, help="save screenshots here")
     args = parser.parse_args()
@@ -123,7 +125,12 @@ def main() -> int:
             "evaluations_after": 1,
             "seed": 3,
         }
-        runs = [("OMEGA", {"optimizer": "OMEGA", "omega_embedding_model": "local/minilm"})]
+        omega = {
+            "optimizer": "OMEGA",
+            "omega_embedding_model": "local/minilm",
+            "omega_population_size": args.population_size,
+        }
+        runs = [("OMEGA", omega)]
         if args.rfs:
             runs.append(("RandomFewShot", {"optimizer": "RandomFewShot"}))
         with sync_playwright() as playwright:

@@ -60,7 +60,7 @@ def test_compact_embedding_is_bounded_and_keeps_distances_roughly():
     after = np.linalg.norm(reduced[:, None] - reduced[None], axis=-1)
     mask = ~np.eye(6, dtype=bool)
     ratio = after[mask] / before[mask]
-    assert ratio.min() > 0.75 and ratio.max() < 1.25  # Johnson-Lindenstrauss at 256 dims
+    assert ratio.min() > 0.75 and ratio.max() < 1.25  # Johnson-Lindenstrauss at 512 dims
 
 
 def test_usage_by_role_comes_from_the_trace_context_without_a_recorder():

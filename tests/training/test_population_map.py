@@ -71,8 +71,8 @@ def test_event_fields_take_only_a_bounded_numeric_embedding():
         "embedding": [0.5, 1.0],
     }
     assert population_map.event_fields({"embedding": ["a", 1]}) == {}
-    assert population_map.event_fields({"embedding": [0.1] * 5000}) == {}
-    assert len(population_map.event_fields({"embedding": [0.1] * 1000})["embedding"]) == 256
+    assert population_map.event_fields({"embedding": [0.1] * 2049 * 4}) == {}
+    assert len(population_map.event_fields({"embedding": [0.1] * 1536})["embedding"]) == 512
 
 
 # -- pure: lineage ---------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_omega_run_stores_embeddings_and_spend_and_the_page_shows_them(
     assert run.status == Run.SUCCEEDED, run.error
     competed = Candidate.objects.filter(run=run, status_epoch__isnull=False)
     assert competed.exists()
-    assert all(0 < len(c.embedding) <= 256 for c in competed)
+    assert all(0 < len(c.embedding) <= 512 for c in competed)
     dropped = Candidate.objects.filter(run=run, status="dropped")
     assert all(c.status_epoch is not None and c.status_epoch >= c.epoch for c in dropped)
 

@@ -16,8 +16,9 @@ import numpy as np
 #: At most this many numbers of an embedding travel in a candidate event. Larger vectors are
 #: reduced by a fixed random projection (distances are kept approximately: Johnson-Lindenstrauss),
 #: which is all a 2-D map needs.
-MAX_EMBEDDING_DIMS = 256
-#: Decimals kept of each number (a 256-vector is then about 2.5 kB of JSON).
+MAX_EMBEDDING_DIMS = 512
+#: Decimals kept of each number (a 512-vector is then about 4.5 kB of JSON; MiniLM's 384
+#: numbers pass unchanged).
 EMBEDDING_DECIMALS = 5
 
 
@@ -92,8 +93,8 @@ def compact_embedding(
         A list of floats (JSON-ready).
 
     Example:
-        >>> len(compact_embedding([0.1] * 1024))
-        256
+        >>> len(compact_embedding([0.1] * 1536))
+        512
     """
     values = np.asarray(vector, dtype=float).ravel()
     dims = values.shape[0]
