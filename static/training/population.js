@@ -29,7 +29,7 @@
   }
 
   function radius(novelty) {
-    if (novelty == null) return 5;
+    if (novelty == null) return 6;
     return 4 + 8 * Math.max(0, Math.min(1, novelty));
   }
 
@@ -92,6 +92,8 @@
     const dots = el("g", { class: "map-points" });
     svg.append(edges, dots);
     const last = epochs - 1;
+    // On a narrow screen the drawing shrinks: grow the points back so they stay visible.
+    const grow = Math.min(1.8, Math.max(1, WIDTH / Math.max(1, svg.clientWidth)));
     let shown = 0;
     const ordered = data.points.slice().sort((a, b) => (b.novelty || 0) - (a.novelty || 0));
     ordered.forEach((point) => {
@@ -106,7 +108,7 @@
       });
       const color = rewardColor(point.reward);
       const dot = el("circle", {
-        cx, cy, r: radius(point.novelty),
+        cx, cy, r: radius(point.novelty) * grow,
         class: `map-point status-${status}`,
         fill: status === "dropped" ? "#ffffff" : color,
         stroke: status === "dropped" ? color : (status === "best" ? "#dc2626" : "#1f2937"),
