@@ -2,7 +2,20 @@
 
 from django.urls import path
 
-from training.views import branching, compare, corrections, downloads, eval_table, home, population, program_versions, programs, run_management, runs, traces
+from training.views import (
+    branching,
+    compare,
+    corrections,
+    downloads,
+    eval_table,
+    home,
+    population,
+    program_versions,
+    programs,
+    run_management,
+    runs,
+    traces,
+)
 
 app_name = "training"
 
