@@ -1,0 +1,260 @@
+"""The forecast's counting rule against real counted runs on the fake LM.
+
+Each test runs what a dashboard run does (test evaluations, fit, test evaluations, sample
+answers) inside ``usage.track()`` and compares the calls it paid with ``forecast.count_calls``:
+exact where the configuration decides, and exact too once told the two things the answers
+decide (how many candidates were scored, how often a new best started an epoch)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import training.engine as synalinks
+from tests.engine.helpers_engine import TRUTH, Answer, Query, build_program, few_shot_learner
+from training.engine import forecast
+from training.engine.callbacks import Callback
+from training.engine.optimizers import OMEGA, RandomFewShot
+from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
+
+ITEMS = list(TRUTH.items())
+# Ten questions then two repeats (the memo pays a repeated input once per variable values).
+ROWS = ITEMS + ITEMS[:2]
+TEST = ITEMS[2:6]
+
+
+def arrays(rows):
+    x = np.array([Query(query=q) for q, _ in rows], dtype="object")
+    y = np.array([Answer(answer=a) for _, a in rows], dtype="object")
+    return x, y
+
+
+class Observer(Callback):
+    """Records what the answers decided: new candidate values scored (a value scored before is
+    a memo hit), epochs started under a new best."""
+
+    def __init__(self):
+        super().__init__()
+        self.scored = 0
+        self.values: set[str] = set()
+        self.training_states: list[str] = []
+        self.seen: set[str] = set()
+        self.new_states = 0
+
+    def _state(self) -> str:
+        return "|".join(variable.hash for variable in self.program.trainable_variables)
+
+    async def on_train_begin(self, logs=None):
+        self.seen = {self._state()}
+
+    async def on_epoch_end(self, epoch, logs=None):
+        state = self._state()  # the next epoch trains under it
+        if epoch + 1 < self.params["epochs"] and state not in self.seen:
+            self.new_states += 1
+            self.seen.add(state)
+
+    async def on_event(self, event):
+        if event["type"] != "candidate" or event["status"] != "scored":
+            return
+        value = forecast.canonical(event["value"])
+        if value not in self.values:
+            self.values.add(value)
+            self.scored += event["operation"] != "seed"
+
+
+async def counted_run(
+    program, *, epochs, batch_size, validation_split, before=1, after=1, samples=2
+):
+    x, y = arrays(ROWS)
+    x_test, y_test = arrays(TEST)
+    observer = Observer()
+    with synalinks.usage.track() as usage:
+        for _ in range(before):
+            await program.evaluate(x_test, y_test, batch_size=batch_size)
+        await program.fit(
+            x,
+            y,
+            validation_split=validation_split,
+            epochs=epochs,
+            batch_size=batch_size,
+            callbacks=[observer],
+            seed=3,
+        )
+        for _ in range(after):
+            await program.evaluate(x_test, y_test, batch_size=batch_size)
+        await program.predict(x_test[:samples], batch_size=samples)
+    return usage.calls, observer
+
+
+def shape(**overrides) -> forecast.RunShape:
+    values = {
+        "train_inputs": [{"query": q} for q, _ in ROWS],
+        "test_size": len(TEST),
+        "epochs": 3,
+        "batch_size": 4,
+        "validation_split": 0.0,
+        "optimizer": "RandomFewShot",
+        "evaluations_before": 1,
+        "evaluations_after": 1,
+        "samples": 2,
+    }
+    values.update(overrides)
+    return forecast.RunShape(**values)
+
+
+async def rfs_program(lm, nb_candidates=2):
+    program = await build_program(lm)
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=RandomFewShot(nb_candidates=nb_candidates, seed=1),
+    )
+    return program
+
+
+def test_validation_cut_is_fits():
+    assert forecast.validation_cut(12, 0.25) == 9
+    assert forecast.validation_cut(12, 0.0) == 12
+    assert forecast.validation_cut(10, 0.2) == 8
+
+
+async def test_random_few_shot_without_validation_is_exact():
+    """Scoring on the training set: every later epoch's training predictions are memo hits."""
+    program = await rfs_program(few_shot_learner())
+    calls, observer = await counted_run(program, epochs=3, batch_size=4, validation_split=0.0)
+    rule = shape(nb_candidates=2)
+    counted = forecast.count_calls(rule)
+    assert counted.total.low <= calls <= counted.total.high
+    known = forecast.count_calls(rule, scored=observer.scored)
+    assert calls == known.total.low == known.total.high  # no epoch is predicted twice
+    assert observer.scored <= 6  # 2 candidates × 3 epochs, a set drawn twice scored once
+
+
+async def test_random_few_shot_with_validation_counts_repeats_and_new_bests():
+    program = await rfs_program(few_shot_learner())
+    calls, observer = await counted_run(program, epochs=3, batch_size=4, validation_split=0.25)
+    rule = shape(nb_candidates=2, validation_split=0.25)
+    counted = forecast.count_calls(rule)
+    assert counted.total.low <= calls <= counted.total.high
+    known = forecast.count_calls(rule, scored=observer.scored, best_changes=observer.new_states)
+    assert calls == known.total.low == known.total.high
+    # The repeats in the validation split were predicted in training under the seed values.
+    distinct_train_and_val = 10
+    assert known.predictions.low >= distinct_train_and_val
+
+
+async def test_random_few_shot_whose_best_never_changes_predicts_training_once():
+    """Echo answers never earn a reward: the seed stays best, no epoch is predicted twice."""
+    program = await rfs_program(FakeLanguageModel())
+    calls, observer = await counted_run(program, epochs=3, batch_size=4, validation_split=0.25)
+    assert observer.new_states == 0
+    rule = shape(nb_candidates=2, validation_split=0.25)
+    assert calls == forecast.count_calls(rule, scored=observer.scored, best_changes=0).total.low
+    assert calls < forecast.count_calls(rule).total.expected  # the forecast allows for new bests
+
+
+async def test_non_deterministic_program_pays_every_prediction():
+    program = await rfs_program(few_shot_learner(temperature=0.7), nb_candidates=1)
+    calls, _ = await counted_run(program, epochs=2, batch_size=5, validation_split=0.25)
+    counted = forecast.count_calls(
+        shape(nb_candidates=1, epochs=2, batch_size=5, validation_split=0.25, deterministic=False)
+    )
+    assert counted.total.low == counted.total.high == calls
+
+
+def numbered_mutations(same_value=False):
+    """OMEGA's LM: each mutation writes new instructions (or always the same ones)."""
+    counter = Counter()
+
+    def respond(request):
+        counter["calls"] += 1
+        if request.module.startswith("omega_crossover"):
+            return {"thinking": "merge", "instructions": f"merged {counter['calls']}"}
+        text = "Route it." if same_value else f"Answer precisely, version {counter['calls']}."
+        return {"thinking": "be precise", "instructions": text}
+
+    lm = FakeLanguageModel(responder=respond, temperature=0.3)
+    lm.counter = counter
+    return lm
+
+
+async def omega_program(mutations, task_lm=None):
+    program = await build_program(task_lm or few_shot_learner(), name="router")
+    program.trainable_variables[0].assign({"instructions": "Route it.", "examples": []})
+    optimizer = OMEGA(
+        language_model=mutations,
+        embedding_model=FakeEmbeddingModel(),
+        merging_rate=0.5,
+        population_size=3,
+        seed=0,
+    )
+    program.compile(reward=synalinks.rewards.ExactMatch(in_mask=["answer"]), optimizer=optimizer)
+    return program
+
+
+@pytest.mark.parametrize("validation_split", [0.0, 0.25])
+async def test_omega_counts_one_optimizer_call_per_step_and_a_scoring_per_new_candidate(
+    validation_split,
+):
+    mutations = numbered_mutations()
+    program = await omega_program(mutations)
+    calls, observer = await counted_run(
+        program, epochs=2, batch_size=3, validation_split=validation_split
+    )
+    rule = shape(optimizer="OMEGA", epochs=2, batch_size=3, validation_split=validation_split)
+    counted = forecast.count_calls(rule)
+    steps = counted.steps * 2
+    assert mutations.counter["calls"] == steps == counted.optimizer.expected
+    assert counted.total.low <= calls <= counted.total.high
+    known = forecast.count_calls(rule, scored=observer.scored, best_changes=observer.new_states)
+    assert calls == known.total.low == known.total.high
+    assert observer.scored == steps  # every mutation was new: the high end of the steps
+
+
+async def test_omega_steps_that_repeat_a_value_score_nothing():
+    mutations = numbered_mutations(same_value=True)
+    program = await omega_program(mutations, task_lm=FakeLanguageModel())
+    calls, observer = await counted_run(program, epochs=2, batch_size=3, validation_split=0.25)
+    assert observer.scored == 0
+    counted = forecast.count_calls(
+        shape(optimizer="OMEGA", epochs=2, batch_size=3, validation_split=0.25)
+    )
+    assert calls == counted.total.low
+
+
+def test_distinct_draws_of_a_small_pool_repeat_and_a_large_one_do_not():
+    # One example from a pool of 2, drawn 4 times: 2 × (1 − (1/2)^4) distinct sets.
+    assert forecast.expected_distinct_draws(2, 1, 1, 4) == pytest.approx(2 * (1 - 0.5**4))
+    assert forecast.expected_distinct_draws(1000, 1, 3, 6) == pytest.approx(6, abs=0.01)
+    assert forecast.expected_distinct_draws(5, 0, 0, 3) == 0  # the empty set is the seed's
+    assert forecast.expected_distinct_draws(0, 1, 3, 3) == 0
+
+
+def test_judge_calls_follow_every_scored_reward():
+    plain = forecast.count_calls(shape(nb_candidates=1))
+    judged = forecast.count_calls(shape(nb_candidates=1, judge_calls=1))
+    # 3 epochs × 12 training rewards + seed scoring 12 + each candidate 12 + 2 test passes × 4
+    assert judged.judge.high == 3 * 12 + 12 + 3 * 12 + 2 * 4
+    assert judged.judge.expected == pytest.approx(3 * 12 + 12 + judged.candidates.expected * 12 + 8)
+    assert judged.total.expected == plain.total.expected + judged.judge.expected
+
+
+def test_estimate_turns_calls_into_tokens_cost_and_time():
+    counted = forecast.count_calls(shape(optimizer="OMEGA", epochs=2, batch_size=3))
+    trial = forecast.Trial(
+        seconds_per_call=0.5, single_call_seconds=1.0, tokens_per_call=100, cost_per_call=0.001
+    )
+    result = forecast.estimate(counted, trial)
+    batched = counted.total.expected - counted.optimizer.expected
+    weighted = batched + counted.optimizer.expected * forecast.OPTIMIZER_CALL_RATIO
+    assert result.tokens.expected == pytest.approx(weighted * 100)
+    assert result.cost.expected == pytest.approx(weighted * 0.001)
+    assert result.seconds.low < result.seconds.expected < result.seconds.high
+    unknown_price = forecast.Trial(0.5, 1.0, 100, None)
+    assert forecast.estimate(counted, unknown_price).cost is None
+
+
+def test_unknown_optimizer_is_refused():
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        forecast.count_calls(shape(optimizer="MIPRO"))

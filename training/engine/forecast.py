@@ -1,0 +1,389 @@
+"""Forecast of a run before it starts: how many LM calls ``fit`` and the evaluations make.
+
+The count follows what the trainer and the optimizers do (``trainer.py``,
+``optimizers/``), so it is exact wherever the run is determined by its configuration and
+its data, and a range where it depends on what the model answers:
+
+- Predictions of a deterministic program (temperature 0) are memoised during ``fit`` by
+  (variables, input): the calls made under one set of variable values are the *distinct*
+  inputs predicted under it. The seed values predict the training inputs and score the
+  scoring set (the validation split, else the training set); every new candidate scores the
+  scoring set once; when an epoch ends with a new best, the next epoch's training
+  predictions are made again under it (unless the scoring set was the training set). Whether
+  the best changes is the model's doing: ``low`` assumes never, ``high`` every epoch.
+  A non-deterministic program pays every prediction (no memo).
+- RandomFewShot proposes ``nb_candidates`` example sets at each epoch end (none without
+  examples to sample) and makes no LM call of its own. A set drawn twice is scored once
+  (the memo): with a small pool that happens, so ``expected`` counts the distinct sets
+  expected among the draws (:func:`expected_distinct_draws`).
+- OMEGA makes one mutation or crossover call per training batch (when a variable can be
+  edited) and scores the new candidate at once, unless the call failed or gave a value
+  already in the population (``low``: no step scored; ``high``: every step scored).
+- The test evaluations (``evaluations_before`` / ``evaluations_after`` passes over the
+  test split) and the trained program's sample answers are outside ``fit``: no memo.
+- An LM judge (``LMAsJudge``) makes ``judge_calls`` calls per reward scored, memo hits
+  included (rewards are always recomputed).
+
+``expected`` weighs the uncertain parts with :data:`EXPECTED_BEST_CHANGE` and
+:data:`EXPECTED_STEP_SCORED`. Parse retries (a deterministic call whose output did not parse
+is asked once more) are not counted: they are failures, not plan.
+
+Time and tokens come from a measured trial (:class:`Trial`), combined by :func:`estimate`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Share of the epochs after the first that start under a new best candidate (``expected``).
+EXPECTED_BEST_CHANGE = 0.5
+#: Share of OMEGA's steps whose new candidate is scored (not failed, not a duplicate).
+EXPECTED_STEP_SCORED = 0.8
+#: A mutation/crossover call against a task call: its prompt carries the variable, the
+#: batch's worst items and rules, and it writes reasoning plus a whole prompt (a local call
+#: took ~2.5x a task call: ``bench/omega_speed.py --profile``). Used for its time and tokens.
+OPTIMIZER_CALL_RATIO = 2.5
+#: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
+#: per run (claim, program load, evaluations stored). Calibrated on ``bench/forecast_accuracy.py``.
+STEP_OVERHEAD_SECONDS = 0.1
+RUN_OVERHEAD_SECONDS = 3.0
+#: Spread of the time range around the calls' range (latency varies call to call).
+TIME_SPREAD = 0.2
+
+OPTIMIZERS = ("RandomFewShot", "OMEGA")
+
+
+def canonical(item: Any) -> str:
+    """The memo's notion of "the same input": its JSON with sorted keys."""
+    if hasattr(item, "get_json"):
+        item = item.get_json()
+    return json.dumps(item, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def validation_cut(count: int, validation_split: float) -> int:
+    """Where ``fit`` cuts the validation set off the end (``data_adapter.prepare_fit_data``)."""
+    if validation_split <= 0:
+        return count
+    return count - int(round(count * validation_split))
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What a run will do, as the count needs it.
+
+    Args:
+        train_inputs: the inputs ``fit`` receives (before the validation split), as JSON
+            objects or DataModels; duplicates matter (the memo).
+        test_size: rows of the test split (each evaluation predicts all of them).
+        epochs, batch_size, validation_split: ``fit``'s arguments.
+        optimizer: ``"RandomFewShot"`` or ``"OMEGA"``.
+        nb_candidates: RandomFewShot's candidates per epoch.
+        nb_min_examples, nb_max_examples: how many examples a candidate samples.
+        proposes: RandomFewShot has examples to sample (a variable with ``examples`` and
+            ``nb_max_examples > 0``); OMEGA has a variable its LM can edit.
+        proposes_certain: False when that depends on the answers (a ChainOfThought's
+            examples come only from full-reward predictions): ``low`` then counts none.
+        lm_modules: LM calls per prediction (the program's generators).
+        deterministic: every generator at temperature 0 (``fit`` memoises predictions).
+        evaluations_before, evaluations_after: test passes around ``fit``.
+        samples: answers of the trained program shown on the run page (predictions).
+        judge_calls: LM calls per reward scored (1 for ``LMAsJudge``, else 0).
+
+    Example:
+
+    ```python
+    shape = RunShape(train_inputs=rows, test_size=10, epochs=3, batch_size=8,
+                     validation_split=0.2, optimizer="OMEGA")
+    print(count_calls(shape).expected)
+    ```
+    """
+
+    train_inputs: Sequence[Any]
+    test_size: int
+    epochs: int
+    batch_size: int
+    validation_split: float = 0.0
+    optimizer: str = "RandomFewShot"
+    nb_candidates: int = 1
+    nb_min_examples: int = 1
+    nb_max_examples: int = 3
+    proposes: bool = True
+    proposes_certain: bool = True
+    lm_modules: int = 1
+    deterministic: bool = True
+    evaluations_before: int = 1
+    evaluations_after: int = 1
+    samples: int = 0
+    judge_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Span:
+    """A count that the answers decide within ``low`` … ``high``; ``expected`` between."""
+
+    low: float
+    expected: float
+    high: float
+
+    def __add__(self, other: Span) -> Span:
+        return Span(self.low + other.low, self.expected + other.expected, self.high + other.high)
+
+    def scaled(self, factor: float) -> Span:
+        return Span(self.low * factor, self.expected * factor, self.high * factor)
+
+    @classmethod
+    def exact(cls, value: float) -> Span:
+        return cls(value, value, value)
+
+    def rounded(self) -> dict[str, int]:
+        return {
+            "low": int(round(self.low)),
+            "expected": int(round(self.expected)),
+            "high": int(round(self.high)),
+        }
+
+
+@dataclass(frozen=True)
+class CallForecast:
+    """LM calls of a run, by part (each a :class:`Span`).
+
+    ``predictions``: the program's calls in ``fit``; ``optimizer``: mutations/crossovers;
+    ``judge``: an LM judge's calls; ``evaluations``: the test passes and sample answers.
+    ``steps``: training batches per epoch (``epochs`` of them); ``candidates``: new candidates scored (OMEGA's
+    steps that score, RandomFewShot's proposals).
+    """
+
+    predictions: Span
+    optimizer: Span
+    judge: Span
+    evaluations: Span
+    steps: int
+    epochs: int
+    candidates: Span
+
+    @property
+    def total(self) -> Span:
+        return self.predictions + self.optimizer + self.judge + self.evaluations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total.rounded(),
+            "predictions": self.predictions.rounded(),
+            "optimizer": self.optimizer.rounded(),
+            "judge": self.judge.rounded(),
+            "evaluations": self.evaluations.rounded(),
+            "candidates": self.candidates.rounded(),
+            "steps": self.steps,
+            "epochs": self.epochs,
+        }
+
+
+def count_calls(
+    shape: RunShape, scored: int | None = None, best_changes: int | None = None
+) -> CallForecast:
+    """The LM calls of a run of ``shape`` (see the module docstring for the rule).
+
+    Args:
+        shape: the run's configuration and data.
+        scored: how many new candidates were scored, when known (after a run: the count is
+            then exact for that part); None: the range.
+        best_changes: how many epochs after the first started under a new best, when known.
+
+    Returns:
+        A :class:`CallForecast`.
+
+    Example:
+
+    ```python
+    forecast = count_calls(RunShape(train_inputs=rows, test_size=4, epochs=2, batch_size=4))
+    forecast.total.expected
+    ```
+    """
+    if shape.optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {shape.optimizer!r}")
+    inputs = list(shape.train_inputs)
+    cut = validation_cut(len(inputs), shape.validation_split)
+    train, val = inputs[:cut], inputs[cut:]
+    scoring = val or train
+    epochs = max(0, int(shape.epochs))
+    steps = math.ceil(len(train) / shape.batch_size) if train else 0
+
+    # New candidates scored over the whole fit.
+    if shape.optimizer == "RandomFewShot":
+        proposed = epochs * shape.nb_candidates if shape.proposes else 0
+        distinct = float(proposed)  # without memo, each draw is scored
+        if shape.deterministic:
+            pool = len({canonical(item) for item in train})  # ground truths, one per input
+            distinct = expected_distinct_draws(
+                pool, shape.nb_min_examples, shape.nb_max_examples, proposed
+            )
+        low = min(1, proposed) if shape.deterministic else proposed
+        if not shape.proposes_certain:
+            low = 0
+        candidates = Span(low, distinct, proposed)
+        optimizer_calls = Span.exact(0)
+    else:
+        stepped = epochs * steps if shape.proposes else 0
+        candidates = Span(0, stepped * EXPECTED_STEP_SCORED, stepped)
+        optimizer_calls = Span.exact(stepped)
+    if scored is not None:
+        candidates = Span.exact(scored)
+    # Epochs (after the first) that may start under a new best: only after a candidate.
+    changes = Span(
+        0,
+        EXPECTED_BEST_CHANGE * max(0, epochs - 1) if candidates.expected else 0,
+        max(0, epochs - 1) if candidates.high else 0,
+    )
+    if best_changes is not None:
+        changes = Span.exact(best_changes)
+
+    if epochs == 0:
+        predictions = Span.exact(0)
+    elif shape.deterministic:
+        train_keys = {canonical(item) for item in train}
+        scoring_keys = {canonical(item) for item in scoring}
+        seed = len(train_keys | scoring_keys)  # training + seed scoring, one memo
+        retrain = len(train_keys - scoring_keys)  # a new best's training predictions
+        predictions = (
+            Span.exact(seed)
+            + candidates.scaled(len(scoring_keys))
+            + Span(changes.low * retrain, changes.expected * retrain, changes.high * retrain)
+        )
+    else:
+        fixed = epochs * len(train) + len(scoring) + epochs * len(val)
+        predictions = Span.exact(fixed) + candidates.scaled(len(scoring))
+    predictions = predictions.scaled(shape.lm_modules)
+
+    # Rewards scored (memo hits included): each training prediction, each scoring, each
+    # validation pass, each test prediction.
+    test_passes = shape.evaluations_before + shape.evaluations_after
+    scored = (
+        Span.exact(epochs * len(train) + (len(scoring) if epochs else 0) + epochs * len(val))
+        + candidates.scaled(len(scoring))
+        + Span.exact(test_passes * shape.test_size)
+    )
+    judge = scored.scaled(shape.judge_calls)
+    evaluations = Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules)
+    return CallForecast(
+        predictions=predictions,
+        optimizer=optimizer_calls,
+        judge=judge,
+        evaluations=evaluations,
+        steps=steps,
+        epochs=epochs,
+        candidates=candidates,
+    )
+
+
+def expected_distinct_draws(pool: int, nb_min: int, nb_max: int, draws: int) -> float:
+    """Distinct example sets expected among ``draws`` RandomFewShot samples of a ``pool``.
+
+    A draw picks a size uniformly in ``nb_min..nb_max`` (clipped to the pool), then an
+    ordered sample of that size (``random.sample``): each of the ``perm(pool, k)`` sets of
+    size k has probability ``1 / (sizes × perm(pool, k))``. The empty set (size 0) is the
+    seed's own value, never new.
+    """
+    if pool <= 0 or draws <= 0 or nb_max <= 0:
+        return 0.0
+    high = min(nb_max, pool)
+    low = min(nb_min, high)
+    sizes = high - low + 1
+    expected = 0.0
+    for size in range(max(low, 1), high + 1):
+        count = float(math.perm(pool, size))
+        chance = 1.0 / (sizes * count)
+        expected += count * -math.expm1(draws * math.log1p(-chance))
+    return expected
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What a few measured predictions of the program on its model said.
+
+    Args:
+        seconds_per_call: wall time per prediction when several run together (a batch).
+        single_call_seconds: wall time of one prediction alone (the optimizer's calls are
+            made one at a time).
+        tokens_per_call: prompt + completion tokens per call.
+        cost_per_call: dollars per call (None: the provider's price is unknown).
+        calls: how many calls the trial made.
+    """
+
+    seconds_per_call: float
+    single_call_seconds: float
+    tokens_per_call: float
+    cost_per_call: float | None
+    calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Calls, tokens, cost and seconds of a run (low / expected / high each)."""
+
+    calls: Span
+    tokens: Span
+    cost: Span | None
+    seconds: Span
+    parts: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        def floats(span: Span | None) -> dict[str, float] | None:
+            if span is None:
+                return None
+            return {"low": span.low, "expected": span.expected, "high": span.high}
+
+        return {
+            "calls": self.calls.rounded(),
+            "tokens": self.tokens.rounded(),
+            "cost": floats(self.cost),
+            "seconds": floats(self.seconds),
+            "parts": self.parts,
+        }
+
+
+def estimate(calls: CallForecast, trial: Trial) -> Estimate:
+    """Tokens, cost and time of ``calls`` at the pace and size the ``trial`` measured.
+
+    Task and judge calls run in batches (``seconds_per_call``); optimizer calls one at a time
+    and :data:`OPTIMIZER_CALL_RATIO` times larger. The time range widens the calls' range by
+    :data:`TIME_SPREAD` each way.
+
+    Args:
+        calls: :func:`count_calls`'s forecast.
+        trial: the measured trial.
+
+    Returns:
+        An :class:`Estimate`.
+
+    Example:
+
+    ```python
+    estimate(count_calls(shape), Trial(1.2, 1.4, 180, 0.0)).seconds.expected
+    ```
+    """
+    batched = calls.predictions + calls.judge + calls.evaluations
+    weight = calls.optimizer.scaled(OPTIMIZER_CALL_RATIO)  # in task-call units
+    tokens = (batched + weight).scaled(trial.tokens_per_call)
+    cost = None
+    if trial.cost_per_call is not None:
+        cost = (batched + weight).scaled(trial.cost_per_call)
+    overhead_steps = calls.candidates + Span.exact(calls.steps * calls.epochs)
+    seconds = (
+        batched.scaled(trial.seconds_per_call)
+        + weight.scaled(trial.single_call_seconds)
+        + overhead_steps.scaled(STEP_OVERHEAD_SECONDS)
+        + Span.exact(RUN_OVERHEAD_SECONDS)
+    )
+    seconds = Span(
+        seconds.low * (1 - TIME_SPREAD), seconds.expected, seconds.high * (1 + TIME_SPREAD)
+    )
+    return Estimate(
+        calls=calls.total, tokens=tokens, cost=cost, seconds=seconds, parts=calls.to_dict()
+    )
