@@ -18,6 +18,7 @@ from datasets.models import Dataset
 from training import selectors
 from training.engine import bounds
 from training.models import Program
+from training.services import budget
 from training.services import programs as program_services
 from training.services.run_config import (
     FIELD_PREFIXES,
@@ -375,7 +376,32 @@ def launch_version(program: Program, number: int | None):
     return selectors.version_of(program, number)
 
 
+def budget_fields() -> dict[str, forms.Field]:
+    """The optional caps (``training.services.budget.BUDGET``); empty: no cap."""
+    return {
+        key: bounded_field(
+            bound,
+            label=budget.LABELS[key],
+            widget=forms.NumberInput(attrs={"placeholder": "no cap"}),
+        )
+        for key, bound in budget.BUDGET.items()
+    }
+
+
+class ResumeBudgetForm(forms.Form):
+    """New caps for a run stopped at one (``budget.resume_with_caps`` checks them against
+    what the run used)."""
+
+    def __init__(self, *args, run=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields.update(budget_fields())
+        if run is not None:
+            for key, value in budget.caps_of(run.config).items():
+                self.fields[key].initial = value
+
+
 # Built from the engine's declarations, in the constructors' order, after the static fields.
 RunForm.base_fields.update(_optimizer_fields())
 RunForm.base_fields.update(_training_fields())
+RunForm.base_fields.update(budget_fields())
 RunForm.declared_fields = dict(RunForm.base_fields)

@@ -111,15 +111,18 @@ class Run(models.Model):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    STOPPED = "stopped"  # at a budget cap (training.services.budget): resumable
     STATUS_CHOICES = [
         (QUEUED, "Queued"),
         (RUNNING, "Running"),
         (SUCCEEDED, "Succeeded"),
         (FAILED, "Failed"),
         (CANCELLED, "Cancelled"),
+        (STOPPED, "Stopped"),
     ]
     ACTIVE = (QUEUED, RUNNING)
-    FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
+    RESUMABLE = (FAILED, CANCELLED, STOPPED)
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
@@ -182,6 +185,10 @@ class Run(models.Model):
     parent_candidate = models.ForeignKey(
         "Candidate", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
     )
+    # The forecast made at launch (training.services.forecast), shown against the actual.
+    forecast = models.JSONField(null=True, blank=True)
+    # Seconds the run's attempts spent working (the budget's minutes; training.services.budget).
+    active_seconds = models.FloatField(default=0.0)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -229,6 +236,8 @@ class Run(models.Model):
 
     @property
     def can_resume(self) -> bool:
+        if self.status == self.STOPPED:  # at a budget cap: from its checkpoint, or from the start
+            return True
         return self.status in (self.FAILED, self.CANCELLED) and self.checkpoint_json is not None
 
     @property

@@ -94,3 +94,7 @@ def _reap_on_worker_start(sender=None, **kwargs):
             logger.warning("marked runs %s as failed: worker lost", reaped)
     except Exception:  # a reaper problem must never stop a worker from starting
         logger.exception("reaping stale runs on worker start failed")
+
+
+# The launch form's forecast trial (a few predictions on a worker): registered with the worker.
+from training.services.forecast import forecast_trial  # noqa: E402,F401

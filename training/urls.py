@@ -4,10 +4,12 @@ from django.urls import path
 
 from training.views import (
     branching,
+    budget,
     compare,
     corrections,
     downloads,
     eval_table,
+    forecast,
     home,
     population,
     program_versions,
@@ -39,10 +41,12 @@ urlpatterns = [
     path("runs/<int:pk>/delete/", run_management.run_delete, name="run-delete"),
     path("runs/<int:pk>/promote/", program_versions.run_promote, name="run-promote"),
     path("runs/new/", runs.run_create, name="run-create"),
+    path("runs/new/forecast/", forecast.run_forecast, name="run-forecast"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/poll/", runs.run_poll, name="run-poll"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
+    path("runs/<int:pk>/resume-budget/", budget.run_resume_budget, name="run-resume-budget"),
     path(
         "runs/<int:pk>/candidates/<int:candidate_pk>/",
         runs.candidate_detail,

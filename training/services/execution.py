@@ -27,7 +27,7 @@ from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
 from training.models import Evaluation, Run
-from training.services import live, persistence, prediction_failures, run_state, traces
+from training.services import budget, live, persistence, prediction_failures, run_state, traces
 from training.services.heartbeat import Heartbeat, close_connection
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
@@ -47,11 +47,16 @@ cancel_requested = sync_to_async(run_state.cancel_requested)
 _results = sync_to_async(persistence.results)
 
 
-async def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[str, Any]:
+async def results(
+    run_id: int, program: Any, callback: PersistenceCallback, watch: Any = None
+) -> dict[str, Any]:
     """The final fields of an attempt, its usage holding how many predictions it made and
-    why the failed ones failed (``prediction_failures.usage_fields``)."""
+    why the failed ones failed (``prediction_failures.usage_fields``), and the working time
+    of the run's attempts so far (``watch``: the attempt's ``budget.BudgetWatch``)."""
     fields = await _results(run_id, program, callback)
     fields["usage"].update(prediction_failures.usage_fields(program, callback.base_usage))
+    if watch is not None:
+        fields["active_seconds"] = watch.seconds()
     return fields
 
 
@@ -125,6 +130,7 @@ def _load(run: Run) -> dict[str, Any]:
         "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward
         "done_evaluations": set(run.evaluations.values_list("phase", "index")),
         "base_usage": dict(run.usage or {}),
+        "active_seconds": run.active_seconds,
         "group": run.group_name,
     }
 
@@ -188,6 +194,13 @@ async def _phases(
         callback.set_program(program)
         failed_epochs = prediction_failures.AllFailedEpochs()
         failure: list[str] = []  # the error of an evaluation whose predictions all failed
+        watch = budget.BudgetWatch(
+            run.pk,
+            run.attempt,
+            budget.caps_of(config),
+            callback.usage_fields,
+            data["active_seconds"],
+        )
 
         async def evaluations(phase: str, count: int) -> bool:
             """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
@@ -195,6 +208,8 @@ async def _phases(
                 if (phase, index) in data["done_evaluations"]:
                     continue
                 if callback.superseded.is_set() or await cancel_requested(run.pk):
+                    return False
+                if watch.active and await watch.check():  # a cap: stop before the next pass
                     return False
                 labelled = await sync_to_async(run_state.set_phase)(
                     run.pk, run.attempt, f"{phase} eval {index + 1}/{count}"
@@ -236,7 +251,7 @@ async def _phases(
             return True
 
         if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):
-            return _stopped(failure, await results(run.pk, program, callback))
+            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
         if not x_train:
             raise ValueError(f"dataset {data['dataset'].name!r} has no training rows")
         await program.fit(
@@ -246,7 +261,7 @@ async def _phases(
             epochs=int(config["epochs"]),
             batch_size=batch_size,
             shuffle=bool(config["shuffle"]),
-            callbacks=[callback, failed_epochs],
+            callbacks=[callback, failed_epochs, *([watch] if watch.active else [])],
             initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
             seed=int(config["seed"]),
         )
@@ -256,20 +271,30 @@ async def _phases(
             or callback.superseded.is_set()
             or await cancel_requested(run.pk)
         ):
-            return Run.CANCELLED, await results(run.pk, program, callback)
+            return Run.CANCELLED, await results(run.pk, program, callback, watch)
+        if watch.reached:  # stopped after the step that reached a cap: everything kept
+            fields = await results(run.pk, program, callback, watch)
+            return Run.STOPPED, {**fields, "error": watch.message}
         if failed_epochs.error is not None:
-            return _stopped([failed_epochs.error], await results(run.pk, program, callback))
+            return _stopped(
+                [failed_epochs.error], await results(run.pk, program, callback, watch), watch
+            )
         if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
-            return _stopped(failure, await results(run.pk, program, callback))
+            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
         samples = await _samples(program, x_test, y_test)
-        fields = await results(run.pk, program, callback)  # the samples' calls counted too
+        fields = await results(run.pk, program, callback, watch)  # the samples' calls too
         return Run.SUCCEEDED, {**fields, "samples": samples}
 
 
-def _stopped(failure: list[str], fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """FAILED with the error of a phase whose predictions all failed, else CANCELLED."""
+def _stopped(
+    failure: list[str], fields: dict[str, Any], watch: Any = None
+) -> tuple[str, dict[str, Any]]:
+    """FAILED with the error of a phase whose predictions all failed, STOPPED at a budget
+    cap (``watch.reached``), else CANCELLED."""
     if failure:
         return Run.FAILED, {**fields, "error": failure[0]}
+    if watch is not None and watch.reached:
+        return Run.STOPPED, {**fields, "error": watch.message}
     return Run.CANCELLED, fields
 
 

@@ -40,6 +40,7 @@ ALL_PARTS = (
     "spend",
     "population",
     "lineage",
+    "forecast",
 )
 TEMPLATES = {part: f"training/partials/run_{part}.html" for part in ALL_PARTS}
 # The fragments each stored engine event changes.
@@ -47,7 +48,7 @@ EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
     "batch_end": ("progress", "usage", "spend"),
-    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard", "spend"),
+    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard", "spend", "forecast"),
     "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
 }

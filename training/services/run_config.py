@@ -23,6 +23,7 @@ from django.conf import settings
 
 import training.engine as synalinks
 from training.engine import bounds
+from training.services import budget
 from training.services.lm import (
     ModelStringError,
     check_provider,
@@ -263,6 +264,9 @@ def validate_run_config(
             _check_model(data.get(prefix + key), prefix + key, key, errors)
     if not any(field.startswith(prefix) for field in errors):
         _build("optimizer", lambda: build_optimizer(config), errors, prefix)
+
+    # Budget caps (optional; their bounds are training.services.budget's).
+    config.update(budget.caps_from(data, errors))
 
     if not errors:
         _build("reward", lambda: build_reward(config), errors)

@@ -9,21 +9,28 @@ from django.db.models import F
 from django.utils import timezone
 
 from training.models import Program, ProgramVersion, Run
-from training.services import live, program_versions
+from training.services import forecast, live, program_versions
 from training.tasks import enqueue
 
 
 def launch(
     owner, program: Program, dataset, config: dict[str, Any], version: ProgramVersion | None = None
 ) -> Run:
-    """Create and enqueue a run of ``version`` of ``program`` (None: version 1, as created)."""
+    """Create and enqueue a run of ``version`` of ``program`` (None: version 1, as created),
+    with the forecast made now (shown against the actual)."""
     if version is None:
         version = program_versions.first_version(program)
     elif version.program_id != program.pk:
         raise ValueError(f"version {version.number} belongs to another program")
+    predicted = forecast.at_launch(program, dataset, config)
     with transaction.atomic():
         run = Run.objects.create(
-            owner=owner, program=program, program_version=version, dataset=dataset, config=config
+            owner=owner,
+            program=program,
+            program_version=version,
+            dataset=dataset,
+            config=config,
+            forecast=predicted,
         )
         enqueue(run)
     return run
@@ -53,13 +60,13 @@ class ResumeError(ValueError):
 
 
 def resume(run: Run) -> Run:
-    """Relaunch a failed or cancelled run from its last completed epoch (new attempt)."""
+    """Relaunch a failed, cancelled or stopped run from its last completed epoch (new attempt)."""
     if not run.can_resume:
         raise ResumeError(
             "Only a failed or cancelled run with at least one completed epoch can be resumed."
         )
     with transaction.atomic():
-        changed = Run.objects.filter(pk=run.pk, status__in=(Run.FAILED, Run.CANCELLED)).update(
+        changed = Run.objects.filter(pk=run.pk, status__in=Run.RESUMABLE).update(
             status=Run.QUEUED,
             attempt=F("attempt") + 1,
             error="",

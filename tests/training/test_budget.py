@@ -1,0 +1,158 @@
+"""Budget caps: a run stops cleanly after the step that reached its cap, keeps what it found,
+ends "stopped: budget reached", and resumes with a higher cap (never with one already used)."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasets.services import get_split
+from training.engine.forecast import validation_cut
+from training.models import Candidate, EpochLog, Evaluation, Run
+from training.services import budget, execution
+from training.services.run_config import RunConfigError
+
+from .conftest import make_program, run_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def no_broker(monkeypatch):
+    """Resumes are executed here, in the test: record what would go to the worker."""
+    sent = []
+    monkeypatch.setattr(
+        "training.tasks.execute_run.apply_async",
+        lambda args, **options: sent.append(args) or type("R", (), {"id": "t"})(),
+    )
+    return sent
+
+
+def omega_run(user, dataset, **overrides) -> Run:
+    program = make_program(user, dataset, model="fake/rules")
+    values = {
+        "optimizer": "OMEGA",
+        "model": "fake/rules",
+        "omega_embedding_model": "fake/minilm",
+        "epochs": 3,
+        "batch_size": 4,
+        "evaluations_before": 1,
+        "evaluations_after": 1,
+    }
+    config = run_config(**{**values, **overrides})
+    return Run.objects.create(owner=user, program=program, dataset=dataset, config=config)
+
+
+def largest_step(dataset, config) -> int:
+    """The most calls one OMEGA training step makes: its batch's predictions, the mutation,
+    and the new candidate's scoring on the validation split."""
+    rows, _ = get_split(dataset, "train")
+    cut = validation_cut(len(rows), float(config["validation_split"]))
+    return int(config["batch_size"]) + 1 + (len(rows) - cut)
+
+
+def test_a_calls_cap_stops_after_the_step_and_keeps_everything(user, demo_dataset):
+    run = omega_run(user, demo_dataset, budget_calls=40)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    assert run.error.startswith("stopped: budget reached (")
+    assert "LM calls used, cap 40 LM calls" in run.error
+    # Stopped after the step that reached the cap, not mid-batch and not one step later.
+    assert 40 <= run.lm_calls < 40 + largest_step(demo_dataset, run.config)
+    assert run.trained_program_json is not None  # the best program so far
+    assert Candidate.objects.filter(run=run).exists()
+    assert Evaluation.objects.filter(run=run, phase="before").count() == 1
+    assert not Evaluation.objects.filter(run=run, phase="after").exists()
+    assert run.can_resume and run.active_seconds > 0
+
+
+def test_resume_with_a_higher_cap_goes_on_to_the_end(user, demo_dataset, no_broker):
+    run = omega_run(user, demo_dataset, budget_calls=40)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    stopped_calls, stopped_seconds = run.lm_calls, run.active_seconds
+
+    with pytest.raises(budget.BudgetError, match="must be above what the run has used"):
+        budget.resume_with_caps(run, {"budget_calls": stopped_calls})
+    run.refresh_from_db()
+    assert run.status == Run.STOPPED and run.config["budget_calls"] == 40
+
+    run = budget.resume_with_caps(run, {"budget_calls": 100_000})
+    assert run.status == Run.QUEUED and run.attempt == 2 and run.error == ""
+    assert run.config["budget_calls"] == 100_000
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert run.lm_calls > stopped_calls and run.active_seconds > stopped_seconds
+    assert list(EpochLog.objects.filter(run=run).values_list("epoch", flat=True)) == [0, 1, 2]
+    assert Evaluation.objects.filter(run=run, phase="before").count() == 1  # not repeated
+    assert Evaluation.objects.filter(run=run, phase="after").count() == 1
+
+
+def test_a_minutes_cap_counts_the_earlier_attempts_time(user, demo_dataset):
+    run = omega_run(user, demo_dataset, budget_minutes=1.0)
+    Run.objects.filter(pk=run.pk).update(active_seconds=60.0)  # spent by an earlier attempt
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    assert run.error.startswith("stopped: budget reached (1.0 min used, cap 1.0 min)")
+    assert run.lm_calls == 0  # checked before the first evaluation: nothing was spent
+    assert not Evaluation.objects.exists()
+
+
+def test_a_run_without_caps_is_not_watched_and_records_its_working_time(user, demo_dataset):
+    run = omega_run(user, demo_dataset, epochs=1)
+    assert run.config["budget_calls"] is None and run.config["budget_minutes"] is None
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert run.active_seconds > 0 and run.error == ""
+
+
+def test_caps_are_bounded_once_and_reported_on_their_field():
+    with pytest.raises(RunConfigError) as caught:
+        run_config(budget_calls=0, budget_cost=-1, budget_minutes="soon")
+    errors = caught.value.errors
+    assert errors["budget_calls"].startswith("must be")
+    assert errors["budget_cost"].startswith("must be")
+    assert errors["budget_minutes"].startswith("must be")
+    config = run_config(budget_calls=25, budget_cost="", budget_minutes=2.5)
+    assert (config["budget_calls"], config["budget_cost"], config["budget_minutes"]) == (
+        25,
+        None,
+        2.5,
+    )
+
+
+def test_an_unknown_price_never_reaches_a_cost_cap():
+    caps = {"budget_calls": None, "budget_cost": 1.0, "budget_minutes": None}
+    assert budget.reached(caps, {"budget_calls": 5, "budget_cost": None, "budget_minutes": 9}) is None
+    used = {"budget_calls": 5, "budget_cost": 1.5, "budget_minutes": 9}
+    assert budget.reached(caps, used) == "budget_cost"
+    assert budget.message("budget_cost", used, caps).startswith(
+        "stopped: budget reached ($1.50 used, cap $1.00)"
+    )
+
+
+def test_resume_form_refuses_a_bad_cap_with_a_message(client_user, user, demo_dataset, no_broker):
+    from django.urls import reverse
+
+    run = omega_run(user, demo_dataset, budget_calls=40)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    response = client_user.post(
+        reverse("training:run-resume-budget", args=[run.pk]), {"budget_calls": "0"}, follow=True
+    )
+    assert "Cap on LM calls: must be" in response.content.decode()
+    run.refresh_from_db()
+    assert run.status == Run.STOPPED and no_broker == []
+    client_user.post(reverse("training:run-resume-budget", args=[run.pk]), {"budget_calls": "500"})
+    run.refresh_from_db()
+    assert run.status == Run.QUEUED and no_broker == [[run.pk, 2]]
+
+
+def test_another_users_run_cannot_be_resumed(client, other_user, user, demo_dataset, no_broker):
+    from django.urls import reverse
+
+    run = omega_run(user, demo_dataset, budget_calls=40)
+    Run.objects.filter(pk=run.pk).update(status=Run.STOPPED)
+    client.force_login(other_user)
+    response = client.post(
+        reverse("training:run-resume-budget", args=[run.pk]), {"budget_calls": "500"}
+    )
+    assert response.status_code == 404 and no_broker == []

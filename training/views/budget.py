@@ -1,0 +1,35 @@
+"""Resume a run stopped at a budget cap, with new caps (``training.services.budget``)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from training.forms import ResumeBudgetForm
+from training.services import budget
+from training.services import runs as run_services
+from training.views.runs import owned_run
+
+
+@require_POST
+def run_resume_budget(request, pk: int):
+    run = owned_run(request, pk)
+    form = ResumeBudgetForm(request.POST, run=run)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{form.fields[field].label}: {errors[0]}")
+    else:
+        try:
+            run = budget.resume_with_caps(run, form.cleaned_data)
+        except budget.BudgetError as exc:
+            for field, text in exc.errors.items():
+                messages.error(request, f"{budget.LABELS.get(field, field)}: {text}")
+        except run_services.ResumeError as exc:
+            messages.error(request, str(exc))
+    if request.htmx:  # a full reload: the page re-renders from the DB and reconnects
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = run.get_absolute_url()
+        return response
+    return redirect(run)
