@@ -122,7 +122,9 @@ def test_caps_are_bounded_once_and_reported_on_their_field():
 
 def test_an_unknown_price_never_reaches_a_cost_cap():
     caps = {"budget_calls": None, "budget_cost": 1.0, "budget_minutes": None}
-    assert budget.reached(caps, {"budget_calls": 5, "budget_cost": None, "budget_minutes": 9}) is None
+    assert (
+        budget.reached(caps, {"budget_calls": 5, "budget_cost": None, "budget_minutes": 9}) is None
+    )
     used = {"budget_calls": 5, "budget_cost": 1.5, "budget_minutes": 9}
     assert budget.reached(caps, used) == "budget_cost"
     assert budget.message("budget_cost", used, caps).startswith(

@@ -40,10 +40,11 @@ def no_broker(monkeypatch):
     return sent
 
 
-def measured(program, dataset) -> dict:
+def measured(program, dataset, mutation_model="") -> dict:
     """Run the real trial (as the worker task does) and cache it like the form's poll."""
-    result = forecast_services.run_trial(program, dataset)
-    return forecast_services._remember(forecast_services.trial_key(program, dataset), result)
+    result = forecast_services.run_trial(program, dataset, mutation_model)
+    key = forecast_services.trial_key(program, dataset, mutation_model)
+    return forecast_services._remember(key, result)
 
 
 @pytest.mark.parametrize("optimizer", ["RandomFewShot", "OMEGA"])
@@ -60,7 +61,12 @@ def test_a_finished_run_lands_within_the_forecast_it_stored_at_launch(
         evaluations_before=1,
         evaluations_after=1,
     )
-    assert measured(program, demo_dataset)["state"] == "ready"
+    state = measured(program, demo_dataset, forecast_services.optimizer_model(config))
+    assert state["state"] == "ready"
+    if optimizer == "OMEGA":  # its mutation measured on its model
+        assert state["trial"]["optimizer_tokens_per_call"] == 15
+    else:
+        assert state["trial"]["optimizer_call_seconds"] is None
     run = runs.launch(user, program, demo_dataset, config)
     stored = Run.objects.get(pk=run.pk).forecast
     assert stored["state"] == "ready" and stored["seconds"]["low"] > 0

@@ -311,6 +311,8 @@ class Trial:
         tokens_per_call: prompt + completion tokens per call.
         cost_per_call: dollars per call (None: the provider's price is unknown).
         calls: how many calls the trial made.
+        optimizer_call_seconds, optimizer_tokens_per_call: one measured mutation call
+            (OMEGA); None: :data:`OPTIMIZER_CALL_RATIO` times a task call.
     """
 
     seconds_per_call: float
@@ -318,6 +320,8 @@ class Trial:
     tokens_per_call: float
     cost_per_call: float | None
     calls: int = 0
+    optimizer_call_seconds: float | None = None
+    optimizer_tokens_per_call: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -351,9 +355,10 @@ class Estimate:
 def estimate(calls: CallForecast, trial: Trial) -> Estimate:
     """Tokens, cost and time of ``calls`` at the pace and size the ``trial`` measured.
 
-    Task and judge calls run in batches (``seconds_per_call``); optimizer calls one at a time
-    and :data:`OPTIMIZER_CALL_RATIO` times larger. The time range widens the calls' range by
-    :data:`TIME_SPREAD` each way.
+    Task and judge calls run in batches (``seconds_per_call``); optimizer calls one at a time,
+    as long and as large as the trial's measured mutation, else :data:`OPTIMIZER_CALL_RATIO`
+    times a task call alone. The time range widens the calls' range by :data:`TIME_SPREAD`
+    each way.
 
     Args:
         calls: :func:`count_calls`'s forecast.
@@ -369,15 +374,22 @@ def estimate(calls: CallForecast, trial: Trial) -> Estimate:
     ```
     """
     batched = calls.predictions + calls.judge + calls.evaluations
-    weight = calls.optimizer.scaled(OPTIMIZER_CALL_RATIO)  # in task-call units
-    tokens = (batched + weight).scaled(trial.tokens_per_call)
+    optimizer_tokens = trial.optimizer_tokens_per_call
+    if optimizer_tokens is None:
+        optimizer_tokens = OPTIMIZER_CALL_RATIO * trial.tokens_per_call
+    optimizer_seconds = trial.optimizer_call_seconds
+    if optimizer_seconds is None:
+        optimizer_seconds = OPTIMIZER_CALL_RATIO * trial.single_call_seconds
+    # The optimizer's calls in task-call units (tokens: what a call is priced on).
+    weight = calls.optimizer.scaled(optimizer_tokens / max(trial.tokens_per_call, 1e-9))
+    tokens = batched.scaled(trial.tokens_per_call) + calls.optimizer.scaled(optimizer_tokens)
     cost = None
     if trial.cost_per_call is not None:
         cost = (batched + weight).scaled(trial.cost_per_call)
     overhead_steps = calls.candidates + Span.exact(calls.steps * calls.epochs)
     seconds = (
         batched.scaled(trial.seconds_per_call)
-        + weight.scaled(trial.single_call_seconds)
+        + calls.optimizer.scaled(optimizer_seconds)
         + overhead_steps.scaled(STEP_OVERHEAD_SECONDS)
         + Span.exact(RUN_OVERHEAD_SECONDS)
     )

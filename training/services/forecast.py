@@ -31,18 +31,21 @@ import training.engine as synalinks
 from datasets.services import get_split
 from training import conf
 from training.engine import forecast as engine_forecast
+from training.engine.data_model import create_data_model
 from training.engine.modules.chain_of_thought import ChainOfThought
+from training.engine.optimizers.mutation import VariableEvolver, batch_report
+from training.services.lm import ModelStringError, make_language_model
 from training.services.programs import ProgramError, program_from_json
 
 logger = logging.getLogger(__name__)
 
 #: The trial's predictions: one to warm up (a model still loading, a first connection), one
-#: alone (the pace of the optimizer's one-at-a-time calls), then a batch of this many.
+#: alone, then a batch of this many; for OMEGA, one mutation call on its model too.
 TRIAL_BATCH = 2
 #: Bound on the whole trial in the worker (seconds).
-TRIAL_SECONDS = 60.0
+TRIAL_SECONDS = 90.0
 #: How long the form waits for a worker to report (a worker busy with runs may not start it).
-TRIAL_WAIT_SECONDS = 150.0
+TRIAL_WAIT_SECONDS = 180.0
 TRIAL_CACHE_SECONDS = 600
 TRIAL_FAILURE_CACHE_SECONDS = 30
 TRIAL_TASK = "training.forecast_trial"
@@ -101,26 +104,43 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
 # -- the trial --------------------------------------------------------------------------------
 
 
-def trial_key(program_row: Any, dataset: Any) -> str:
-    """Cache key: the program's document (its model included) and the dataset."""
+def trial_key(program_row: Any, dataset: Any, optimizer_model: str = "") -> str:
+    """Cache key: the program's document (its model included), the dataset, and the
+    optimizer's model when its calls are measured too."""
     document = json.dumps(program_row.engine_json, sort_keys=True, default=str)
-    digest = hashlib.sha1(f"{document}|{dataset.pk}".encode()).hexdigest()
+    digest = hashlib.sha1(f"{document}|{dataset.pk}|{optimizer_model}".encode()).hexdigest()
     return f"forecast-trial:{digest}"
 
 
-def run_trial(program_row: Any, dataset: Any) -> dict[str, Any]:
-    """A few predictions of the program on its model: ``{"trial": Trial dict}`` or
+def optimizer_model(config: dict[str, Any]) -> str:
+    """The model whose calls an OMEGA run's mutations make ("" for RandomFewShot: none)."""
+    spec = config.get("optimizer") or {}
+    if spec.get("name") != "OMEGA":
+        return ""
+    return (spec.get("params") or {}).get("language_model") or config.get("model") or ""
+
+
+def run_trial(program_row: Any, dataset: Any, mutation_model: str = "") -> dict[str, Any]:
+    """A few predictions of the program on its model (and, with ``mutation_model``, one
+    OMEGA mutation of its first variable on that model): ``{"trial": Trial dict}`` or
     ``{"error": what went wrong, in words}``. Bounded by :data:`TRIAL_SECONDS`."""
     try:
         engine = _engine_program(program_row)
     except ProgramError as exc:
         return {"error": f"This program cannot run here: {exc}"}
-    rows, _ = get_split(dataset, "train")
+    rows, targets = get_split(dataset, "train")
     if not rows:
-        rows, _ = get_split(dataset, "test")
+        rows, targets = get_split(dataset, "test")
     if not rows:
         return {"error": "the dataset has no rows to try the model on"}
-    x = _inputs(engine, (rows * (TRIAL_BATCH + 2))[: TRIAL_BATCH + 2])
+    count = TRIAL_BATCH + 2
+    x = _inputs(engine, (rows * count)[:count])
+    mutation_lm = None
+    if mutation_model:
+        try:
+            mutation_lm = make_language_model(mutation_model)
+        except (ModelStringError, ValueError) as exc:
+            return {"error": f"the optimizer's model cannot be used: {exc}"}
 
     async def trial() -> dict[str, Any]:
         await engine.predict(x[:1], batch_size=1)  # warm-up, not measured
@@ -129,7 +149,7 @@ def run_trial(program_row: Any, dataset: Any) -> dict[str, Any]:
             await engine.predict(x[1:2], batch_size=1)
             single = time.perf_counter() - started
             started = time.perf_counter()
-            await engine.predict(x[2:], batch_size=TRIAL_BATCH)
+            outputs = await engine.predict(x[2:], batch_size=TRIAL_BATCH)
             batch = time.perf_counter() - started
         totals = usage.to_dict()
         if engine.predictions and engine.failed_predictions >= engine.predictions:
@@ -137,13 +157,17 @@ def run_trial(program_row: Any, dataset: Any) -> dict[str, Any]:
             return {"error": f"the model's answers failed: {first}"}
         calls = max(1, int(totals["calls"]))
         cost = totals.get("cost")
+        measured: dict[str, Any] = {}
+        if mutation_lm is not None:
+            measured = await _mutation(engine, mutation_lm, x[2:], targets, outputs)
         return {
             "trial": engine_forecast.Trial(
                 seconds_per_call=batch / TRIAL_BATCH,
                 single_call_seconds=single,
                 tokens_per_call=totals["total_tokens"] / calls,
                 cost_per_call=None if cost is None else cost / calls,
-                calls=calls,
+                calls=calls + (1 if measured else 0),
+                **measured,
             ).to_dict()
         }
 
@@ -163,22 +187,63 @@ def run_trial(program_row: Any, dataset: Any) -> dict[str, Any]:
         return {"error": f"the trial failed: {type(exc).__name__}: {exc}"}
 
 
-@shared_task(name=TRIAL_TASK, soft_time_limit=TRIAL_SECONDS + 30, time_limit=TRIAL_SECONDS + 60)
-def forecast_trial(program_id: int, dataset_id: int) -> dict[str, Any]:
+# Unlike the run tasks (which ignore results: project.redis_config), the form reads this one's
+# result from the result store; every read is bounded by the Redis client timeouts there.
+async def _mutation(
+    engine: Any, language_model: Any, x: list, targets: list[dict], outputs: Any
+) -> dict[str, float]:
+    """One OMEGA mutation of the program's first variable on the trial's batch: its time and
+    tokens (a failed call still took them; what it would have written does not matter)."""
+    variable = engine.trainable_variables[0]
+    target_model = create_data_model("Target", _target_fields(targets))
+    y = [target_model(**row) for row in (targets * len(x))[: len(x)]]
+    report = batch_report(x, y, list(outputs), [0.0] * len(x))
+    evolver = VariableEvolver(variable, language_model, 0.3, 0.3, None)
+    with synalinks.usage.track() as usage:
+        started = time.perf_counter()
+        try:
+            await evolver.mutate(variable.value, 0.0, report)
+        except synalinks.LanguageModelError as exc:
+            if isinstance(
+                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+            ):
+                raise
+        seconds = time.perf_counter() - started
+    totals = usage.to_dict()
+    return {
+        "optimizer_call_seconds": seconds / max(1, int(totals["calls"])),
+        "optimizer_tokens_per_call": totals["total_tokens"] / max(1, int(totals["calls"])),
+    }
+
+
+def _target_fields(targets: list[dict]) -> list[dict[str, str]]:
+    first = targets[0] if targets else {}
+    return [{"name": name, "type": "str", "description": name} for name in first]
+
+
+@shared_task(
+    name=TRIAL_TASK,
+    ignore_result=False,
+    soft_time_limit=TRIAL_SECONDS + 30,
+    time_limit=TRIAL_SECONDS + 60,
+)
+def forecast_trial(program_id: int, dataset_id: int, mutation_model: str = "") -> dict[str, Any]:
     """The trial, in a worker (the local models are loaded there; runs execute there)."""
     from datasets.models import Dataset
     from training.models import Program
 
     program_row = Program.objects.get(pk=program_id)
     dataset = Dataset.objects.get(pk=dataset_id)
-    return run_trial(program_row, dataset)
+    return run_trial(program_row, dataset, mutation_model)
 
 
-def trial_state(program_row: Any, dataset: Any, start: bool = True) -> dict[str, Any]:
+def trial_state(
+    program_row: Any, dataset: Any, start: bool = True, mutation_model: str = ""
+) -> dict[str, Any]:
     """``{"state": "ready", "trial": …}``, ``{"state": "error", "message": …}`` or
     ``{"state": "measuring"}`` (a worker was asked; ask again shortly). ``start=False`` only
     reads what is cached (no new trial)."""
-    key = trial_key(program_row, dataset)
+    key = trial_key(program_row, dataset, mutation_model)
     found = cache.get(key)
     if found is not None:
         return found
@@ -205,7 +270,9 @@ def trial_state(program_row: Any, dataset: Any, start: bool = True) -> dict[str,
         return {"state": "none"}
     try:
         sent = forecast_trial.apply_async(
-            args=[program_row.pk, dataset.pk], expires=TRIAL_WAIT_SECONDS, retry=False
+            args=[program_row.pk, dataset.pk, mutation_model],
+            expires=TRIAL_WAIT_SECONDS,
+            retry=False,
         )
     except Exception as exc:
         return _remember(key, {"error": f"could not ask a worker to measure the model: {exc}"})
@@ -235,7 +302,7 @@ def forecast(
     forecast partials). ``measure=False`` uses a cached trial only."""
     shape = shape_for(program_row, dataset, config)
     calls = engine_forecast.count_calls(shape)
-    state = trial_state(program_row, dataset, start=measure)
+    state = trial_state(program_row, dataset, start=measure, mutation_model=optimizer_model(config))
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
@@ -323,7 +390,7 @@ def comparison(run: Any) -> list[dict[str, Any]]:
     seconds = float(run.active_seconds or 0.0)
     if not seconds and run.duration is not None:
         seconds = run.duration.total_seconds()
-    finished = run.status in run.FINISHED
+    finished = run.status == run.SUCCEEDED  # a stopped or failed run did not do it all
     rows = []
 
     def row(label: str, forecast_text: str, actual_text: str, expected, actual) -> None:

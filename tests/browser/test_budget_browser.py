@@ -1,0 +1,114 @@
+"""Forecast and budget in Chromium against the real server and Celery worker (fake models).
+
+The launch form's forecast follows the settings and is measured by a worker; a cap on calls
+stops a run after the step that reached it, and the run resumes with a higher cap.
+Set ``BUDGET_SHOTS_DIR`` to keep screenshots of the pages at 1280 and 390 px.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers_runs import create_program, demo_dataset_id, run_field
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+SHOTS = os.environ.get("BUDGET_SHOTS_DIR", "")
+
+
+def shoot(page, name: str, selector: str | None = None) -> None:
+    """Screenshots at desktop and phone width (only when BUDGET_SHOTS_DIR is set)."""
+    if not SHOTS:
+        return
+    Path(SHOTS).mkdir(parents=True, exist_ok=True)
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        if selector:
+            page.locator(selector).scroll_into_view_if_needed()
+        page.screenshot(path=f"{SHOTS}/{name}-{width}.png", full_page=selector is None)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 1, f"{name} overflows horizontally at {width} px by {overflow} px"
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def forecast_calls(page) -> int:
+    return int(page.locator("#forecast-summary").get_attribute("data-calls"))
+
+
+def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_stack):
+    page = logged_in_page
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, "Forecast router", "fake/fewshot", dataset_id)
+    page.goto(f"/runs/new/?program={program_id}")
+    page.fill("#id_epochs", "2")
+    # The worker's trial arrives: tokens, cost and time join the calls.
+    summary = page.locator('#forecast-summary[data-state="ready"]')
+    expect(summary).to_contain_text("tokens", timeout=90_000)
+    expect(summary).to_contain_text("$0.00")
+    two = forecast_calls(page)
+    page.fill("#id_epochs", "6")
+    page.wait_for_function(
+        f"Number(document.querySelector('#forecast-summary').dataset.calls) > {two}",
+        timeout=30_000,
+    )
+    six = forecast_calls(page)
+    assert six > two
+    assert page.locator("#forecast-calls").inner_text().startswith("about ")
+    page.fill("#id_epochs", "2")
+    page.wait_for_function(
+        f"Number(document.querySelector('#forecast-summary').dataset.calls) === {two}",
+        timeout=30_000,
+    )
+    shoot(page, "launch-form-forecast", "#run-forecast")
+
+
+def test_a_calls_cap_stops_the_run_and_it_resumes_with_a_higher_cap(logged_in_page, live_stack):
+    page = logged_in_page
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(
+        live_stack, "Capped router", "fake/fewshot?latency=0.05", dataset_id
+    )
+    page.goto(f"/runs/new/?program={program_id}")
+    page.fill("#id_epochs", "3")
+    page.fill("#id_batch_size", "4")
+    page.fill("#id_validation_split", "0.25")
+    page.fill("#id_seed", "3")
+    page.fill("#id_evaluations_before", "1")
+    page.fill("#id_evaluations_after", "1")
+    page.fill("#id_budget_calls", "60")  # past the first epoch: a checkpoint, candidates
+    expect(page.locator('#forecast-summary[data-state="ready"]')).to_be_visible(timeout=90_000)
+    page.click("#launch")
+    page.wait_for_url("**/runs/*/")
+    run_id = int(page.url.rstrip("/").split("/")[-1])
+
+    expect(page.locator('#run-status .status-badge[data-status="stopped"]')).to_be_visible(
+        timeout=90_000
+    )
+    expect(page.locator("#run-status .run-error")).to_contain_text("stopped: budget reached")
+    page.reload()  # the page as stored, not only as streamed
+    calls = int(page.locator("#usage-calls").inner_text())
+    # Stopped after the step that reached the cap: one batch or one RandomFewShot epoch end
+    # (seed and candidate scored on the validation split) past it, less than an epoch.
+    epoch_calls = int(run_field(live_stack, run_id, "batches_per_epoch")) * 4
+    assert 60 <= calls < 60 + epoch_calls
+    expect(page.locator("#budget-caps")).to_contain_text("reached")
+    assert page.locator("#run-leaderboard tr.candidate").count() >= 1  # kept
+    expect(page.locator("#run-forecast-actual tr[data-row='LM calls']")).to_contain_text(str(calls))
+    shoot(page, "run-budget-stopped")
+
+    page.fill("#budget-resume #id_budget_calls", "100000")
+    page.click("#resume-budget")
+    expect(page.locator('#run-status .status-badge[data-status="succeeded"]')).to_be_visible(
+        timeout=120_000
+    )
+    page.reload()
+    assert int(page.locator("#usage-calls").inner_text()) > calls
+    assert run_field(live_stack, run_id, "attempt") == 2
+    error = page.locator("#run-forecast-actual tr[data-row='LM calls'] td").nth(2).inner_text()
+    assert error.endswith(" %")
+    shoot(page, "run-forecast-vs-actual", "#run-forecast-actual")
