@@ -355,7 +355,8 @@ class Estimate:
 def estimate(calls: CallForecast, trial: Trial) -> Estimate:
     """Tokens, cost and time of ``calls`` at the pace and size the ``trial`` measured.
 
-    Task and judge calls run in batches (``seconds_per_call``); optimizer calls one at a time,
+    Task and judge calls run in batches (the faster of ``seconds_per_call`` and
+    ``single_call_seconds``); optimizer calls one at a time,
     as long and as large as the trial's measured mutation, else :data:`OPTIMIZER_CALL_RATIO`
     times a task call alone. The time range widens the calls' range by :data:`TIME_SPREAD`
     each way.
@@ -387,8 +388,12 @@ def estimate(calls: CallForecast, trial: Trial) -> Estimate:
     if trial.cost_per_call is not None:
         cost = (batched + weight).scaled(trial.cost_per_call)
     overhead_steps = calls.candidates + Span.exact(calls.steps * calls.epochs)
+    # A call's pace: the faster of the two measures. A local model serves one call at a time
+    # (both measure the same pace; the slower one met a neighbour's load), a remote provider
+    # serves a batch concurrently (the batch's pace is the one fit meets).
+    pace = min(trial.seconds_per_call, trial.single_call_seconds)
     seconds = (
-        batched.scaled(trial.seconds_per_call)
+        batched.scaled(pace)
         + calls.optimizer.scaled(optimizer_seconds)
         + overhead_steps.scaled(STEP_OVERHEAD_SECONDS)
         + Span.exact(RUN_OVERHEAD_SECONDS)
