@@ -34,6 +34,7 @@ from training.engine import forecast as engine_forecast
 from training.engine.data_model import create_data_model
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
+from training.engine.redaction import redact
 from training.services.lm import ModelStringError, make_language_model
 from training.services.programs import ProgramError, program_from_json
 
@@ -193,26 +194,34 @@ async def _mutation(
     engine: Any, language_model: Any, x: list, targets: list[dict], outputs: Any
 ) -> dict[str, float]:
     """One OMEGA mutation of the program's first variable on the trial's batch: its time and
-    tokens (a failed call still took them; what it would have written does not matter)."""
-    variable = engine.trainable_variables[0]
-    target_model = create_data_model("Target", _target_fields(targets))
-    y = [target_model(**row) for row in (targets * len(x))[: len(x)]]
-    report = batch_report(x, y, list(outputs), [0.0] * len(x))
-    evolver = VariableEvolver(variable, language_model, 0.3, 0.3, None)
+    tokens (a failed call still took them; what it would have written does not matter).
+    Nothing measured (``{}``: the estimate falls back on a ratio) when no call could be made."""
+    variables = engine.trainable_variables
+    if not variables:
+        return {}
+    try:
+        target_model = create_data_model("Target", _target_fields(targets))
+        y = [target_model(**row) for row in (targets * len(x))[: len(x)]]
+        report = batch_report(x, y, list(outputs), [0.0] * len(x))
+        evolver = VariableEvolver(variables[0], language_model, 0.3, 0.3, None)
+    except Exception:  # a variable or targets the evolver cannot read: no measure
+        logger.warning("forecast trial: no mutation to measure", exc_info=True)
+        return {}
     with synalinks.usage.track() as usage:
         started = time.perf_counter()
         try:
-            await evolver.mutate(variable.value, 0.0, report)
-        except synalinks.LanguageModelError as exc:
-            if isinstance(
-                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
-            ):
-                raise
+            await evolver.mutate(variables[0].value, 0.0, report)
+        except (synalinks.LanguageModelUnreachable, synalinks.LanguageModelConfigError):
+            raise
+        except Exception:  # a failed or unparsable mutation still measured its call
+            pass
         seconds = time.perf_counter() - started
     totals = usage.to_dict()
+    if not totals["calls"]:
+        return {}
     return {
-        "optimizer_call_seconds": seconds / max(1, int(totals["calls"])),
-        "optimizer_tokens_per_call": totals["total_tokens"] / max(1, int(totals["calls"])),
+        "optimizer_call_seconds": seconds / int(totals["calls"]),
+        "optimizer_tokens_per_call": totals["total_tokens"] / int(totals["calls"]),
     }
 
 
@@ -287,7 +296,8 @@ def _remember(key: str, value: Any) -> dict[str, Any]:
         cache.set(key, state, TRIAL_CACHE_SECONDS)
         return state
     message = value.get("error") if isinstance(value, dict) else None
-    state = {"state": "error", "message": str(message or f"the trial failed: {value}")[:500]}
+    text = redact(str(message or f"the trial failed: {value}"))[:500]  # no secret on a page
+    state = {"state": "error", "message": text}
     cache.set(key, state, TRIAL_FAILURE_CACHE_SECONDS)
     return state
 
