@@ -36,12 +36,29 @@ def shoot(page, name: str, selector: str | None = None) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+def log_sizes(live_stack) -> dict[str, int]:
+    return {
+        name: (live_stack.stack.log_dir / f"{name}.log").stat().st_size
+        for name in ("web", "worker")
+    }
+
+
+def assert_no_traceback_since(live_stack, offsets: dict[str, int]) -> None:
+    """The web and worker logs of this test hold no traceback (an error shown as words)."""
+    for name, offset in offsets.items():
+        with open(live_stack.stack.log_dir / f"{name}.log", "rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode(errors="replace")
+        assert "Traceback" not in text, f"{name}.log: {text[-3000:]}"
+
+
 def forecast_calls(page) -> int:
     return int(page.locator("#forecast-summary").get_attribute("data-calls"))
 
 
 def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_stack):
     page = logged_in_page
+    offsets = log_sizes(live_stack)
     dataset_id = demo_dataset_id(live_stack)
     program_id = create_program(live_stack, "Forecast router", "fake/fewshot", dataset_id)
     page.goto(f"/runs/new/?program={program_id}")
@@ -65,10 +82,12 @@ def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_st
         timeout=30_000,
     )
     shoot(page, "launch-form-forecast", "#run-forecast")
+    assert_no_traceback_since(live_stack, offsets)
 
 
 def test_a_calls_cap_stops_the_run_and_it_resumes_with_a_higher_cap(logged_in_page, live_stack):
     page = logged_in_page
+    offsets = log_sizes(live_stack)
     dataset_id = demo_dataset_id(live_stack)
     program_id = create_program(
         live_stack, "Capped router", "fake/fewshot?latency=0.05", dataset_id
@@ -112,3 +131,4 @@ def test_a_calls_cap_stops_the_run_and_it_resumes_with_a_higher_cap(logged_in_pa
     error = page.locator("#run-forecast-actual tr[data-row='LM calls'] td").nth(2).inner_text()
     assert error.endswith(" %")
     shoot(page, "run-forecast-vs-actual", "#run-forecast-actual")
+    assert_no_traceback_since(live_stack, offsets)
