@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("training", "0004_call_traces"),
+        ("training", "0008_candidate_embedding"),
     ]
 
     operations = [
