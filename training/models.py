@@ -189,6 +189,10 @@ class Run(models.Model):
     forecast = models.JSONField(null=True, blank=True)
     # Seconds the run's attempts spent working (the budget's minutes; training.services.budget).
     active_seconds = models.FloatField(default=0.0)
+    # The optimizer's last selection, per variable: {variable: {"candidates", "beat_seed",
+    # "margin", "seed_reward", "champion_id", "champion_reward", "epoch"}} (its ``selection``
+    # event): how many candidates beat the seed by more than a tie.
+    selection = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]

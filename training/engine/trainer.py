@@ -615,6 +615,7 @@ class Trainer:
             finally:
                 self.set_variables(saved)
 
+        scorer.examples = len(score_items)  # the optimizer's tie margin: one example's worth
         return scorer
 
     async def _train_epochs(

@@ -51,6 +51,7 @@ EVENT_PARTS = {
     "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard", "spend", "forecast"),
     "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
+    "selection": ("leaderboard",),
 }
 # Candidates the run page lists (all of them up to this; beyond, the best ones and a link
 # to the paginated list of every candidate).

@@ -188,6 +188,23 @@ class PersistenceCallback(Callback):
                 Candidate.objects.filter(**key).update(**defaults)
         return run
 
+    def _on_selection(self, event: dict) -> Run | None:
+        """The optimizer's epoch-end selection of one variable: how many candidates beat the
+        seed (kept per variable, the latest epoch's)."""
+        fields = ("epoch", "candidates", "beat_seed", "margin", "seed_reward", "champion_id")
+        entry = {key: event.get(key) for key in (*fields, "champion_reward")}
+        variable = str(event.get("variable") or "")[:200]
+        with transaction.atomic():
+            current = (
+                Run.objects.select_for_update()
+                .filter(pk=self.run_id)
+                .values_list("selection", flat=True)
+                .first()
+            )
+            selection = dict(current or {})
+            selection[variable] = entry
+            return self._update(selection=selection)
+
     def _on_optimizer_error(self, event: dict) -> Run | None:
         """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""
         with transaction.atomic():

@@ -18,19 +18,28 @@ here, in ``add_candidate``, whatever the optimizer sampled or mutated.
 A candidate is a dict kept on its variable (``variable.candidates``): ``id, epoch, operation
 (seed|few_shot|mutation|crossover), parent_ids, value, reward, novelty, status``. Subclasses
 (RandomFewShot, OMEGA) mostly override ``propose`` and, for a competition, ``select``.
-``score(values)`` evaluates the program on the validation data with ``values`` assigned
-(predictions are memoised, so re-scoring unchanged values costs no LM call).
+``score(values)`` evaluates the program on the validation data with ``values`` assigned;
+a value set already scored in this fit is not scored again (its reward is remembered, and
+predictions are memoised too).
+
+Which candidate a variable takes (``select`` at each epoch end, ``on_train_end``) is
+``selection.champion``: the seed (the starting value) unless a candidate beats it by at least
+one validation example's worth (``tie_margin``, set from the scoring set's size at ``attach``),
+so a run never ends below its start on validation. After each selection a ``selection`` event
+says, per variable, how many candidates beat the seed.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
+from training.engine.optimizers import selection as sel
 from training.engine.saving import register_synalinks_serializable
 from training.engine.tracing import trace_context
 from training.engine.variables import Variable
@@ -96,6 +105,12 @@ class Optimizer:
         self.iterations = 0
         self.candidate_count = 0
         self.example_pool: dict[str, list[dict]] = {}
+        #: How much a candidate must beat the seed by (``selection.tie_margin``).
+        self.tie_margin = sel.tie_margin(None)
+        #: {canonical JSON of a full assignment: validation reward} for this fit's scoring set.
+        self._scores: dict[str, float] = {}
+        #: Candidate scorings answered from ``_scores`` (no prediction made).
+        self.score_reuses = 0
 
     # -- wiring (trainer) ------------------------------------------------------------------
     def attach(
@@ -104,6 +119,10 @@ class Optimizer:
         self.program = program
         self.callbacks = callbacks
         self._scorer = scorer
+        # The scoring set is this fit's: its size sets the tie margin, and rewards of another
+        # fit's set are not reused.
+        self.tie_margin = sel.tie_margin(getattr(scorer, "examples", None))
+        self._scores = {}
         if self.seed is None and seed is not None:
             self.rng = random.Random(seed)
 
@@ -170,7 +189,20 @@ class Optimizer:
         """Validation reward of the program with ``values`` ({variable name: value}) assigned."""
         if self._scorer is None:
             raise RuntimeError(f"{type(self).__name__} is not attached to a program (call fit)")
-        return await self._scorer(values)
+        key = self._assignment_key(values)
+        if key in self._scores:  # the same values on the same validation set: same reward
+            self.score_reuses += 1
+            return self._scores[key]
+        reward = await self._scorer(values)
+        self._scores[key] = reward
+        return reward
+
+    def _assignment_key(self, values: dict[str, dict[str, Any]]) -> str:
+        """What ``score(values)`` evaluates: every trainable variable's value once ``values``
+        are assigned (the others keep theirs)."""
+        full = {v.name: values.get(v.name, v.value) for v in self.trainable_variables}
+        full.update(values)
+        return json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
 
     async def score_candidates(self, group: list[tuple[Variable, dict[str, Any]]]) -> float:
         """Score candidates that go together (one joint assignment), record and emit them."""
@@ -224,16 +256,56 @@ class Optimizer:
             await self.score_candidates(group)
         await self.select(epoch)
 
+    def champion(self, variable: Variable) -> dict[str, Any] | None:
+        """The candidate ``variable`` takes: the seed unless a candidate beats it by the tie
+        margin (``selection.champion``)."""
+        return sel.champion(variable.candidates, self.tie_margin)
+
+    def beating_seed(self) -> dict[str, tuple[int, int]]:
+        """{variable name: (candidates scored besides the seed, how many beat the seed)}."""
+        return {
+            v.name: sel.count_beating(v.candidates, self.tie_margin)
+            for v in self.trainable_variables
+        }
+
+    @property
+    def candidates_beating_seed(self) -> int:
+        """How many candidates (all variables) beat their seed by the tie margin."""
+        return sum(beating for _, beating in self.beating_seed().values())
+
     async def select(self, epoch: int) -> None:
-        """Assign each variable its best candidate so far (ties: the earliest)."""
+        """Assign each variable its champion (see ``champion``), then emit ``selection``."""
         for variable in self.trainable_variables:
-            best = variable.best_candidate()
+            best = self.champion(variable)
             if best is not None and best["value"] != variable.value:
                 variable.assign(best["value"])
+        await self.emit_selection()
+
+    async def emit_selection(self) -> None:
+        """One ``selection`` event per variable: candidates scored besides the seed, how many
+        beat it (``beat_seed``), the margin, the seed's and the champion's rewards."""
+        counts = self.beating_seed()
+        for variable in self.trainable_variables:
+            scored, beating = counts[variable.name]
+            seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
+            best = self.champion(variable)
+            await self.emit(
+                {
+                    "type": "selection",
+                    "epoch": self.epoch,
+                    "variable": variable.name,
+                    "candidates": scored,
+                    "beat_seed": beating,
+                    "margin": round(self.tie_margin, 6),
+                    "seed_reward": None if seed is None else seed.get("reward"),
+                    "champion_id": None if best is None else best["id"],
+                    "champion_reward": None if best is None else best["reward"],
+                }
+            )
 
     async def on_train_end(self) -> None:
         for variable in self.trainable_variables:
-            best = variable.best_candidate()
+            best = self.champion(variable)
             if best is None:
                 continue
             variable.assign(best["value"])

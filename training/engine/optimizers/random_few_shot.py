@@ -3,8 +3,8 @@
 Examples only ever show correct outputs: the ground truth, or a prediction that earned full
 reward (see ``Optimizer.collect_examples``). Each epoch it proposes ``nb_candidates`` new
 example sets (for every variable at once), scores them on the validation data, and keeps the
-best candidate so far — the starting variables are a candidate too, so the validation reward
-never ends below where it began. It makes no LM call of its own.
+champion (``Optimizer.champion``: the starting variables unless a candidate beats them by one
+validation example's worth), so the validation reward never ends below where it began. It makes no LM call of its own.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class RandomFewShot(Optimizer):
                 examples = self.sample_examples(variable.name)
                 if examples is None:
                     continue
-                parent = variable.best_candidate()
+                parent = self.champion(variable)
                 value = dict(variable.value)
                 value["examples"] = examples
                 candidate = self.add_candidate(

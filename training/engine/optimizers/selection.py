@@ -7,7 +7,15 @@ All functions take a ``random.Random`` so a seeded fit is reproducible.
 - variables: p ∝ exp(−average reward), so the worst-performing variable gets most attention;
 - crossover happens with probability ``merging_rate × epoch`` (0 at epoch 0, capped at 1);
 - few-shot examples: how many is uniform in ``nb_min..nb_max``; which ones is a softmax at
-  ``sampling_temperature`` over each example's weight (OMEGA weighs by how hard the input was).
+  ``sampling_temperature`` over each example's weight (OMEGA weighs by how hard the input was);
+- the champion (the value a variable takes at each epoch end and after fit): the **seed** — the
+  value fit started from — unless a candidate *beats* it: scores at least one validation
+  example's worth above it (``tie_margin``: 1/n of the reward's 0..1 range on an n-example
+  validation set). Closer scores are a tie: on 6 examples every score moves in steps of 1/6,
+  and a candidate that differs by less than one example going from wrong to right is no
+  evidence of anything. Among the candidates that beat the seed the highest reward wins, ties
+  to the earliest. The champion's validation reward is never below the seed's, so a run never
+  ends below its start on validation. ``count_beating`` says how many candidates beat it.
 """
 
 from __future__ import annotations
@@ -114,6 +122,51 @@ def sample_examples(
     count = rng.randint(low, high)
     indices = select_indices(list(weights), count, "softmax", temperature, rng)
     return [pool[i] for i in indices]
+
+
+#: The margin when the scoring set's size is unknown: only float noise is a tie.
+MIN_TIE_MARGIN = 1e-9
+
+
+def tie_margin(examples: int | None) -> float:
+    """How much a candidate must beat the seed by: one example's worth of an ``examples``-item
+    validation set (``1 / examples``), a float epsilon when the size is unknown."""
+    if not examples or examples <= 0:
+        return MIN_TIE_MARGIN
+    return 1.0 / int(examples)
+
+
+def beats(reward: float, seed_reward: float, margin: float) -> bool:
+    """Whether ``reward`` beats ``seed_reward`` by at least ``margin`` (float noise allowed)."""
+    return float(reward) - float(seed_reward) >= float(margin) - MIN_TIE_MARGIN
+
+
+def _seed(scored: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((c for c in scored if c.get("operation") == "seed"), None)
+
+
+def champion(candidates: Sequence[dict[str, Any]], margin: float) -> dict[str, Any] | None:
+    """The scored candidate a variable takes (see the module docstring): the seed unless one
+    beats it by ``margin``, then the best of those (ties to the earliest). Without a scored
+    seed, simply the best."""
+    scored = [c for c in candidates if c.get("reward") is not None]
+    if not scored:
+        return None
+    best = max(enumerate(scored), key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
+    seed = _seed(scored)
+    if seed is None or beats(best["reward"], seed["reward"], margin):
+        return best
+    return seed
+
+
+def count_beating(candidates: Sequence[dict[str, Any]], margin: float) -> tuple[int, int]:
+    """(scored candidates other than the seed, how many of them beat the seed by ``margin``)."""
+    scored = [c for c in candidates if c.get("reward") is not None]
+    seed = _seed(scored)
+    others = [c for c in scored if c is not seed]
+    if seed is None:
+        return len(others), 0
+    return len(others), sum(beats(c["reward"], seed["reward"], margin) for c in others)
 
 
 def mean(values: Sequence[float]) -> float:

@@ -1,0 +1,56 @@
+"""The run page says how many candidates beat the seed (the optimizer's ``selection`` event,
+stored in ``Run.selection``), with the tie margin the rule used."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from training.models import Candidate, Run
+
+from .test_omega_runs import omega_run, run_task
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_page_says_how_many_candidates_beat_the_seed(client_user, user, demo_dataset):
+    run = run_task(omega_run(user, demo_dataset, epochs=2))
+    assert run.status == Run.SUCCEEDED, run.error
+    [(variable, selection)] = run.selection.items()
+    assert variable == "generator/state"
+    assert selection["epoch"] == 1  # the last epoch's selection
+    scored = Candidate.objects.filter(run=run).exclude(operation="seed").exclude(reward=None)
+    assert selection["candidates"] == scored.count() > 0
+    seed = Candidate.objects.get(run=run, operation="seed")
+    beating = [c for c in scored if c.reward - seed.reward >= selection["margin"] - 1e-9]
+    assert selection["beat_seed"] == len(beating) >= 1  # fake/rules learns: some beat it
+    best = Candidate.objects.get(run=run, status="best")
+    assert selection["champion_id"] == best.candidate_id
+
+    html = client_user.get(run.get_absolute_url()).content.decode()
+    summary = html[html.index('id="run-selection"') :]
+    expected = rf'data-beat-seed="{len(beating)}">{len(beating)} of {scored.count()}</strong>'
+    assert re.search(expected, summary)
+    assert "candidates beat the seed by more than a tie" in summary
+    assert f"{selection['margin']:.3f} validation reward" in summary
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_learns_nothing_keeps_its_seed_and_says_none_beat_it(
+    client_user, user, demo_dataset
+):
+    # every mutation fails: nothing but the seed is scored
+    run = run_task(
+        omega_run(
+            user,
+            demo_dataset,
+            model="fake/fewshot",
+            epochs=1,
+            omega_language_model="fake/echo?failure_rate=1&failure=fatal",
+        )
+    )
+    assert run.status == Run.SUCCEEDED, run.error
+    [selection] = run.selection.values()
+    assert selection["beat_seed"] == 0 and selection["candidates"] == 0
+    html = client_user.get(run.get_absolute_url()).content.decode()
+    assert 'data-beat-seed="0">0 of 0</strong> candidates beat the seed' in html

@@ -1,0 +1,15 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("training", "0004_call_traces"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="run",
+            name="selection",
+            field=models.JSONField(blank=True, default=dict),
+        ),
+    ]
