@@ -15,6 +15,7 @@ from training.engine.optimizers import dns
 from training.forms import RunForm
 from training.models import Run
 from training.services.run_config import (
+    DASHBOARD_OPTIMIZER_DEFAULTS,
     FIELD_PREFIXES,
     OPTIMIZER_CLASSES,
     TRAINING,
@@ -101,7 +102,28 @@ def test_initial_values_are_the_dashboard_training_defaults_and_the_optimizer_si
         for key in optimizer_parameters(name):
             if key in ("language_model", "embedding_model", "instructions"):
                 continue  # blank on the form: "the program's model" / the settings' default
-            assert form.fields[prefix + key].initial == signature[key].default, key
+            default = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {}).get(key, signature[key].default)
+            assert form.fields[prefix + key].initial == default, key
+
+
+def test_dashboard_omega_defaults_carry_few_shot_examples_from_one_place():
+    """The guide's OMEGA default is few_shot_learning=False; the dashboard's is True (label
+    tasks, see run_config): the form's initial value, a configuration without the field and
+    the optimizer a run builds all agree."""
+    assert DASHBOARD_OPTIMIZER_DEFAULTS["OMEGA"] == {"few_shot_learning": True}
+    assert (
+        inspect.signature(OPTIMIZER_CLASSES["OMEGA"]).parameters["few_shot_learning"].default
+        is False
+    )
+    assert RunForm().fields["omega_few_shot_learning"].initial is True
+    assert optimizer_parameters("OMEGA")["few_shot_learning"] == (True, None)
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="")
+    assert config["optimizer"]["params"]["few_shot_learning"] is True
+    # an unticked box is an explicit False, not "the default"
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_few_shot_learning=False)
+    assert config["optimizer"]["params"]["few_shot_learning"] is False
+    # RandomFewShot keeps its signature's defaults
+    assert RunForm().fields["rfs_few_shot_learning"].initial is False
 
 
 @pytest.mark.parametrize(("field", "bound"), _bounded_fields())

@@ -114,12 +114,24 @@ PRESETS = {
 }
 
 
+#: Where the dashboard's default differs from the engine's signature (the guide's), and why.
+#: OMEGA with ``few_shot_learning=False`` (the guide's default) only rewrites instructions; on
+#: label tasks a small model learns the label set from a few demonstrations far better than
+#: from rewritten instructions, and RandomFewShot (always examples) then beats it on the same
+#: budget (bench/omega_speed.py, the label-task comparison). Demonstrations also make the
+#: model's answers short, which makes every validation scoring cheaper.
+DASHBOARD_OPTIMIZER_DEFAULTS: dict[str, dict[str, Any]] = {"OMEGA": {"few_shot_learning": True}}
+
+
 def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
     """``{parameter: (default, bound or None)}`` of the parameters a run offers for ``name``,
-    in the constructor's order; the defaults are the signature's (None as "" for strings:
-    the JSON a Run stores keeps "" for "the program's model" / "no instructions")."""
+    in the constructor's order; the defaults are the signature's unless
+    :data:`DASHBOARD_OPTIMIZER_DEFAULTS` says otherwise (None as "" for strings: the JSON a Run
+    stores keeps "" for "the program's model" / "no instructions"). The launch form's initial
+    values and a configuration's missing parameters both come from here."""
     cls = OPTIMIZER_CLASSES[name]
     fixed = getattr(cls, "FIXED", {})
+    overrides = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {})
     result = {}
     for key, default in bounds.defaults(cls).items():
         if key in NOT_OFFERED:
@@ -127,6 +139,7 @@ def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
         bound = cls.PARAMETERS.get(key)
         if isinstance(bound, bounds.Flag):
             bound = None  # described, not limited
+        default = overrides.get(key, default)
         result[key] = (fixed.get(key, "" if default is None else default), bound)
     return result
 
