@@ -2,9 +2,11 @@
 
 ``execute(run_id, attempt)`` is what the Celery task calls. It claims the run (queued →
 running, only for the current attempt, so a redelivered or stale message does nothing),
-starts a heartbeat thread, and drives the engine's async API in ``asyncio.run``. A resumed
-run restarts from its checkpoint (variables, candidates and optimizer state after the last
-completed epoch) with ``initial_epoch``; evaluations already stored are not repeated.
+starts a heartbeat thread, waits (phase "loading models") while its worker still loads the
+local models the run uses (``model_loading``), and drives the engine's async API in
+``asyncio.run``. A resumed run restarts from its checkpoint (variables, candidates and
+optimizer state after the last completed epoch) with ``initial_epoch``; evaluations already
+stored are not repeated.
 
 This module only orchestrates: the attempt's state transitions are ``run_state``'s, its
 heartbeat is ``heartbeat``'s, storing what it produces is ``persistence``'s, and ``live``
@@ -27,7 +29,15 @@ from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
 from training.models import Evaluation, Run
-from training.services import budget, live, persistence, prediction_failures, run_state, traces
+from training.services import (
+    budget,
+    live,
+    model_loading,
+    persistence,
+    prediction_failures,
+    run_state,
+    traces,
+)
 from training.services.heartbeat import Heartbeat, close_connection
 from training.services.lm import describe_address
 from training.services.persistence import PersistenceCallback
@@ -250,6 +260,13 @@ async def _phases(
                 )
             return True
 
+        async def stop() -> bool:
+            return callback.superseded.is_set() or await cancel_requested(run.pk)
+
+        if not await model_loading.wait_for_models(
+            run, data["group"], model_loading.models_of(config), stop
+        ):
+            return Run.CANCELLED, await results(run.pk, program, callback)
         if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):
             return _stopped(failure, await results(run.pk, program, callback, watch), watch)
         if not x_train:
