@@ -31,25 +31,29 @@ FROZEN_FIELDS = ("examples",)
 MAX_BATCH_ITEMS = 4
 MAX_FIELD_CHARS = 200
 MAX_LIST_ITEMS = 8
-#: Ground-truth values shorter than this, when a field takes few distinct ones, are listed in
-#: ``expected_values`` (a label set the program must be told about is the commonest fix).
+#: Ground-truth values shorter than this, when a field takes few distinct ones that repeat in
+#: the batch, are listed in ``expected_values`` (a label set the program must be told about is
+#: the commonest fix). Values that never repeat are answers, not labels: listing them made the
+#: LM copy answers into the instructions, which then made the task model ramble.
 MAX_VALUE_CHARS = 40
 MAX_DISTINCT_VALUES = 12
 #: Bounds on what the LM writes (in the output schema, so grammar-constrained local models obey
 #: them and always close the JSON): short reasoning, then a prompt-sized value. Generated tokens
 #: are what a step costs: a local mutation call took ~2.5x a task call for ~190 tokens, ~half of
 #: OMEGA's fit time (bench/omega_speed.py --profile); a small model follows a few short rules.
-MAX_THINKING_CHARS = 200
-MAX_TEXT_CHARS = 500
+#: bench/omega_speed.py --profile then showed ~190 tokens per mutation call, mostly reasoning:
+#: the reasoning is now one short sentence and the value at most MAX_TEXT_CHARS.
+MAX_THINKING_CHARS = 120
+MAX_TEXT_CHARS = 400
 
 MUTATION_INSTRUCTIONS = (
     "You improve one variable of an AI program (see `variable_description`). "
     "`current_variable` is its value now; `batch` shows the program's worst recent results: "
     "the `inputs`, its `prediction` and the expected `ground_truth`; `expected_values` lists "
     "the exact values the outputs must take and `hint` a rule they suggest. In `thinking`, say "
-    "briefly what the wrong predictions get wrong. Then rewrite the variable so the program outputs the ground truth: "
-    "state the exact output values and format expected, as short general rules (never a list "
-    "of single answers)."
+    "in one short sentence what the wrong predictions get wrong. Then rewrite the variable so "
+    "the program outputs the ground truth: state the exact output values and format expected, "
+    "as a few short general rules (never a list of single answers)."
 )
 
 CROSSOVER_INSTRUCTIONS = (
@@ -57,8 +61,8 @@ CROSSOVER_INSTRUCTIONS = (
     "`candidate_a` and `candidate_b` are two good versions with the reward each earned (0 to "
     "1); `batch` shows the program's worst recent results (`inputs`, `prediction`, expected "
     "`ground_truth`); `expected_values` lists the exact values the outputs must take. In "
-    "`thinking`, say briefly what each version gets right. Then write one version that keeps "
-    "the strengths of both, as short general rules."
+    "`thinking`, say in one short sentence what each version gets right. Then write one "
+    "version that keeps the strengths of both, as a few short general rules."
 )
 
 
@@ -179,8 +183,11 @@ def value_hint(values: dict[str, list[Any]]) -> str:
 
 def expected_values(batch: list[dict]) -> dict[str, list[Any]]:
     """Per ground-truth field, its distinct short values in the batch — when they look like a
-    closed set (few, short): what the program's prompt most often fails to name."""
+    closed set (few, short, and some value repeats): what the program's prompt most often
+    fails to name. A field whose values are all different (a number, a name: an answer) is
+    left out."""
     seen: dict[str, list[Any]] = {}
+    counts: dict[str, int] = {}
     skipped: set[str] = set()
     for row in batch:
         truth = row.get("ground_truth")
@@ -193,12 +200,13 @@ def expected_values(batch: list[dict]) -> dict[str, list[Any]]:
                 skipped.add(name)
                 continue
             values = seen.setdefault(name, [])
+            counts[name] = counts.get(name, 0) + 1
             if value not in values:
                 values.append(value)
     return {
         name: sorted(values, key=str)
         for name, values in seen.items()
-        if name not in skipped and len(values) <= MAX_DISTINCT_VALUES
+        if name not in skipped and len(values) <= MAX_DISTINCT_VALUES and len(values) < counts[name]
     }
 
 

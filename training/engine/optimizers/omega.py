@@ -195,6 +195,8 @@ class OMEGA(Optimizer):
         #: {variable name: {canonical inputs: weight}}: how hard each pooled example's input was.
         self.example_weights: dict[str, dict[str, float]] = {}
         self.failed_operations = 0
+        #: Mutations/crossovers whose LM call gave a parent's editable value back unchanged.
+        self.unchanged_operations = 0
         #: Texts sent to the embedding model over this optimizer's life (each value once).
         self.texts_embedded = 0
         #: Measurements of the last competitions (bench/omega.py reads them).
@@ -286,6 +288,13 @@ class OMEGA(Optimizer):
                 await self._failed(variable, operation, exc)
                 return None
             value.update(edited)
+            if any(
+                evolver.editable_part(p["value"]) == evolver.editable_part(value) for p in parents
+            ):
+                # The LM gave a parent back unchanged (a small model often does): only new
+                # examples can make this a candidate, and then that is what it is.
+                self.unchanged_operations += 1
+                operation = "few_shot"
         elif operation == "mutation":
             operation = "few_shot"
         if self.few_shot_learning and "examples" in value:
@@ -305,6 +314,8 @@ class OMEGA(Optimizer):
                 "OMEGA: %s of %s gave a value already in the population", operation, variable.name
             )
             return None
+        # A value dropped by an earlier competition may come back and compete again; scoring
+        # it costs no prediction (``Optimizer.score`` remembers every assignment's reward).
         candidate = self.add_candidate(
             variable, value, operation, parent_ids=[p["id"] for p in parents]
         )
