@@ -364,8 +364,10 @@ def main() -> None:
             )
             for seed in args.seeds:
                 spec = {"task": task, "seed": seed, "fit": LABEL_FIT}
-                omega = child({**spec, "optimizer": "omega", "params": LABEL_OMEGA}, ROOT)
+                # The pair at once (rewards do not depend on timing; both see the same load).
+                running = start({**spec, "optimizer": "omega", "params": LABEL_OMEGA}, ROOT)
                 rfs = child({**spec, "optimizer": "rfs"}, ROOT)
+                omega = finish(running)
                 print(line(omega, f"seed {seed} OMEGA {LABEL_OMEGA}"))
                 print(line(rfs, f"seed {seed} RandomFewShot"))
                 scores["omega"].append(omega["after"])
