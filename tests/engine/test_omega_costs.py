@@ -55,11 +55,12 @@ def echo_parent_lm():
     return lm
 
 
-async def fit(optimizer_lm, task, few_shot_learning, epochs=2):
+async def fit(optimizer_lm, task, few_shot_learning, epochs=2, merging_rate=0.02):
     optimizer = OMEGA(
         language_model=optimizer_lm,
         embedding_model=FakeEmbeddingModel(),
         few_shot_learning=few_shot_learning,
+        merging_rate=merging_rate,
         seed=0,
     )
     program = await build_program(task.lm)
@@ -86,11 +87,16 @@ async def test_a_parent_given_back_is_not_a_mutation_and_is_not_scored_again():
 async def test_with_few_shot_learning_an_unchanged_rewrite_is_an_examples_candidate():
     task = Counting()
     lm = echo_parent_lm()
-    program, optimizer, recorder = await fit(lm, task, few_shot_learning=True)
+    program, optimizer, recorder = await fit(
+        lm, task, few_shot_learning=True, epochs=3, merging_rate=0.5
+    )
+    assert {r.module.split("_")[1] for r in lm.requests} == {"mutation", "crossover"}
     scored = [e for e in recorder.of("candidate") if e["status"] == "scored"]
     children = [e for e in scored if e["operation"] != "seed"]
     assert children and optimizer.unchanged_operations == len(lm.requests)
-    assert {e["operation"] for e in children} == {"few_shot"}  # never labelled a mutation
+    # never labelled a mutation or a crossover; its one parent is the one it copies
+    assert {e["operation"] for e in children} == {"few_shot"}
+    assert all(len(e["parent_ids"]) == 1 for e in children)
     seed = next(e for e in scored if e["operation"] == "seed")
     for child in children:
         assert child["value"]["instructions"] == seed["value"]["instructions"]

@@ -56,6 +56,7 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules.module import TRACE
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
 
@@ -597,9 +598,9 @@ class Trainer:
         split = "validation" if self.history.params.get("validation_samples") else "train"
 
         async def scorer(values: dict[str, dict]) -> float:
-            saved = self.get_variables()
-            try:
-                self.set_variables(values, partial=True)
+            # The values hold for this task only (``variables.assigned``): the optimizer can
+            # score a candidate while fit goes on predicting the next batch with its own.
+            with assigned(self.variables, values):
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
                     with tracing.trace_context(split=split):
@@ -612,8 +613,6 @@ class Trainer:
                             )
                         )
                 return _mean(rewards)
-            finally:
-                self.set_variables(saved)
 
         scorer.examples = len(score_items)  # the optimizer's tie margin: one example's worth
         return scorer

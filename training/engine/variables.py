@@ -3,13 +3,20 @@
 Optimizers read and write variables; each variable also keeps the candidates an optimizer
 scored for it (value, reward, lineage), so the best one can be assigned at the end and the
 dashboard can show the evolution. Values are validated against the variable's JSON schema.
+
+``assigned(variables, values)`` gives variables other values for the current asyncio context
+only (the task and the tasks it starts), not for the whole program: that is how an optimizer
+scores several candidates at once while the fit goes on predicting with the real values.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from training.engine.saving import register_synalinks_serializable
@@ -55,24 +62,18 @@ class Variable:
     # -- value -----------------------------------------------------------------------------
     @property
     def value(self) -> dict[str, Any]:
-        return self._value
+        scoped = _scoped(self)
+        return self._value if scoped is None else scoped[0]
 
     def get_json(self) -> dict[str, Any]:
-        return copy.deepcopy(self._value)
+        return copy.deepcopy(self.value)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._value.get(key, default)
+        return self.value.get(key, default)
 
     def assign(self, value: dict[str, Any]) -> None:
         """Replace the value (validated against the schema; the variable keeps a copy)."""
-        if not isinstance(value, dict):
-            raise VariableError(
-                f"Variable {self.name!r}: value must be a JSON object, got {type(value).__name__}"
-            )
-        value = json.loads(json.dumps(value))  # JSON only, and a private copy
-        if self.schema is not None:
-            self._validate(value)
-        self._value = value
+        self._value = self.checked_copy(value)  # JSON only, and a private copy
         self._hash = None
 
     def _validate(self, value: dict[str, Any]) -> None:
@@ -89,9 +90,11 @@ class Variable:
     @property
     def hash(self) -> str:
         """Content hash of the value (memo keys; cached until the next assign)."""
+        scoped = _scoped(self)
+        if scoped is not None:
+            return scoped[1]
         if self._hash is None:
-            canonical = json.dumps(self._value, sort_keys=True, separators=(",", ":"))
-            self._hash = hashlib.sha1(canonical.encode()).hexdigest()[:16]
+            self._hash = _content_hash(self._value)
         return self._hash
 
     # -- pinned examples -------------------------------------------------------------------
@@ -137,6 +140,17 @@ class Variable:
         others = [e for e in value["examples"] if e.get("inputs") not in pinned_inputs]
         return {**value, "examples": copy.deepcopy(self.pinned_examples) + others}
 
+    def checked_copy(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A private JSON copy of ``value``, validated as ``assign`` would (nothing changes)."""
+        if not isinstance(value, dict):
+            raise VariableError(
+                f"Variable {self.name!r}: value must be a JSON object, got {type(value).__name__}"
+            )
+        value = json.loads(json.dumps(value))
+        if self.schema is not None:
+            self._validate(value)
+        return value
+
     # -- candidates ------------------------------------------------------------------------
     def add_candidate(self, candidate: dict[str, Any]) -> dict[str, Any]:
         self.candidates.append(candidate)
@@ -178,3 +192,48 @@ class Variable:
 
     def __repr__(self) -> str:
         return f"Variable(name={self.name!r}, value={json.dumps(self._value)[:80]})"
+
+
+#: {id(variable): (value, hash)} in force in the current asyncio context (see ``assigned``).
+_SCOPED: contextvars.ContextVar[dict[int, tuple[dict[str, Any], str]] | None] = (
+    contextvars.ContextVar("trainboard_scoped_variable_values", default=None)
+)
+
+
+def _scoped(variable: Variable) -> tuple[dict[str, Any], str] | None:
+    scoped = _SCOPED.get()
+    return None if scoped is None else scoped.get(id(variable))
+
+
+def _content_hash(value: dict[str, Any]) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def assigned(variables: Iterable[Variable], values: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """Give ``variables`` (matched by name) the ``values`` inside this block, for this asyncio
+    context only: concurrent tasks each see their own values, and nothing is left behind.
+
+    Raises VariableError for a name that is not among ``variables`` or a value that does not
+    fit its schema (before anything changes).
+
+    Example:
+        ```python
+        with assigned(program.variables, {"generator/state": candidate_value}):
+            reward = await score()  # other tasks still see the program's own values
+        ```
+    """
+    by_name = {variable.name: variable for variable in variables}
+    unknown = sorted(set(values) - set(by_name))
+    if unknown:
+        raise VariableError(f"no variable named {unknown} (known: {sorted(by_name)})")
+    scoped = dict(_SCOPED.get() or {})
+    for name, value in values.items():
+        checked = by_name[name].checked_copy(value)
+        scoped[id(by_name[name])] = (checked, _content_hash(checked))
+    token = _SCOPED.set(scoped)
+    try:
+        yield
+    finally:
+        _SCOPED.reset(token)

@@ -201,6 +201,8 @@ class OMEGA(Optimizer):
         self.texts_embedded = 0
         #: Measurements of the last competitions (bench/omega.py reads them).
         self.competition_stats: list[dict[str, Any]] = []
+        #: The step started at the last batch end (see ``on_batch_end``).
+        self._step: asyncio.Future | None = None
 
     # -- population ------------------------------------------------------------------------
     @staticmethod
@@ -238,6 +240,10 @@ class OMEGA(Optimizer):
     async def on_batch_end(
         self, batch: int, x: Any, y: Any, y_pred: Any, rewards: list[float]
     ) -> None:
+        # The previous step's candidate joins the population before anything else is drawn,
+        # so every choice is made from the same population, in the same order, as if the steps
+        # ran one after the other.
+        await self.finish_step()
         await super().on_batch_end(batch, x, y, y_pred, rewards)
         await self.score_pending()  # the seeds, on the first batch
         candidates = [
@@ -246,13 +252,37 @@ class OMEGA(Optimizer):
         if not candidates:
             return
         index = sel.select_variable([self.average_reward(v) for v in candidates], self.rng)
-        await self.evolve(candidates[index], batch_report(x, y, y_pred, rewards))
+        plan = self.plan(candidates[index])
+        # The step (its LM call, then scoring the candidate with its values assigned for that
+        # task only) runs while fit predicts the next batch: the model's other slot is busy.
+        self._step = asyncio.ensure_future(self.run_step(plan, batch_report(x, y, y_pred, rewards)))
+
+    async def finish_step(self) -> None:
+        """Wait for the step still running (re-raising what stops fit: an unreachable LM, an
+        interrupted run)."""
+        step, self._step = self._step, None
+        if step is not None:
+            await step
+
+    async def on_epoch_end(self, epoch: int) -> None:
+        await self.finish_step()
+        await super().on_epoch_end(epoch)
+
+    async def on_train_end(self) -> None:
+        try:
+            await self.finish_step()  # a fit stopped mid-epoch
+        finally:
+            await super().on_train_end()
 
     async def evolve(self, variable: Variable, batch: list[dict]) -> dict[str, Any] | None:
         """Make, score and return one new candidate for ``variable`` (None when skipped)."""
+        return await self.run_step(self.plan(variable), batch)
+
+    def plan(self, variable: Variable) -> dict[str, Any]:
+        """Every random choice of one step, in this order: crossover or mutation, the
+        parent(s) (``selection``), the fresh examples (``few_shot_learning``)."""
         population = self.population(variable)
         rewards = [c["reward"] for c in population]
-        evolver = self.evolver(variable)
         operation = "mutation"
         if len(population) >= 2 and self.rng.random() < sel.crossover_probability(
             self.merging_rate, self.epoch
@@ -269,6 +299,21 @@ class OMEGA(Optimizer):
                     sel.select_index(rewards, self.selection, self.selection_temperature, self.rng)
                 ]
             ]
+        examples = None
+        if self.few_shot_learning and "examples" in parents[0]["value"]:
+            examples = self.sample_examples(variable.name)
+        return {
+            "variable": variable,
+            "operation": operation,
+            "parents": parents,
+            "population": population,
+            "examples": examples,
+        }
+
+    async def run_step(self, plan: dict[str, Any], batch: list[dict]) -> dict[str, Any] | None:
+        """The LM call of a planned step, then its candidate, scored (None when skipped)."""
+        variable, operation, parents = plan["variable"], plan["operation"], plan["parents"]
+        evolver = self.evolver(variable)
         value = dict(parents[0]["value"])
         if evolver.editable:
             try:
@@ -288,19 +333,22 @@ class OMEGA(Optimizer):
                 await self._failed(variable, operation, exc)
                 return None
             value.update(edited)
-            if any(
-                evolver.editable_part(p["value"]) == evolver.editable_part(value) for p in parents
-            ):
+            same = [
+                p
+                for p in parents
+                if evolver.editable_part(p["value"]) == evolver.editable_part(value)
+            ]
+            if same:
                 # The LM gave a parent back unchanged (a small model often does): only new
-                # examples can make this a candidate, and then that is what it is.
+                # examples can make this a candidate, and then it is that parent's few-shot
+                # variant.
                 self.unchanged_operations += 1
-                operation = "few_shot"
+                operation, parents = "few_shot", same[:1]
+                value = dict(same[0]["value"])
         elif operation == "mutation":
             operation = "few_shot"
-        if self.few_shot_learning and "examples" in value:
-            examples = self.sample_examples(variable.name)
-            if examples is not None:
-                value["examples"] = examples
+        if plan["examples"] is not None:
+            value["examples"] = plan["examples"]
         value = variable.with_pinned(value)  # before the duplicate check below
         try:
             jsonschema.validate(value, variable.schema or {})
@@ -309,7 +357,7 @@ class OMEGA(Optimizer):
                 variable, operation, f"the new value does not fit the schema: {exc.message}"
             )
             return None
-        if any(canonical(c["value"]) == canonical(value) for c in population):
+        if any(canonical(c["value"]) == canonical(value) for c in plan["population"]):
             logger.debug(
                 "OMEGA: %s of %s gave a value already in the population", operation, variable.name
             )
