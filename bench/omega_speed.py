@@ -1,6 +1,7 @@
 """OMEGA's wall time and quality against RandomFewShot, on the offline local models.
 
-    .venv/bin/python bench/omega_speed.py [--before 144305f] [--seeds 0 1 2] [--profile]
+    .venv/bin/python bench/omega_speed.py [--before REV --together] [--seeds 0 1 2] [--roles]
+        [--profile] [--jobs 2] [--label-sizes 24 16]
 
 1. Speed. A 40-question short-answer task (24 train / 16 test): each question is a worked
    GSM8K solution (calculator annotations removed, the ``#### N`` line cut off) and the answer
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +84,7 @@ def label_rows(key: str, text_field: str, label_field: str, count: int) -> list[
     return rows
 
 
-def build_task(name: str):
+def build_task(name: str, sizes: tuple[int, int] | None = None):
     """(program builder, (x_train, y_train), (x_test, y_test)) of a task, public API only."""
     import numpy as np
 
@@ -111,8 +113,8 @@ def build_task(name: str):
             "tweeteval": ("tweeteval_sentiment", "text", "label"),
             "routing": ("demo", "message", "team"),
         }[name]
-        rows = label_rows(key, text_field, label_field, LABEL_TRAIN + LABEL_TEST)
-        train = LABEL_TRAIN
+        train, test = sizes or (LABEL_TRAIN, LABEL_TEST)
+        rows = label_rows(key, text_field, label_field, train + test)
         x = [Text(text=t) for t, _ in rows]
         y = [Label(label=label) for _, label in rows]
         in_model, out_model, field = Text, Label, "label"
@@ -180,7 +182,7 @@ async def run_config(spec: dict) -> dict:
     minilm.embed(["warm up"])
     load_seconds = time.perf_counter() - started
 
-    build, (x_train, y_train), (x_test, y_test) = build_task(spec["task"])
+    build, (x_train, y_train), (x_test, y_test) = build_task(spec["task"], spec.get("sizes"))
     if spec["optimizer"] == "omega":
         optimizer = OMEGA(
             language_model=lm, embedding_model=em, seed=spec["seed"], **spec.get("params", {})
@@ -192,9 +194,7 @@ async def run_config(spec: dict) -> dict:
 
     timer = RoleTimer()
     profiler = None
-    if spec.get("profile"):
-        import cProfile
-
+    if spec.get("profile") or spec.get("roles"):
         from training.engine.optimizers import mutation
         from training.engine.optimizers.optimizer import Optimizer
 
@@ -202,6 +202,9 @@ async def run_config(spec: dict) -> dict:
         timer.wrap(mutation.VariableEvolver, "crossover", "crossover")
         timer.wrap(Optimizer, "score", "candidate scoring")
         timer.wrap(OMEGA, "compete", "competition (embedding + DNS)")
+    if spec.get("profile"):
+        import cProfile
+
         profiler = cProfile.Profile()
         profiler.enable()
     with synalinks.usage.track() as usage:
@@ -224,14 +227,17 @@ async def run_config(spec: dict) -> dict:
         "after": after,
         "val_reward": [round(v, 3) for v in history.history.get("val_reward", [])],
         "beat_seed": getattr(optimizer, "candidates_beating_seed", None),
+        "unchanged": getattr(optimizer, "unchanged_operations", None),
+        "score_reuses": getattr(optimizer, "score_reuses", None),
     }
+    if timer.roles:
+        result["roles"] = timer.roles
     if profiler is not None:
         import io
         import pstats
 
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
-        result["roles"] = timer.roles
         result["cprofile"] = out.getvalue()
     return result
 
@@ -282,6 +288,8 @@ def print_profile(result: dict) -> None:
             f"    {role:<30} {entry['n']:>3}x  {entry['seconds']:>7.1f} s  "
             f"{entry['calls']:>3} calls  {tokens:>6.0f} tokens/call"
         )
+    if "cprofile" not in result:
+        return
     print("  cProfile (cumulative, top 25):")
     for text in result["cprofile"].splitlines()[:45]:
         print("    " + text)
@@ -309,7 +317,21 @@ def main() -> None:
         help="a recorded baseline fit time (s) when --before is not given",
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="per-role times and cProfile")
+    parser.add_argument(
+        "--roles", action="store_true", help="per-role times only (no cProfile overhead)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="label-task configurations run at once (with QA)"
+    )
+    parser.add_argument(
+        "--label-sizes",
+        type=int,
+        nargs=2,
+        metavar=("TRAIN", "TEST"),
+        default=None,
+        help=f"label task rows (default {LABEL_TRAIN} {LABEL_TEST})",
+    )
     parser.add_argument("--skip-labels", action="store_true")
     parser.add_argument(
         "--together",
@@ -324,12 +346,26 @@ def main() -> None:
         print(json.dumps(asyncio.run(run_config(json.loads(args.run)))))
         return
 
+    # The label-task configurations start first, ``--jobs`` at a time, and run while the QA
+    # task does (rewards do not depend on timing; the QA before/after pair shares one load).
+    label_specs = []
+    sizes = tuple(args.label_sizes) if args.label_sizes else (LABEL_TRAIN, LABEL_TEST)
+    if not args.skip_labels:
+        for task in ("tweeteval", "routing"):
+            for seed in args.seeds:
+                spec = {"task": task, "seed": seed, "fit": LABEL_FIT, "sizes": sizes}
+                label_specs.append({**spec, "optimizer": "omega", "params": LABEL_OMEGA})
+                label_specs.append({**spec, "optimizer": "rfs"})
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    label_futures = [pool.submit(child, spec, ROOT) for spec in label_specs]
+
     omega_after = omega_before = None
     if not args.skip_qa:
         print(
             "== QA task: 24 train / 16 test, fit(epochs=3, batch_size=8, validation_split=0.25) =="
         )
-        qa = {"task": "qa", "seed": 0, "fit": QA_FIT, "profile": args.profile}
+        roles = args.profile or args.roles
+        qa = {"task": "qa", "seed": 0, "fit": QA_FIT, "profile": args.profile, "roles": roles}
         if args.before:
             # Both at once: on a shared machine they then see the same background load.
             baseline_root = worktree(args.before)
@@ -344,39 +380,45 @@ def main() -> None:
                     capture_output=True,
                 )
             print(line(omega_before, f"OMEGA @ {args.before}"))
-            if args.profile:
+            if roles:
                 print_profile(omega_before)
         if omega_after is None:
             omega_after = child({**qa, "optimizer": "omega"}, ROOT)
         print(line(omega_after, "OMEGA (this tree)"))
-        if args.profile:
+        if roles:
             print_profile(omega_after)
-        rfs = child({**qa, "optimizer": "rfs", "profile": False}, ROOT)
+        rfs = child({**qa, "optimizer": "rfs", "profile": False, "roles": False}, ROOT)
         print(line(rfs, "RandomFewShot"))
-        print(f"candidates that beat the seed (OMEGA): {omega_after['beat_seed']}")
+        print(
+            f"OMEGA: {omega_after['beat_seed']} candidates beat the seed; "
+            f"{omega_after['unchanged']} operator calls gave a parent back; "
+            f"{omega_after['score_reuses']} scorings reused"
+        )
 
     omega_mean = rfs_mean = None
-    if not args.skip_labels:
+    if label_specs:
+        results = [future.result() for future in label_futures]
         scores: dict[str, list[float]] = {"omega": [], "rfs": []}
         for task in ("tweeteval", "routing"):
-            print(
-                f"\n== label task {task}: {LABEL_TRAIN} train / {LABEL_TEST} test, {LABEL_FIT} =="
-            )
-            for seed in args.seeds:
-                spec = {"task": task, "seed": seed, "fit": LABEL_FIT}
-                # The pair at once (rewards do not depend on timing; both see the same load).
-                running = start({**spec, "optimizer": "omega", "params": LABEL_OMEGA}, ROOT)
-                rfs = child({**spec, "optimizer": "rfs"}, ROOT)
-                omega = finish(running)
-                print(line(omega, f"seed {seed} OMEGA {LABEL_OMEGA}"))
-                print(line(rfs, f"seed {seed} RandomFewShot"))
-                scores["omega"].append(omega["after"])
-                scores["rfs"].append(rfs["after"])
+            print(f"\n== label task {task}: {sizes[0]} train / {sizes[1]} test, {LABEL_FIT} ==")
+            for result in results:
+                if result["task"] != task:
+                    continue
+                label = (
+                    f"seed {result['seed']} OMEGA {LABEL_OMEGA}"
+                    if result["optimizer"] == "omega"
+                    else f"seed {result['seed']} RandomFewShot"
+                )
+                print(line(result, label))
+                scores[result["optimizer"]].append(result["after"])
         omega_mean = statistics.mean(scores["omega"])
         rfs_mean = statistics.mean(scores["rfs"])
+        pairs = [(o["after"], r["after"]) for o, r in zip(results[::2], results[1::2], strict=True)]
         print(
-            f"label tasks, mean test reward after fit: OMEGA {omega_mean:.3f}, RFS {rfs_mean:.3f}"
+            f"label tasks, mean test reward after fit: OMEGA {omega_mean:.3f}, RFS {rfs_mean:.3f}; "
+            f"OMEGA >= RFS in {sum(o >= r for o, r in pairs)} of {len(pairs)} (task, seed) pairs"
         )
+    pool.shutdown()
 
     was = omega_before["fit_seconds"] if omega_before else args.recorded_before
     print(
