@@ -1,0 +1,83 @@
+"""The run page's selection summary ("k of n candidates beat the seed") after an OMEGA run,
+and the "loading models" phase, at desktop and phone widths.
+
+Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers_runs import create_program, demo_dataset_id, launch_run, shell
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = (1280, 390)
+
+
+def screenshot(page, name: str) -> None:
+    folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def fits_the_width(page) -> bool:
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.content > *'))"
+        ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
+    )
+
+
+def test_selection_summary_and_loading_phase_at_both_widths(logged_in_page, live_stack):
+    page = logged_in_page
+    dataset_id = demo_dataset_id(live_stack)
+    program_id = create_program(live_stack, "Rules", "fake/rules?latency=0.01", dataset_id)
+    run_id = launch_run(
+        live_stack,
+        program_id,
+        dataset_id,
+        optimizer="OMEGA",
+        omega_embedding_model="fake/embedding",
+        omega_population_size=4,
+        epochs=2,
+        batch_size=8,
+        validation_split=0.25,
+        seed=7,
+    )
+    page.goto(f"/runs/{run_id}/")
+    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
+    summary = page.locator("#run-selection")
+    summary.wait_for()
+    assert "candidates beat the seed by more than a tie" in summary.inner_text()
+    assert int(summary.locator(".beat-seed").get_attribute("data-beat-seed")) >= 1
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        summary.wait_for()
+        assert fits_the_width(page), width
+        summary.scroll_into_view_if_needed()
+        screenshot(page, f"run-selection-{width}")
+
+    # a run whose worker still loads its models (the state is set here, as execution sets it)
+    loading_id = shell(
+        live_stack,
+        f"""
+from django.utils import timezone
+from training.models import Run
+run = Run.objects.get(pk={run_id}); run.pk = None; run.status = Run.RUNNING
+run.phase = 'loading models'; run.heartbeat_at = timezone.now(); run.selection = {{}}
+run.save(); print(run.pk)
+""",
+    )
+    page.goto(f"/runs/{loading_id}/")
+    status = page.locator("#run-status")
+    assert status.locator(".run-phase").inner_text() == "loading models"
+    assert "still loading the local models" in status.inner_text()
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        assert fits_the_width(page), width
+        screenshot(page, f"run-loading-models-{width}")
