@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("training", "0004_call_traces"),
+        ("training", "0009_run_forecast_budget"),
     ]
 
     operations = [
