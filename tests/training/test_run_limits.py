@@ -103,6 +103,8 @@ def test_initial_values_are_the_dashboard_training_defaults_and_the_optimizer_si
             if key in ("language_model", "embedding_model", "instructions"):
                 continue  # blank on the form: "the program's model" / the settings' default
             default = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {}).get(key, signature[key].default)
+            # a parameter that cannot change what the optimizer does is shown as it acts
+            default = getattr(OPTIMIZER_CLASSES[name], "FIXED", {}).get(key, default)
             assert form.fields[prefix + key].initial == default, key
 
 
@@ -122,8 +124,9 @@ def test_dashboard_omega_defaults_carry_few_shot_examples_from_one_place():
     # an unticked box is an explicit False, not "the default"
     config = run_config(optimizer="OMEGA", model="fake/rules", omega_few_shot_learning=False)
     assert config["optimizer"]["params"]["few_shot_learning"] is False
-    # RandomFewShot keeps its signature's defaults
-    assert RunForm().fields["rfs_few_shot_learning"].initial is False
+    # RandomFewShot always samples examples: its box is shown as it acts (FIXED), not the
+    # signature's False
+    assert RunForm().fields["rfs_few_shot_learning"].initial is True
 
 
 @pytest.mark.parametrize(("field", "bound"), _bounded_fields())

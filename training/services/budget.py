@@ -32,9 +32,15 @@ from training.models import Candidate, EpochLog, OptimizerError, Run
 
 #: The caps a run may set (each optional), bounds closed like every other form bound.
 BUDGET = {
-    "budget_calls": bounds.IntRange(1, 10_000_000),
-    "budget_cost": bounds.FloatRange(0.01, 100_000.0),
-    "budget_minutes": bounds.FloatRange(0.1, 10_080.0),  # a week
+    "budget_calls": bounds.IntRange(
+        1, 10_000_000, help="Stop after the step that reaches this many LM calls; blank: no cap."
+    ),
+    "budget_cost": bounds.FloatRange(
+        0.01, 100_000.0, help="Stop after the step that reaches this cost in dollars."
+    ),
+    "budget_minutes": bounds.FloatRange(  # at most a week
+        0.1, 10_080.0, help="Stop after the step that reaches this many minutes of work."
+    ),
 }
 LABELS = {
     "budget_calls": "Cap on LM calls",
