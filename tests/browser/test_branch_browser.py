@@ -13,7 +13,14 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, shell, tiny_dataset_id
+from helpers_runs import (
+    create_program,
+    demo_dataset_id,
+    launch_run,
+    open_advanced,
+    shell,
+    tiny_dataset_id,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -176,6 +183,7 @@ def test_mark_three_predictions_publish_a_version_and_train_on_it(logged_in_page
     # A run on the new version, judged by people, launched from the form.
     page.goto(f"/runs/new/?program={program_id}")
     page.select_option("#id_dataset", str(version_id))
+    open_advanced(page)
     page.check("#id_reward_human_marks")
     page.fill("#id_rfs_nb_min_examples", "2")
     page.fill("#id_rfs_nb_candidates", "2")

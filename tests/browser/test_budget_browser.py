@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, run_field
+from helpers_runs import create_program, demo_dataset_id, open_advanced, run_field
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -93,6 +93,7 @@ def test_a_calls_cap_stops_the_run_and_it_resumes_with_a_higher_cap(logged_in_pa
         live_stack, "Capped router", "fake/fewshot?latency=0.05", dataset_id
     )
     page.goto(f"/runs/new/?program={program_id}")
+    open_advanced(page)
     page.fill("#id_epochs", "3")
     page.fill("#id_batch_size", "4")
     page.fill("#id_validation_split", "0.25")

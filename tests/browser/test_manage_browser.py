@@ -15,7 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, run_field, shell
+from helpers_runs import (
+    create_program,
+    demo_dataset_id,
+    launch_run,
+    open_advanced,
+    run_field,
+    shell,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -197,6 +204,7 @@ def test_promote_a_finished_run_diff_and_launch_from_the_new_version(logged_in_p
     page.locator('#version-list tr[data-version="2"] a.launch-version').click()
     page.wait_for_url(re.compile(rf"/runs/new/\?program={program}&version=2$"))
     assert page.locator("#id_version").input_value() == "2"
+    open_advanced(page)
     page.fill("#id_epochs", "1")
     page.fill("#id_batch_size", "36")
     page.fill("#id_evaluations_before", "1")
@@ -204,7 +212,7 @@ def test_promote_a_finished_run_diff_and_launch_from_the_new_version(logged_in_p
     page.click("#launch")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     second = int(page.url.rstrip("/").split("/")[-1])
-    assert "Trains version 2 of Promoted router" in page.locator(".run-lineage").inner_text()
+    assert "Trains version 2 of Promoted router" in page.locator(".run-version-line").inner_text()
     wait_status(live_stack, second)
     # Its test reward before any training of its own is the promoted version's.
     assert run_field(live_stack, second, "baseline_reward") == final
