@@ -121,18 +121,26 @@ def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_qu
     assert run.error == "ImportError: cannot import name 'conf'"
 
 
-@pytest.fixture
-def unreachable_broker(monkeypatch):
-    """Producers write to a broker nobody listens on; afterwards the Celery app's producer
-    pool (which keeps connections to that address) is dropped so later tests get the real one."""
-    monkeypatch.setenv("CELERY_BROKER_WRITE_URL", "redis://127.0.0.1:1/0")  # nothing listens
-    yield
+def _forget_broker_pools() -> None:
+    """Close and forget this process's broker connections: the next publish connects anew,
+    to whatever address the environment names then."""
+    from kombu import pools
+
     from training.tasks import execute_run
 
-    app = execute_run.app
-    app.pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
+    pools.reset()
+    execute_run.app._pool = None
+    execute_run.app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def unreachable_broker(monkeypatch):
+    """Producers write to a broker nobody listens on. The pools are dropped before (an earlier
+    test's pool would still reach the real broker) and after (so later tests get it back)."""
+    _forget_broker_pools()
+    monkeypatch.setenv("CELERY_BROKER_WRITE_URL", "redis://127.0.0.1:1/0")  # nothing listens
+    yield
+    _forget_broker_pools()
 
 
 def test_a_launch_the_broker_cannot_take_fails_the_run_with_a_clear_message(
