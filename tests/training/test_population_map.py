@@ -214,7 +214,7 @@ def test_random_few_shot_map_embeds_once_when_opened(client_user, user, demo_dat
     assert f'hx-post="{url}"' not in html
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the view embeds on a thread of its own
 def test_embedding_a_map_is_for_the_runs_owner_and_says_why_it_failed(
     client, user, other_user, demo_dataset, settings
 ):
@@ -247,3 +247,40 @@ def test_embedding_a_map_is_for_the_runs_owner_and_says_why_it_failed(
     assert 'id="population-error"' in body and "nowhere/missing" in body
     assert "hx-post" not in body  # no retry loop
     assert Candidate.objects.get(run=run).embedding is None
+
+
+@pytest.mark.django_db
+def test_live_updates_of_an_active_run_never_ask_the_page_to_embed(user, demo_dataset):
+    """Each candidate event re-sent the map, and each copy asked the page for an embedding:
+    the web process queued one per event and the Cancel button waited behind them."""
+    from training.services import live
+
+    program = make_program(user, demo_dataset)
+    run = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.RUNNING,
+    )
+    Candidate.objects.create(
+        run=run, variable="v", candidate_id="c1", value={"a": 1}, operation="seed", reward=0.5
+    )
+    url = reverse("training:run-population-embed", args=[run.pk])
+    assert f'hx-post="{url}"' not in live.render_parts(run, ("population",), oob=True)
+    page = live.page_context(run)
+    assert page["needs_embedding"] is True  # the page itself asks, once, when opened
+    run.status = Run.SUCCEEDED  # the run's last update (its end) asks once more
+    assert f'hx-post="{url}"' in live.render_parts(run, ("population",), oob=True)
+
+
+def test_candidate_events_send_the_map_and_tree_at_most_every_few_seconds():
+    from training.services.live import EVENT_PARTS, SLOW_PARTS, PartsThrottle
+
+    throttle = PartsThrottle(seconds=60)
+    assert throttle.parts("candidate") == EVENT_PARTS["candidate"]
+    assert set(throttle.parts("candidate")).isdisjoint(SLOW_PARTS)
+    assert throttle.parts("batch_end") == EVENT_PARTS["batch_end"]
+    assert set(SLOW_PARTS) <= set(throttle.parts("epoch_end"))  # an epoch always heals
+    assert set(throttle.parts("candidate")).isdisjoint(SLOW_PARTS)  # ...and restarts the wait
+    assert PartsThrottle(seconds=0).parts("candidate") == EVENT_PARTS["candidate"]

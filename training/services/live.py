@@ -48,11 +48,25 @@ EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
     "batch_end": ("progress", "usage", "spend"),
-    "epoch_end": ("progress", "usage", "epochs", "chart", "leaderboard", "spend", "forecast"),
+    "epoch_end": (
+        "progress",
+        "usage",
+        "epochs",
+        "chart",
+        "leaderboard",
+        "spend",
+        "forecast",
+        "population",
+        "lineage",
+    ),
     "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
     "selection": ("leaderboard",),
 }
+# Fragments that re-read every candidate (embeddings included): a candidate event sends them
+# at most once per SLOW_PARTS_SECONDS (``PartsThrottle``); each epoch_end sends them.
+SLOW_PARTS = ("population", "lineage")
+SLOW_PARTS_SECONDS = 5.0
 # Candidates the run page lists (all of them up to this; beyond, the best ones and a link
 # to the paginated list of every candidate).
 LEADERBOARD_SIZE = 50
@@ -62,8 +76,43 @@ MESSAGE_TYPE = "run.html"
 logger = logging.getLogger(__name__)
 
 
-def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """What the fragments in ``parts`` need (only the queries they need)."""
+class PartsThrottle:
+    """Which fragments an event of one run sends: ``EVENT_PARTS``, less the slow ones when a
+    candidate event comes within ``seconds`` of the last time they were sent.
+
+    Why: an optimizer can store a candidate every batch; re-reading and re-sending the map and
+    the tree (tens of kilobytes) for each kept the page's socket and the browser busy for
+    nothing a person can follow. The next epoch_end sends the latest state in any case.
+
+    Args:
+        seconds: the least time between two sends of the slow fragments by candidate events.
+
+    Example:
+        >>> throttle = PartsThrottle()
+        >>> throttle.parts("candidate")
+        ('leaderboard', 'population', 'lineage')
+        >>> throttle.parts("candidate")
+        ('leaderboard',)
+    """
+
+    def __init__(self, seconds: float = SLOW_PARTS_SECONDS):
+        self.seconds = seconds
+        self._last_slow = float("-inf")
+
+    def parts(self, kind: str) -> tuple[str, ...]:
+        parts = EVENT_PARTS[kind]
+        if not any(part in SLOW_PARTS for part in parts):
+            return parts
+        now = time.monotonic()
+        if kind == "epoch_end" or now - self._last_slow >= self.seconds:
+            self._last_slow = now
+            return parts
+        return tuple(part for part in parts if part not in SLOW_PARTS)
+
+
+def part_context(run: Run, parts: tuple[str, ...] | list[str], live: bool = True) -> dict[str, Any]:
+    """What the fragments in ``parts`` need (only the queries they need); ``live``: for an
+    update of an open page (False: for the page itself)."""
     context: dict[str, Any] = {"run": run}
     if "epochs" in parts or "chart" in parts:
         logs = list(run.epoch_logs.all())
@@ -86,7 +135,7 @@ def part_context(run: Run, parts: tuple[str, ...] | list[str]) -> dict[str, Any]
     if "spend" in parts:
         context.update(spend.run_spend(run))
     if "population" in parts:
-        context.update(population_map.run_map(run))
+        context.update(population_map.run_map(run, ask=not (live and run.is_active)))
     if "lineage" in parts:
         context.update(lineage.run_lineage(run))
     return context
@@ -198,7 +247,7 @@ def _send_failed(group: str, exc: Exception) -> None:
 
 
 def page_context(run: Run) -> dict[str, Any]:
-    context = part_context(run, ALL_PARTS)
+    context = part_context(run, ALL_PARTS, live=False)
     context["oob"] = False
     context["candidate_model"] = Candidate
     return context

@@ -67,6 +67,7 @@ class PersistenceCallback(Callback):
         self.base_usage = base_usage or {}
         self.cancelled = False
         self.superseded = superseded if superseded is not None else threading.Event()
+        self.throttle = live.PartsThrottle()
 
     # -- helpers ---------------------------------------------------------------------------
     def usage_fields(self) -> dict[str, Any]:
@@ -114,7 +115,7 @@ class PersistenceCallback(Callback):
         emitted = time.time()
         run = await sync_to_async(handler)(event)
         if run is not None:
-            await live.send_parts(self.group, run, live.EVENT_PARTS[kind], emitted_at=emitted)
+            await live.send_parts(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
 
     def _on_train_begin(self, event: dict) -> Run | None:
         steps = int(event.get("steps") or 0)

@@ -102,8 +102,15 @@ def needs_embedding(run: Run, rows: list[dict[str, Any]]) -> bool:
     return not (embeds_itself(run) and run.is_active)
 
 
-def run_map(run: Run) -> dict[str, Any]:
-    """What the population fragment renders: the map data, and whether to embed first."""
+def run_map(run: Run, ask: bool = True) -> dict[str, Any]:
+    """What the population fragment renders: the map data, and whether to embed first.
+
+    Args:
+        ask: whether the fragment may ask the page to embed the missing candidates. Live
+            updates of an active run pass False: a run adds candidates faster than a web
+            process embeds them, and each update asking again queued one embedding request
+            per candidate event (the page embeds once when opened, and once when the run ends).
+    """
     rows = rows_of(run)
     data = map_data(rows)
     data["total"] = run.candidates.count()
@@ -112,7 +119,7 @@ def run_map(run: Run) -> dict[str, Any]:
     return {
         "map": data,
         "map_json": json.dumps(data),
-        "needs_embedding": needs_embedding(run, rows),
+        "needs_embedding": ask and needs_embedding(run, rows),
         "embedding_model": embedding_model_name(run),
     }
 
