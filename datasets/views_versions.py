@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.http import HttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.redirects import page_redirect
 from datasets import selectors, versions
 
 
@@ -86,12 +85,7 @@ def publish_version(request, pk: int):
             request, f"Published “{version.name}” with {version.changes.count()} change(s)."
         )
         target = version
-    url = reverse("datasets:detail", args=[target.pk])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect("datasets:detail", pk=target.pk)
+    return page_redirect(request, "datasets:detail", pk=target.pk)
 
 
 def versions_context(user, dataset) -> dict:

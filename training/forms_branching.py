@@ -29,6 +29,7 @@ class BranchForm(RunForm):
         self.fields["program"].queryset = Program.objects.filter(pk=run.program_id, owner=user)
         self.fields["program"].widget = forms.HiddenInput()
         self.fields["program"].initial = run.program_id
+        self.fields["version"].widget = forms.HiddenInput()  # the candidate is the start
         value = candidate.value or {}
         self.has_instructions = "instructions" in value
         if self.has_instructions:

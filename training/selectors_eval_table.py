@@ -27,6 +27,7 @@ from django.core.paginator import Page, Paginator
 from datasets.services import get_split
 from training.engine.utils import confusion
 from training.models import Evaluation, EvaluationExample, Run
+from training.query_filters import one_of
 
 ROWS_PER_PAGE = 25
 STATES = ("improved", "regressed", "same", "failed")
@@ -63,22 +64,14 @@ class TableFilters:
     @classmethod
     def from_query(cls, query: Any) -> TableFilters:
         filters = cls()
-        state = query.get("state", "").strip()
-        if state and state not in STATES:
-            filters.problems.append(f"state {state[:20]!r} is not one of {', '.join(STATES)}")
-        else:
-            filters.state = state
+        problems = filters.problems
+        filters.state = one_of(query, "state", STATES, problems)
         filters.q = query.get("q", "").strip()[:MAX_QUERY]
-        sort = query.get("sort", "").strip() or "index"
-        if sort.lstrip("-") not in SORTS:
-            filters.problems.append(f"sort {sort[:20]!r} is not one of {', '.join(SORTS)}")
-        else:
-            filters.sort = sort
-        matrix = query.get("matrix", "").strip()
-        if matrix and matrix not in PHASES:
-            filters.problems.append(f"matrix {matrix[:20]!r} is not before or after")
-        elif matrix:
-            filters.matrix = matrix
+        filters.sort = one_of(
+            query, "sort", SORTS, problems, default="index", normalize=lambda s: s.lstrip("-")
+        )
+        filters.matrix = one_of(query, "matrix", PHASES, problems)
+        if filters.matrix:
             filters.target = query.get("field", "")[:200]
             filters.expected = query.get("expected", "")[:2000]
             filters.predicted = query.get("predicted", "")[:2000]

@@ -16,6 +16,7 @@ from django.db.models import Count, F, Q, QuerySet
 from training import selectors as candidate_selectors
 from training.engine.tracing import ROLES
 from training.models import LMCallTrace, Run
+from training.query_filters import one_of
 
 TRACES_PER_PAGE = 50
 CANDIDATES_PER_PAGE = 50
@@ -46,29 +47,18 @@ class TraceFilters:
     @classmethod
     def from_query(cls, query: Any) -> TraceFilters:
         filters = cls()
-        role = query.get("role", "").strip()
-        if role and role not in ROLES:
-            filters.problems.append(f"role {role!r} is not one of {', '.join(ROLES)}")
-        else:
-            filters.role = role
+        problems = filters.problems
+        filters.role = one_of(query, "role", ROLES, problems)
         filters.candidate = query.get("candidate", "").strip()[:64]
         filters.failed = query.get("failed", "") in ("1", "true", "on")
-        split = query.get("split", "").strip()
-        if split and split not in SPLITS:
-            filters.problems.append(f"split {split!r} is not one of {', '.join(SPLITS)}")
-        else:
-            filters.split = split
+        filters.split = one_of(query, "split", SPLITS, problems)
         example = query.get("example", "").strip()
         if example:
             if example.isdigit() and len(example) < 10:
                 filters.example = int(example)
             else:
-                filters.problems.append(f"example {example[:20]!r} is not a whole number")
-        phase = query.get("phase", "").strip()
-        if phase and phase not in PHASES:
-            filters.problems.append(f"phase {phase[:20]!r} is not one of {', '.join(PHASES)}")
-        else:
-            filters.phase = phase
+                problems.append(f"example {example[:20]!r} is not a whole number")
+        filters.phase = one_of(query, "phase", PHASES, problems)
         filters.error = query.get("error", "")[:10_000]
         return filters
 

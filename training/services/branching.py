@@ -29,9 +29,9 @@ from typing import Any
 from django.db import transaction
 
 from training.models import Candidate, Program, Run
+from training.services import runs
 from training.services.programs import ProgramError, program_from_json, summarize
 from training.services.run_config import FIELD_PREFIXES
-from training.tasks import enqueue
 
 #: A branch's rewritten instructions may hold at most this many characters.
 MAX_INSTRUCTIONS_CHARS = 20_000
@@ -140,21 +140,15 @@ def create_branch_program(owner, run: Run, candidate: Candidate, edits: Edits) -
 def launch_branch(
     owner, run: Run, candidate: Candidate, edits: Edits, dataset, config: dict[str, Any]
 ) -> Run:
-    """Create the branch program and its run (parent run and candidate recorded), enqueued."""
+    """Create the branch program and its run (parent run and candidate recorded), enqueued
+    with its forecast, as any launch."""
     if candidate.run_id != run.pk or run.owner_id != owner.pk:
         raise BranchError("That candidate is not one of this run's.")
     with transaction.atomic():
         program = create_branch_program(owner, run, candidate, edits)
-        branch = Run.objects.create(
-            owner=owner,
-            program=program,
-            dataset=dataset,
-            config=config,
-            parent_run=run,
-            parent_candidate=candidate,
+        return runs.launch(
+            owner, program, dataset, config, parent_run=run, parent_candidate=candidate
         )
-        enqueue(branch)
-    return branch
 
 
 def pinned_in_program(run: Run, variable: str) -> list[dict[str, Any]]:

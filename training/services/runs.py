@@ -14,10 +14,16 @@ from training.tasks import enqueue
 
 
 def launch(
-    owner, program: Program, dataset, config: dict[str, Any], version: ProgramVersion | None = None
+    owner,
+    program: Program,
+    dataset,
+    config: dict[str, Any],
+    version: ProgramVersion | None = None,
+    **parents: Any,
 ) -> Run:
     """Create and enqueue a run of ``version`` of ``program`` (None: version 1, as created),
-    with the forecast made now (shown against the actual)."""
+    with the forecast made now (shown against the actual). ``parents``: a branch's
+    ``parent_run`` and ``parent_candidate``."""
     if version is None:
         version = program_versions.first_version(program)
     elif version.program_id != program.pk:
@@ -31,6 +37,7 @@ def launch(
             dataset=dataset,
             config=config,
             forecast=predicted,
+            **parents,
         )
         enqueue(run)
     return run

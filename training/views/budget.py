@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
+from core.redirects import page_redirect
 from training.forms import ResumeBudgetForm
 from training.services import budget
 from training.services import runs as run_services
@@ -28,8 +27,4 @@ def run_resume_budget(request, pk: int):
                 messages.error(request, f"{budget.LABELS.get(field, field)}: {text}")
         except run_services.ResumeError as exc:
             messages.error(request, str(exc))
-    if request.htmx:  # a full reload: the page re-renders from the DB and reconnects
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = run.get_absolute_url()
-        return response
-    return redirect(run)
+    return page_redirect(request, run)

@@ -8,10 +8,11 @@ version to the launch form.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.redirects import page_redirect
 from training import selectors
 from training.services import program_versions
 
@@ -47,11 +48,7 @@ def run_promote(request, pk: int):
             f"“{run.program.name}”.",
         )
         target = version.get_absolute_url()
-    if request.htmx:  # the button sits in the live actions fragment: go there in full
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = target
-        return response
-    return redirect(target)
+    return page_redirect(request, target)  # the button sits in the live actions fragment
 
 
 @require_GET

@@ -61,21 +61,31 @@ def run_archive(request, pk: int):
     return redirect(run)
 
 
+def _delete_once_confirmed(request, target, delete, *, done: str, then: str, page: str, context):
+    """GET: the confirmation ``page`` (``context()`` says what would go). POST: ``delete``
+    the target and say ``done``, then go to ``then``; a refusal is said on the target's page."""
+    if request.method != "POST":
+        return render(request, page, context())
+    try:
+        delete(target)
+    except management.ManagementError as exc:
+        messages.error(request, str(exc))
+        return redirect(target)
+    messages.success(request, done)
+    return redirect(then)
+
+
 @require_http_methods(["GET", "POST"])
 def run_delete(request, pk: int):
     run = selectors.owned_run(request.user, pk)
-    if request.method == "POST":
-        try:
-            management.delete_run(run)
-        except management.ManagementError as exc:
-            messages.error(request, str(exc))
-            return redirect(run)
-        messages.success(request, f"Deleted {run.display_name} and everything it produced.")
-        return redirect("training:run-list")
-    return render(
+    return _delete_once_confirmed(
         request,
-        "training/run_confirm_delete.html",
-        {"runs": [run], "contents": selectors.run_contents(run), "single": True},
+        run,
+        management.delete_run,
+        done=f"Deleted {run.display_name} and everything it produced.",
+        then="training:run-list",
+        page="training/run_confirm_delete.html",
+        context=lambda: {"runs": [run], "contents": selectors.run_contents(run), "single": True},
     )
 
 
@@ -124,18 +134,14 @@ def runs_bulk(request):
 @require_http_methods(["GET", "POST"])
 def program_delete(request, pk: int):
     program = selectors.owned_program(request.user, pk)
-    if request.method == "POST":
-        try:
-            management.delete_program(program)
-        except management.ManagementError as exc:
-            messages.error(request, str(exc))
-            return redirect(program)
-        messages.success(request, f"Deleted program “{program.name}” and its versions.")
-        return redirect("training:program-list")
-    return render(
+    return _delete_once_confirmed(
         request,
-        "training/program_confirm_delete.html",
-        {
+        program,
+        management.delete_program,
+        done=f"Deleted program “{program.name}” and its versions.",
+        then="training:program-list",
+        page="training/program_confirm_delete.html",
+        context=lambda: {
             "program": program,
             "refusal": management.program_in_use(program),
             "versions": selectors.versions_of(program),

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.redirects import page_redirect
 from datasets import selectors as dataset_selectors
 from training import selectors
 from training.forms import RunForm
@@ -111,11 +112,7 @@ def run_resume(request, pk: int):
         run = run_services.resume(run)
     except run_services.ResumeError as exc:
         messages.error(request, str(exc))
-    if request.htmx:  # a full reload: the page re-renders from the DB and reconnects
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = run.get_absolute_url()
-        return response
-    return redirect(run)
+    return page_redirect(request, run)
 
 
 @require_GET
