@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 #: Upper bound on any count the engine is given (examples, candidates, population): it bounds
 #: the work (DNS is O(N²) in the population) before any starts.
@@ -45,7 +45,45 @@ def _number(value: float) -> str:
 
 
 @dataclass(frozen=True)
-class IntRange:
+class _Range:
+    """A closed range of numbers of ``types``; the subclasses say which and how to write them."""
+
+    min: float
+    max: float | None = None
+    help: str = field(default="", compare=False)
+    noun: ClassVar[str] = "number"
+    types: ClassVar[tuple[type, ...]] = (int, float)
+
+    @staticmethod
+    def show(value: float) -> str:
+        return _number(value)
+
+    def describe(self) -> str:
+        if self.max is None:
+            return f"a {self.noun} of at least {self.show(self.min)}"
+        return f"a {self.noun} between {self.show(self.min)} and {self.show(self.max)}"
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is refused ("must be ..., got ..."), or None when it is allowed."""
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, self.types)
+            or not value >= self.min  # also refuses NaN
+            or (self.max is not None and value > self.max)
+        ):
+            return f"must be {self.describe()}, got {value!r}"
+        return None
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` when allowed; :class:`ParameterError` naming ``name`` otherwise."""
+        message = self.problem(value)
+        if message:
+            raise ParameterError({name: message})
+        return value
+
+
+@dataclass(frozen=True)
+class IntRange(_Range):
     """A whole number in ``[min, max]`` (``max=None``: no upper limit).
 
     Args:
@@ -56,30 +94,12 @@ class IntRange:
 
     min: int
     max: int | None = None
-    help: str = field(default="", compare=False)
+    noun: ClassVar[str] = "whole number"
+    types: ClassVar[tuple[type, ...]] = (int,)
 
-    def describe(self) -> str:
-        if self.max is None:
-            return f"a whole number of at least {self.min}"
-        return f"a whole number between {self.min} and {self.max}"
-
-    def problem(self, value: Any) -> str | None:
-        """Why ``value`` is refused ("must be ..., got ..."), or None when it is allowed."""
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or value < self.min
-            or (self.max is not None and value > self.max)
-        ):
-            return f"must be {self.describe()}, got {value!r}"
-        return None
-
-    def check(self, name: str, value: Any) -> int:
-        """``value`` when allowed; :class:`ParameterError` naming ``name`` otherwise."""
-        message = self.problem(value)
-        if message:
-            raise ParameterError({name: message})
-        return value
+    @staticmethod
+    def show(value: float) -> str:
+        return str(value)
 
     def narrow(self, max: int) -> IntRange:  # noqa: A002 - the bound's own field name
         """The same bound with a lower ceiling (a server's cap on top of the engine's rule)."""
@@ -87,7 +107,7 @@ class IntRange:
 
 
 @dataclass(frozen=True)
-class FloatRange:
+class FloatRange(_Range):
     """A number (int or float, not bool) in ``[min, max]`` (``max=None``: no upper limit).
 
     Args:
@@ -95,31 +115,6 @@ class FloatRange:
         max: The largest allowed value, or None.
         help: One line saying what the parameter means (forms show it next to the field).
     """
-
-    min: float
-    max: float | None = None
-    help: str = field(default="", compare=False)
-
-    def describe(self) -> str:
-        if self.max is None:
-            return f"a number of at least {_number(self.min)}"
-        return f"a number between {_number(self.min)} and {_number(self.max)}"
-
-    def problem(self, value: Any) -> str | None:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not value >= self.min  # also refuses NaN
-            or (self.max is not None and value > self.max)
-        ):
-            return f"must be {self.describe()}, got {value!r}"
-        return None
-
-    def check(self, name: str, value: Any) -> float:
-        message = self.problem(value)
-        if message:
-            raise ParameterError({name: message})
-        return value
 
 
 @dataclass(frozen=True)

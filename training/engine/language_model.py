@@ -17,6 +17,7 @@ One object per model configuration. Each call:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,7 +288,9 @@ class LanguageModel:
                 if meta is not None:
                     meta["cache_hit"] = True
                 return hit["text"]
-        raw = await self._complete_with_retries(messages, schema, temperature, context, meta)
+        raw = await self._complete_with_retries(
+            lambda: self._raw_complete(messages, schema, temperature, context), meta
+        )
         if key is not None:
             self.cache.set(
                 key,
@@ -300,15 +303,11 @@ class LanguageModel:
         return raw.text
 
     async def _complete_with_retries(
-        self,
-        messages: list,
-        schema: dict | None,
-        temperature: float,
-        context: dict | None,
-        meta: dict | None = None,
+        self, request: Callable[[], Awaitable[RawCompletion]], meta: dict | None = None
     ) -> RawCompletion:
-        """Provider requests with retries; each attempt's usage is recorded, and added to
-        ``meta`` (the call's trace: latency, attempts, tokens, cost) when one is given."""
+        """``request()`` (one provider request) with retries; each attempt's usage is
+        recorded, and added to ``meta`` (the call's trace: latency, attempts, tokens, cost)
+        when one is given."""
 
         def succeeded(raw: RawCompletion, latency: float) -> None:
             if meta is not None:
@@ -338,7 +337,7 @@ class LanguageModel:
             )
 
         return await call_with_retries(
-            lambda: self._raw_complete(messages, schema, temperature, context),
+            request,
             where=self._describe(),
             semaphore_key=(self.model, self.api_base),
             max_concurrency=self.max_concurrency,
