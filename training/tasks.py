@@ -19,7 +19,7 @@ import logging
 from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.signals import task_failure, worker_ready
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from project.redis_config import describe
 from training.models import Run
@@ -92,6 +92,10 @@ def _reap_on_worker_start(sender=None, **kwargs):
         reaped = reaper.reap_stale(worker=getattr(sender, "hostname", None))
         if reaped:
             logger.warning("marked runs %s as failed: worker lost", reaped)
+    except DatabaseError as exc:
+        # ``make run`` starts the worker while ``manage.py prepare`` migrates: before the
+        # tables exist there is nothing to reap (the periodic reaper starts after prepare).
+        logger.warning("runs not checked for a lost worker at start (database: %s)", exc)
     except Exception:  # a reaper problem must never stop a worker from starting
         logger.exception("reaping stale runs on worker start failed")
 

@@ -144,3 +144,22 @@ def test_settings_come_from_the_environment_when_django_does_not_set_them(monkey
     monkeypatch.setenv("TRAINBOARD_HEARTBEAT_SECONDS", "soon")
     with pytest.raises(Exception, match="TRAINBOARD_HEARTBEAT_SECONDS='soon'"):
         conf.get("TRAINBOARD_HEARTBEAT_SECONDS")
+
+
+def test_a_worker_that_starts_before_the_tables_exist_says_so_without_a_traceback(
+    monkeypatch, caplog
+):
+    """``make run`` starts the worker while ``manage.py prepare`` migrates: its start-up
+    reaping finds no table, which is expected there and no reason for a traceback."""
+    from django.db import OperationalError
+
+    from training.tasks import _reap_on_worker_start
+
+    def no_table(worker=None):
+        raise OperationalError("no such table: training_run")
+
+    monkeypatch.setattr(reaper, "reap_stale", no_table)
+    _reap_on_worker_start(sender=None)
+    (record,) = [r for r in caplog.records if r.name == "training.tasks"]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "no such table: training_run" in record.getMessage()
