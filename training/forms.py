@@ -10,6 +10,8 @@ constructors have the last word; what they refuse is put on the field it is abou
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from django import forms
 from django.conf import settings
 
@@ -299,19 +301,33 @@ class RunForm(forms.Form):
             "instructions with LM mutations and crossovers (more calls)."
         ),
     )
-    #: Shown first; the rest of the form sits under "Advanced settings".
-    BASIC = (
-        "program",
-        "version",
-        "dataset",
-        "reward",
-        "optimizer",
-        "epochs",
-        "batch_size",
-        "validation_split",
-        "rfs_nb_max_examples",
-        "omega_instructions",
-    )
+    #: The form's fieldsets (``partials/run_form_fields.html``), in order; each optimizer's
+    #: parameters have a fieldset of their own (by prefix, ``rfs_``/``omega_``).
+    GROUPS = {
+        "basics": (
+            "program",
+            "version",
+            "dataset",
+            "reward",
+            "optimizer",
+            "epochs",
+            "batch_size",
+            "validation_split",
+        ),
+        "reward": (
+            "reward_in_mask",
+            "reward_out_mask",
+            "reward_embedding_model",
+            "reward_language_model",
+            "reward_criteria",
+            "reward_human_marks",
+        ),
+        "metrics": ("metrics", "metrics_in_mask"),
+        "training": ("shuffle", "seed", "evaluations_before", "evaluations_after"),
+        "budget": ("budget_calls", "budget_cost", "budget_minutes"),
+    }
+    #: Shown first; the rest of the form (but the budget) sits under "Advanced settings".
+    BASIC = (*GROUPS["basics"], "rfs_nb_max_examples", "omega_instructions", *GROUPS["budget"])
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -321,6 +337,11 @@ class RunForm(forms.Form):
         self.run_config = None
         self.presets = PRESETS
         self.version = None
+
+    @cached_property
+    def groups(self) -> dict[str, list]:
+        """Bound fields of each of ``GROUPS`` (templates loop over ``form.groups.<name>``)."""
+        return {name: [self[field] for field in fields] for name, fields in self.GROUPS.items()}
 
     def advanced_has_errors(self) -> bool:
         """Open "Advanced settings" when a field inside it needs correcting."""

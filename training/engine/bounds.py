@@ -44,8 +44,22 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+class _Bound:
+    """What every bound does with the reason its ``problem`` gives."""
+
+    def problem(self, value: Any) -> str | None:  # pragma: no cover - each bound has its own
+        raise NotImplementedError
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` when allowed; :class:`ParameterError` naming ``name`` otherwise."""
+        message = self.problem(value)
+        if message:
+            raise ParameterError({name: message})
+        return value
+
+
 @dataclass(frozen=True)
-class _Range:
+class _Range(_Bound):
     """A closed range of numbers of ``types``; the subclasses say which and how to write them."""
 
     min: float
@@ -73,13 +87,6 @@ class _Range:
         ):
             return f"must be {self.describe()}, got {value!r}"
         return None
-
-    def check(self, name: str, value: Any) -> Any:
-        """``value`` when allowed; :class:`ParameterError` naming ``name`` otherwise."""
-        message = self.problem(value)
-        if message:
-            raise ParameterError({name: message})
-        return value
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ class FloatRange(_Range):
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(_Bound):
     """One of a fixed tuple of values (the first is not implied to be the default).
 
     Args:
@@ -136,12 +143,6 @@ class Choice:
         if value not in self.values:
             return f"must be {self.describe()}, got {value!r}"
         return None
-
-    def check(self, name: str, value: Any) -> Any:
-        message = self.problem(value)
-        if message:
-            raise ParameterError({name: message})
-        return value
 
 
 Bound = IntRange | FloatRange | Choice
