@@ -1,68 +1,138 @@
-"""Is any Celery worker alive? One cached answer per process, refreshed by one ping at a time.
+"""Is any Celery worker alive? Each worker beats in Redis; each web process reads the beats.
 
-Why: a broadcast ping holds a broker connection for its whole timeout. When every request
-pinged (``/healthz`` did), 200 parallel requests emptied Celery's connection pool and every
-later ping, health check and launch blocked on it for good. Now the worker indicator and
-``/healthz`` both read :func:`worker_status`, which never pings in the request: when the
-answer is older than ``TRAINBOARD_WORKER_STATUS_TTL`` seconds it starts one background
-refresh (unless one is already running) and returns the answer it has. Only the very first
-request of a process waits, at most :data:`FIRST_ANSWER_WAIT` seconds, for the first ping.
+Every worker runs a :class:`Beacon` (a thread of its main process, started on
+``worker_ready`` by ``project/celery.py``): every ``TRAINBOARD_WORKER_STATUS_TTL`` seconds it
+writes the time under its name in one sorted set (:data:`BEACON_KEY`), and it removes its
+name when it shuts down. Reading is one bounded Redis command (:func:`beating_workers`).
 
-A worker counts as alive while one answered a ping within :func:`max_age` seconds: one ping
-that no worker answered in time (a busy worker on a loaded machine) does not flip health to
-down and back, and a worker that stopped shows as down within ``max_age`` seconds.
+Why not ``app.control.ping``: a broadcast ping holds a broker connection and listens for
+replies for its whole timeout. First, 200 parallel requests that each pinged emptied Celery's
+connection pool; then, with one background ping at a time, a flood of requests starved the
+web process enough that no reply was collected within the timeout, and ``/healthz`` said
+``worker: down`` for a worker that was fine. A beat needs neither a reply nor the worker's
+event loop.
+
+The worker indicator and ``/healthz`` both read :func:`worker_status`, which never asks Redis
+in the request: when the answer is older than ``TRAINBOARD_WORKER_STATUS_TTL`` seconds it
+starts one background refresh (unless one is already running) and returns the answer it
+has. Only the very first request of a process waits, at most :data:`FIRST_ANSWER_WAIT`
+seconds, for the first read. A worker counts as alive while it beat within :func:`max_age`
+seconds, so a stopped (or killed) worker shows as down within ``max_age`` seconds.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 
+import redis
 from django.conf import settings
 
 from project.redis_config import COMMAND_TIMEOUT
 
 logger = logging.getLogger(__name__)
 
+#: The sorted set of beats: member = worker name, score = time of its last beat (epoch s).
+BEACON_KEY = "trainboard:workers:beats"
+#: Any Redis command of a beat or a read may take this long.
 PING_TIMEOUT = 2.0
-# A ping is a publish plus PING_TIMEOUT of listening: this bounds the first request's wait.
+#: The first request of a process waits at most this long for the first read.
 FIRST_ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
+#: Beats older than this are removed by the beating workers (names of workers long gone).
+FORGET_AFTER = 24 * 3600
 
 _lock = threading.Lock()  # guards the three names below
 _first_answer = threading.Event()
-_last_ping: float | None = None  # when the last ping finished (epoch seconds)
-_last_seen: tuple[float, list[str]] | None = None  # when workers last answered, and which
+_last_read: float | None = None  # when the last read finished (epoch seconds)
+_last_seen: tuple[float, list[str]] | None = None  # when a read last found workers, and which
 _refreshing = False
-# After a ping that found no worker, ask again this soon: recovery shows within seconds.
+# After a read that found no worker, read again this soon: recovery shows within seconds.
 RETRY_WHEN_DOWN = 1.0
 
 
-def ping_workers(timeout: float = PING_TIMEOUT) -> list[str]:
-    """Names of the workers that answered a ping within ``timeout`` seconds ([] if none)."""
-    from project.celery import app
+@functools.cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(
+        url, socket_timeout=PING_TIMEOUT, socket_connect_timeout=PING_TIMEOUT
+    )
 
+
+def beating_workers(timeout: float = PING_TIMEOUT) -> list[str]:
+    """Names of the workers that beat within :func:`max_age` seconds ([] if none, or if
+    Redis could not be asked within ``timeout`` seconds)."""
     try:
-        replies = app.control.ping(timeout=timeout) or []
-    except Exception as exc:  # broker down or stalled: no worker can be reached either
-        logger.warning("worker ping failed: %s: %s", type(exc).__name__, exc)
+        names = _client(settings.REDIS_URL).zrangebyscore(
+            BEACON_KEY, time.time() - max_age(), "+inf"
+        )
+    except redis.RedisError as exc:  # Redis down or stalled: no worker can be reached either
+        logger.warning("worker beats not read: %s: %s", type(exc).__name__, exc)
         return []
-    return sorted(name for reply in replies for name in reply)
+    return sorted(name.decode() if isinstance(name, bytes) else name for name in names)
+
+
+class Beacon(threading.Thread):
+    """A worker's proof of life: its name and the time, in :data:`BEACON_KEY`, every
+    ``TRAINBOARD_WORKER_STATUS_TTL`` seconds until :meth:`stop` (which removes the name).
+
+    Args:
+        name: the worker's name (``celery@host``), as the indicator lists it.
+
+    Example:
+        >>> beacon = Beacon("celery@host")
+        >>> beacon.start()
+        >>> beating_workers()
+        ['celery@host']
+        >>> beacon.stop()
+    """
+
+    def __init__(self, name: str):
+        super().__init__(name="worker-beacon", daemon=True)
+        self.worker = name
+        self.stopped = threading.Event()
+
+    def beat(self) -> None:
+        now = time.time()
+        try:
+            client = _client(settings.REDIS_URL)
+            client.zadd(BEACON_KEY, {self.worker: now})
+            client.zremrangebyscore(BEACON_KEY, "-inf", now - FORGET_AFTER)
+        except redis.RedisError as exc:  # the next beat tries again
+            logger.warning("worker beat not written: %s: %s", type(exc).__name__, exc)
+
+    def start(self) -> None:
+        """Beat once before returning (the worker shows alive at once), then from the thread."""
+        self.beat()
+        super().start()
+
+    def run(self) -> None:
+        while not self.stopped.wait(settings.TRAINBOARD_WORKER_STATUS_TTL):
+            self.beat()
+
+    def stop(self) -> None:
+        """Stop beating and remove the name: a stopped worker shows as down at the next read."""
+        self.stopped.set()
+        self.join(timeout=2 * PING_TIMEOUT)
+        try:
+            _client(settings.REDIS_URL).zrem(BEACON_KEY, self.worker)
+        except redis.RedisError as exc:
+            logger.warning("worker beat not removed (%s); it goes stale by itself", exc)
 
 
 def max_age() -> float:
-    """Seconds a worker's answer counts: two refresh periods plus one ping."""
+    """Seconds a worker's beat counts: two beat periods plus one Redis timeout."""
     return 2 * settings.TRAINBOARD_WORKER_STATUS_TTL + PING_TIMEOUT
 
 
 def _refresh() -> None:
-    global _last_ping, _last_seen, _refreshing
+    global _last_read, _last_seen, _refreshing
     try:
-        workers = ping_workers()
+        workers = beating_workers()
         with _lock:
-            _last_ping = time.time()
+            _last_read = time.time()
             if workers:
-                _last_seen = (_last_ping, workers)
+                _last_seen = (_last_read, workers)
         _first_answer.set()
     finally:
         with _lock:
@@ -72,21 +142,21 @@ def _refresh() -> None:
 def _start_refresh_if_stale() -> None:
     global _refreshing
     with _lock:
-        found = _last_seen is not None and _last_seen[0] == _last_ping
+        found = _last_seen is not None and _last_seen[0] == _last_read
         period = settings.TRAINBOARD_WORKER_STATUS_TTL if found else RETRY_WHEN_DOWN
-        fresh = _last_ping and time.time() - _last_ping < period
+        fresh = _last_read and time.time() - _last_read < period
         if fresh or _refreshing:
             return
         _refreshing = True
-    threading.Thread(target=_refresh, name="worker-status-ping", daemon=True).start()
+    threading.Thread(target=_refresh, name="worker-status-read", daemon=True).start()
 
 
 def worker_status() -> dict:
     """The shared answer: ``{"alive": bool, "workers": [...], "checked_at": epoch s or None}``.
 
     Returns:
-        ``alive`` when a worker answered a ping within :func:`max_age` seconds, with the
-        workers that answered; ``checked_at`` is when the last ping finished (None: none yet).
+        ``alive`` when a worker beat within :func:`max_age` seconds, with the
+        workers that beat; ``checked_at`` is when the last read finished (None: none yet).
 
     Example:
         >>> worker_status()["alive"]
@@ -96,15 +166,15 @@ def worker_status() -> dict:
     if not _first_answer.is_set():
         _first_answer.wait(FIRST_ANSWER_WAIT)
     with _lock:
-        last_ping, last_seen = _last_ping, _last_seen
+        last_read, last_seen = _last_read, _last_seen
     if last_seen is None or time.time() - last_seen[0] > max_age():
-        return {"alive": False, "workers": [], "checked_at": last_ping}
-    return {"alive": True, "workers": last_seen[1], "checked_at": last_ping}
+        return {"alive": False, "workers": [], "checked_at": last_read}
+    return {"alive": True, "workers": last_seen[1], "checked_at": last_read}
 
 
 def forget() -> None:
-    """Drop what is known (the next call pings again); a running refresh still lands."""
-    global _last_ping, _last_seen
+    """Drop what is known (the next call reads again); a running refresh still lands."""
+    global _last_read, _last_seen
     with _lock:
-        _last_ping = _last_seen = None
+        _last_read = _last_seen = None
     _first_answer.clear()

@@ -7,7 +7,7 @@ the same DATABASE_URL and REDIS_URL.
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
@@ -28,3 +28,22 @@ def _preload_local_models(**kwargs):
     from training.engine.local import preload
 
     preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])
+
+
+_beacons = []
+
+
+@worker_ready.connect
+def _start_beacon(sender=None, **kwargs):
+    """The worker's beats in Redis, which the indicator and /healthz read (core.worker_status)."""
+    from core.worker_status import Beacon
+
+    beacon = Beacon(getattr(sender, "hostname", None) or "celery")
+    beacon.start()
+    _beacons.append(beacon)
+
+
+@worker_shutdown.connect
+def _stop_beacon(**kwargs):
+    while _beacons:
+        _beacons.pop().stop()

@@ -35,7 +35,7 @@ def test_settings_page_names_configured_providers_never_values(user_client, monk
 @pytest.mark.django_db
 def test_worker_indicator_says_not_running_without_worker(user_client, monkeypatch):
     worker_status.forget()
-    monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: [])
+    monkeypatch.setattr(worker_status, "beating_workers", lambda timeout=1.0: [])
     html = user_client.get("/status/worker/", headers={"HX-Request": "true"}).content.decode()
     assert 'data-state="down"' in html and "not running" in html
     worker_status.forget()
@@ -47,7 +47,7 @@ def test_healthz_names_what_is_down(client, settings, monkeypatch):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     worker_status.forget()
     health.forget()
-    monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: [])
+    monkeypatch.setattr(worker_status, "beating_workers", lambda timeout=1.0: [])
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
@@ -57,8 +57,8 @@ def test_healthz_names_what_is_down(client, settings, monkeypatch):
     worker_status.forget()
 
 
-def test_many_parallel_status_reads_share_one_ping(monkeypatch, settings):
-    """200 readers at once (health checks, indicators): one ping, never one each."""
+def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
+    """200 readers at once (health checks, indicators): one Redis read, never one each."""
     settings.TRAINBOARD_WORKER_STATUS_TTL = 60
     pings, in_flight, most_in_flight = [], [0], [0]
     lock = threading.Lock()
@@ -73,7 +73,7 @@ def test_many_parallel_status_reads_share_one_ping(monkeypatch, settings):
             pings.append(1)
         return ["w@test"]
 
-    monkeypatch.setattr(worker_status, "ping_workers", slow_ping)
+    monkeypatch.setattr(worker_status, "beating_workers", slow_ping)
     worker_status.forget()
     answers = []
     readers = [
@@ -99,7 +99,7 @@ def test_a_stale_status_is_refreshed_in_the_background(monkeypatch, settings):
         time.sleep(0.5)  # the worker has gone: later pings find nobody
         return []
 
-    monkeypatch.setattr(worker_status, "ping_workers", ping)
+    monkeypatch.setattr(worker_status, "beating_workers", ping)
     worker_status.forget()
     assert worker_status.worker_status()["workers"] == ["w1@test"]
     time.sleep(0.3)

@@ -19,7 +19,7 @@ from tests.support.consumers import open_echo_socket
 @pytest.fixture
 def a_worker_answers(monkeypatch):
     """The cached worker status says alive (no Celery worker runs in-process)."""
-    monkeypatch.setattr(worker_status, "ping_workers", lambda timeout=1.0: ["w@test"])
+    monkeypatch.setattr(worker_status, "beating_workers", lambda timeout=1.0: ["w@test"])
     worker_status.forget()
     health.forget()
     yield
@@ -64,3 +64,33 @@ def test_healthz_answers_503_in_time_when_redis_is_stalled(
     private_redis.resume()
     health.forget()
     assert client.get("/healthz").status_code == 200
+
+
+def test_a_worker_beacon_shows_the_worker_until_it_stops(settings):
+    """What a Celery worker starts on ``worker_ready`` (project/celery.py), on the real Redis:
+    its beat makes it alive at once, and stopping removes it at once (no reply to wait for)."""
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
+    name = f"beacon-test-{time.time_ns()}@test"
+    beacon = worker_status.Beacon(name)
+    beacon.start()
+    try:
+        assert name in worker_status.beating_workers()
+        time.sleep(3 * settings.TRAINBOARD_WORKER_STATUS_TTL)  # it keeps beating
+        assert name in worker_status.beating_workers()
+    finally:
+        beacon.stop()
+    assert name not in worker_status.beating_workers()
+    assert not beacon.is_alive()
+
+
+def test_a_beat_older_than_the_limit_does_not_count(settings):
+    """A killed worker never removes its name: its last beat ages out after max_age()."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    name = f"killed-{time.time_ns()}@test"
+    client.zadd(worker_status.BEACON_KEY, {name: time.time() - worker_status.max_age() - 1})
+    try:
+        assert name not in worker_status.beating_workers()
+    finally:
+        client.zrem(worker_status.BEACON_KEY, name)
