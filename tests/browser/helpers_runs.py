@@ -1,8 +1,12 @@
-"""Helpers (no tests) for the runs browser tests and bench/stream_latency.py: live stack seeding."""
+"""Helpers (no tests) for the runs browser tests and bench/stream_latency.py: live stack
+seeding, the launch form, and page checks (screenshots, fitting the window's width)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from pathlib import Path
 
 
 def shell(live_stack, code: str) -> str:
@@ -53,6 +57,13 @@ print(program.pk)
     return int(shell(live_stack, code))
 
 
+def demo_program(live_stack, name: str, model: str) -> tuple[int, int]:
+    """Create a program ``name`` on ``model`` over the demo dataset (what most tests train);
+    returns (dataset id, program id)."""
+    dataset_id = demo_dataset_id(live_stack)
+    return dataset_id, create_program(live_stack, name, model, dataset_id)
+
+
 def launch_run(live_stack, program_id: int, dataset_id: int, **config) -> int:
     """Create a run through the same services as the launch form, enqueued to the worker."""
     code = f"""
@@ -78,19 +89,57 @@ ENDLESS = {"epochs": 1000, "batch_size": 9, "evaluations_before": 0, "evaluation
 def launch_demo_run(live_stack, name: str, model: str, *, evaluations=(0, 0), **config) -> int:
     """Create a program ``name`` on ``model`` over the demo dataset and launch it with
     ``config``; ``evaluations`` = (test evaluations before, after), none unless asked."""
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, name, model, dataset_id)
+    dataset_id, program_id = demo_program(live_stack, name, model)
     before, after = evaluations
     config.setdefault("evaluations_before", before)
     config.setdefault("evaluations_after", after)
     return launch_run(live_stack, program_id, dataset_id, **config)
 
 
+#: One epoch with a test evaluation before and after: a finished run with every panel (errors,
+#: per-example table, matrices) filled, in seconds on a fake LM.
+SMALL_RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 1, "evaluations_after": 1}
+
+
+def finished_small_run(page, live_stack, name: str, model: str) -> int:
+    """Launch a SMALL_RUN of a new program ``name`` on ``model`` over the demo dataset, wait on
+    its page until it succeeded, then reload it: the panels drawn with the page (errors, the
+    per-example table), not streamed, are there only after a reload."""
+    dataset_id, program_id = demo_program(live_stack, name, model)
+    run_id = launch_run(live_stack, program_id, dataset_id, **SMALL_RUN)
+    page.goto(f"/runs/{run_id}/")
+    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
+    page.reload()
+    return run_id
+
+
+#: An OMEGA fit of a ``fake/rules`` program that a real worker finishes in seconds: its
+#: mutations learn rules from wrong answers, ``fake/embedding`` gives DNS its vectors
+#: (tests/support/fake_models.py).
+QUICK_OMEGA = {
+    "optimizer": "OMEGA",
+    "omega_embedding_model": "fake/embedding",
+    "omega_population_size": 4,
+    "batch_size": 8,
+    "validation_split": 0.25,
+    "seed": 7,
+}
+
+
+def open_rules_omega_run(page, live_stack, name: str, latency: float, **config) -> int:
+    """Launch a QUICK_OMEGA run of a new program ``name`` on ``fake/rules`` (``latency`` s a
+    call) over the demo dataset and open its page while it runs; ``config`` adds to the
+    settings (``evaluations`` as in launch_demo_run)."""
+    model = f"fake/rules?latency={latency}"
+    run_id = launch_demo_run(live_stack, name, model, **{**QUICK_OMEGA, **config})
+    page.goto(f"/runs/{run_id}/")
+    return run_id
+
+
 def open_launch_form(page, live_stack, name: str, model: str, optimizer: str) -> int:
     """Create a program ``name`` on ``model`` over the demo dataset and open its launch form in
     ``page`` with that dataset and ``optimizer`` chosen; returns the dataset id."""
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, name, model, dataset_id)
+    dataset_id, program_id = demo_program(live_stack, name, model)
     page.goto(f"/runs/new/?program={program_id}")
     page.select_option("#id_dataset", str(dataset_id))
     page.select_option("#id_optimizer", optimizer)
@@ -109,3 +158,35 @@ def run_field(live_stack, run_id: int, field: str):
 def open_advanced(page) -> None:
     """Unfold the launch form's "Advanced settings" (seed, evaluations, optimizer details)."""
     page.evaluate("document.getElementById('advanced-settings').open = true")
+
+
+def fill_fields(page, **values) -> None:
+    """Type each of ``values`` into the form's field of that name (``#id_<name>``), in order,
+    as a person would: one call instead of a line per field."""
+    for name, value in values.items():
+        page.fill(f"#id_{name}", str(value))
+
+
+def launch_from_form(page) -> int:
+    """Press the launch form's Launch and wait for the new run's page; returns its id."""
+    page.click("#launch")
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    return int(page.url.rstrip("/").split("/")[-1])
+
+
+def screenshot(page, name: str) -> None:
+    """Save the whole page as ``<name>.png`` under $TRAINBOARD_SCREENSHOT_DIR, when it is set
+    (screenshots are for a person to look at, not checked)."""
+    folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def fits_the_width(page) -> bool:
+    """The page's content (below the site's top bar) ends within the window: wide tables
+    scroll inside their box instead of widening the page."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.content > *'))"
+        ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
+    )

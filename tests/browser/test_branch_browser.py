@@ -16,6 +16,8 @@ import pytest
 from helpers_runs import (
     create_program,
     demo_dataset_id,
+    fill_fields,
+    launch_from_form,
     launch_run,
     open_advanced,
     shell,
@@ -185,17 +187,9 @@ def test_mark_three_predictions_publish_a_version_and_train_on_it(logged_in_page
     page.select_option("#id_dataset", str(version_id))
     open_advanced(page)
     page.check("#id_reward_human_marks")
-    page.fill("#id_rfs_nb_min_examples", "2")
-    page.fill("#id_rfs_nb_candidates", "2")
-    page.fill("#id_epochs", "1")
-    page.fill("#id_batch_size", "8")
-    page.fill("#id_validation_split", "0.25")
-    page.fill("#id_seed", "11")
-    page.fill("#id_evaluations_before", "1")
-    page.fill("#id_evaluations_after", "1")
-    page.click("#launch")
-    page.wait_for_url("**/runs/*/")
-    new_run = int(page.url.rstrip("/").split("/")[-1])
+    fill_fields(page, rfs_nb_min_examples=2, rfs_nb_candidates=2, epochs=1, batch_size=8)
+    fill_fields(page, validation_split=0.25, seed=11, evaluations_before=1, evaluations_after=1)
+    new_run = launch_from_form(page)
     wait_status(page)
     rewards = query(
         live_stack,

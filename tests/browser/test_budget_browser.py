@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, open_advanced, run_field
+from helpers_runs import demo_program, fill_fields, launch_from_form, open_advanced, run_field
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -59,8 +59,7 @@ def forecast_calls(page) -> int:
 def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_stack):
     page = logged_in_page
     offsets = log_sizes(live_stack)
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Forecast router", "fake/fewshot", dataset_id)
+    _, program_id = demo_program(live_stack, "Forecast router", "fake/fewshot")
     page.goto(f"/runs/new/?program={program_id}")
     page.fill("#id_epochs", "2")
     # The worker's trial arrives: tokens, cost and time join the calls.
@@ -88,23 +87,14 @@ def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_st
 def test_a_calls_cap_stops_the_run_and_it_resumes_with_a_higher_cap(logged_in_page, live_stack):
     page = logged_in_page
     offsets = log_sizes(live_stack)
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(
-        live_stack, "Capped router", "fake/fewshot?latency=0.05", dataset_id
-    )
+    _, program_id = demo_program(live_stack, "Capped router", "fake/fewshot?latency=0.05")
     page.goto(f"/runs/new/?program={program_id}")
     open_advanced(page)
-    page.fill("#id_epochs", "3")
-    page.fill("#id_batch_size", "4")
-    page.fill("#id_validation_split", "0.25")
-    page.fill("#id_seed", "3")
-    page.fill("#id_evaluations_before", "1")
-    page.fill("#id_evaluations_after", "1")
-    page.fill("#id_budget_calls", "60")  # past the first epoch: a checkpoint, candidates
+    fill_fields(page, epochs=3, batch_size=4, validation_split=0.25, seed=3)
+    fill_fields(page, evaluations_before=1, evaluations_after=1)
+    fill_fields(page, budget_calls=60)  # past the first epoch: a checkpoint, candidates
     expect(page.locator('#forecast-summary[data-state="ready"]')).to_be_visible(timeout=90_000)
-    page.click("#launch")
-    page.wait_for_url("**/runs/*/")
-    run_id = int(page.url.rstrip("/").split("/")[-1])
+    run_id = launch_from_form(page)
 
     expect(page.locator('#run-status .status-badge[data-status="stopped"]')).to_be_visible(
         timeout=90_000

@@ -9,26 +9,11 @@ and of the compare page at both widths.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, shell
+from helpers_runs import finished_small_run, fits_the_width, screenshot, shell
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
-
-SMALL_RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 1, "evaluations_after": 1}
-
-
-def finished_fake_run(page, live_stack, name: str, model: str) -> int:
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, name, model, dataset_id)
-    run_id = launch_run(live_stack, program_id, dataset_id, **SMALL_RUN)
-    page.goto(f"/runs/{run_id}/")
-    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
-    page.reload()  # the table is rendered with the page
-    return run_id
 
 
 def seeded_run(live_stack, name: str) -> int:
@@ -44,20 +29,6 @@ after = list(truth); after[3], after[6], after[9] = 'bug', 'bug', None
 print(seeded_run(user, routing_dataset(user, test=30, name={name!r}), before, after).pk)
 """
     return int(shell(live_stack, code))
-
-
-def screenshot(page, name: str) -> None:
-    folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def fits_the_width(page) -> bool:
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('.content > *'))"
-        ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
-    )
 
 
 def test_the_table_filters_to_regressions(logged_in_page, live_stack):
@@ -85,7 +56,7 @@ def test_the_table_filters_to_regressions(logged_in_page, live_stack):
 
 def test_a_confusion_matrix_cell_filters_the_table(logged_in_page, live_stack):
     page = logged_in_page
-    finished_fake_run(page, live_stack, "Matrix", "fake/fewshot")
+    finished_small_run(page, live_stack, "Matrix", "fake/fewshot")
     after = page.locator('#confusion .confusion-phase[data-phase="after"]')
     expect(after).to_be_visible()
     cell = after.locator("td.confused a.confusion-link").first
@@ -102,7 +73,7 @@ def test_a_confusion_matrix_cell_filters_the_table(logged_in_page, live_stack):
 
 def test_a_prediction_holding_script_stays_inert(logged_in_page, live_stack):
     page = logged_in_page
-    finished_fake_run(page, live_stack, "XSS table", "fake/xss")
+    finished_small_run(page, live_stack, "XSS table", "fake/xss")
     prediction = page.locator("#eval-rows tr.eval-row .eval-after .prediction").first
     assert "<script>window.__xss = 1</script>" in prediction.inner_text()
     assert prediction.locator("script, b").count() == 0
@@ -119,12 +90,12 @@ def test_a_prediction_holding_script_stays_inert(logged_in_page, live_stack):
 def test_run_and_compare_pages_fit_the_screen(logged_in_page, live_stack, width):
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
-    first = finished_fake_run(page, live_stack, f"Few-shot {width}", "fake/fewshot")
+    first = finished_small_run(page, live_stack, f"Few-shot {width}", "fake/fewshot")
     page.locator("#run-examples").scroll_into_view_if_needed()
     assert page.locator("#confusion").is_visible() and page.locator("#eval-rows").is_visible()
     assert fits_the_width(page)
     screenshot(page, f"run-page-table-{width}")
-    second = finished_fake_run(page, live_stack, f"Rules {width}", "fake/rules")
+    second = finished_small_run(page, live_stack, f"Rules {width}", "fake/rules")
     page.goto(f"/compare/?runs={first}&runs={second}")
     expect(page.locator("#compare-learned .learned-column")).to_have_count(2)
     assert fits_the_width(page)

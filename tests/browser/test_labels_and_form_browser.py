@@ -10,7 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, shell, tiny_dataset_id
+from helpers_runs import (
+    create_program,
+    demo_dataset_id,
+    fill_fields,
+    launch_from_form,
+    shell,
+    tiny_dataset_id,
+)
 from playwright.sync_api import expect
 
 from training.services.run_config import PRESETS, TRAINING
@@ -125,20 +132,16 @@ def test_label_set_program_answers_only_valid_labels_on_the_local_model(logged_i
         )
     )
     page.click("#new-program")
-    page.fill("#id_name", "Local labels")
-    page.fill("#id_instructions", "Answer with the team code name.")
-    page.fill("#id_max_tokens", "16")
+    fill_fields(
+        page, name="Local labels", instructions="Answer with the team code name.", max_tokens=16
+    )
     page.click("#program-form button[type=submit]")
     page.wait_for_url("**/programs/*/")
     page.click("#launch-run")
-    page.fill("#id_epochs", "1")
-    page.fill("#id_batch_size", "4")
-    page.fill("#id_validation_split", "0")
-    page.click("#launch")
-    page.wait_for_url("**/runs/*/")
+    fill_fields(page, epochs=1, batch_size=4, validation_split=0)
+    run_id = launch_from_form(page)
     badge = page.locator('#run-status .status-badge[data-status="succeeded"]')
     badge.wait_for(timeout=300_000)
-    run_id = int(page.url.rstrip("/").split("/")[-1])
     answers = json.loads(
         shell(
             live_stack,

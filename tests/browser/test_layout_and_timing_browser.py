@@ -87,17 +87,10 @@ def test_elapsed_time_ticks_and_the_duration_arrives_with_the_last_update(
     logged_in_page, live_stack, finished_runs
 ):
     page = logged_in_page
-    run = launch_run(
-        live_stack,
-        create_program(
-            live_stack, "Slow router", "fake/fewshot?latency=0.25", finished_runs["dataset"]
-        ),
-        finished_runs["dataset"],
-        epochs=3,
-        batch_size=9,
-        evaluations_before=0,
-        evaluations_after=1,
-    )
+    dataset = finished_runs["dataset"]
+    program = create_program(live_stack, "Slow router", "fake/fewshot?latency=0.25", dataset)
+    config = dict(epochs=3, batch_size=9, evaluations_before=0, evaluations_after=1)
+    run = launch_run(live_stack, program, dataset, **config)
     page.goto(f"/runs/{run}/")
     elapsed = page.locator("#run-timing .run-elapsed")
     elapsed.wait_for(timeout=30_000)

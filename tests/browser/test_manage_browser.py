@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from helpers_runs import (
     create_program,
-    demo_dataset_id,
+    demo_program,
+    fill_fields,
+    launch_from_form,
     launch_run,
     open_advanced,
     run_field,
@@ -27,6 +29,8 @@ from helpers_runs import (
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
+#: One epoch over the whole train split, tested once after: seconds on ``fake/fewshot``.
+ONE_EPOCH = dict(epochs=1, batch_size=36, evaluations_before=0, evaluations_after=1)
 
 
 def wait_status(live_stack, run_id: int, status: str = "succeeded", timeout: float = 120) -> None:
@@ -76,15 +80,7 @@ def test_delete_a_run_then_its_dataset(logged_in_page, live_stack):
     page.on("dialog", lambda dialog: dialog.accept())  # the dataset form's confirm()
     dataset = copy_of_demo(live_stack, "manage: deletable copy")
     program = create_program(live_stack, "Deletable router", "fake/fewshot", dataset)
-    run = launch_run(
-        live_stack,
-        program,
-        dataset,
-        epochs=1,
-        batch_size=36,
-        evaluations_before=0,
-        evaluations_after=1,
-    )
+    run = launch_run(live_stack, program, dataset, **ONE_EPOCH)
     wait_status(live_stack, run)
 
     # While the run exists the dataset cannot go, and the page says why.
@@ -121,10 +117,8 @@ def test_delete_a_run_then_its_dataset(logged_in_page, live_stack):
 
 def test_tag_filter_and_archive_from_the_bulk_bar(logged_in_page, live_stack):
     page = logged_in_page
-    dataset = demo_dataset_id(live_stack)
-    program = create_program(live_stack, "Bulk router", "fake/fewshot", dataset)
-    config = dict(epochs=1, batch_size=36, evaluations_before=0, evaluations_after=1)
-    runs = [launch_run(live_stack, program, dataset, **config) for _ in range(2)]
+    dataset, program = demo_program(live_stack, "Bulk router", "fake/fewshot")
+    runs = [launch_run(live_stack, program, dataset, **ONE_EPOCH) for _ in range(2)]
     for run in runs:
         wait_status(live_stack, run)
     page.goto(f"/runs/?program={program}")
@@ -168,17 +162,9 @@ def test_tag_filter_and_archive_from_the_bulk_bar(logged_in_page, live_stack):
 
 def test_promote_a_finished_run_diff_and_launch_from_the_new_version(logged_in_page, live_stack):
     page = logged_in_page
-    dataset = demo_dataset_id(live_stack)
-    program = create_program(live_stack, "Promoted router", "fake/fewshot", dataset)
-    run = launch_run(
-        live_stack,
-        program,
-        dataset,
-        epochs=2,
-        batch_size=9,
-        evaluations_before=1,
-        evaluations_after=1,
-    )
+    dataset, program = demo_program(live_stack, "Promoted router", "fake/fewshot")
+    config = dict(epochs=2, batch_size=9, evaluations_before=1, evaluations_after=1)
+    run = launch_run(live_stack, program, dataset, **config)
     page.goto(f"/runs/{run}/")
     # The button arrives with the live update that finishes the run.
     page.locator("#promote-run").click(timeout=120_000)
@@ -205,13 +191,8 @@ def test_promote_a_finished_run_diff_and_launch_from_the_new_version(logged_in_p
     page.wait_for_url(re.compile(rf"/runs/new/\?program={program}&version=2$"))
     assert page.locator("#id_version").input_value() == "2"
     open_advanced(page)
-    page.fill("#id_epochs", "1")
-    page.fill("#id_batch_size", "36")
-    page.fill("#id_evaluations_before", "1")
-    page.fill("#id_evaluations_after", "1")
-    page.click("#launch")
-    page.wait_for_url(re.compile(r"/runs/\d+/$"))
-    second = int(page.url.rstrip("/").split("/")[-1])
+    fill_fields(page, epochs=1, batch_size=36, evaluations_before=1, evaluations_after=1)
+    second = launch_from_form(page)
     assert "Trains version 2 of Promoted router" in page.locator(".run-version-line").inner_text()
     wait_status(live_stack, second)
     # Its test reward before any training of its own is the promoted version's.

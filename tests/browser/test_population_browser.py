@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run
+from helpers_runs import open_rules_omega_run
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -22,24 +22,9 @@ def points(page) -> int:
 
 def test_the_map_grows_live_during_an_omega_run(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Rules map", "fake/rules?latency=0.03", dataset_id)
-    run_id = launch_run(
-        live_stack,
-        program_id,
-        dataset_id,
-        optimizer="OMEGA",
-        omega_embedding_model="fake/embedding",
-        omega_population_size=4,
-        omega_merging_rate=0.5,
-        epochs=4,
-        batch_size=8,
-        validation_split=0.25,
-        evaluations_before=1,
-        evaluations_after=0,
-        seed=7,
+    open_rules_omega_run(
+        page, live_stack, "Rules map", 0.03, epochs=4, omega_merging_rate=0.5, evaluations=(1, 0)
     )
-    page.goto(f"/runs/{run_id}/")
     svg = page.locator("#population-svg")
     running = page.locator('#run-status .status-badge[data-status="running"]')
     # the first competition places the first points while the run is still going

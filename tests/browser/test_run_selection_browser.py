@@ -6,48 +6,17 @@ Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep the screenshots.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run, shell
+from helpers_runs import fits_the_width, open_rules_omega_run, screenshot, shell
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
 
 
-def screenshot(page, name: str) -> None:
-    folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def fits_the_width(page) -> bool:
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('.content > *'))"
-        ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
-    )
-
-
 def test_selection_summary_and_loading_phase_at_both_widths(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, "Rules", "fake/rules?latency=0.01", dataset_id)
-    run_id = launch_run(
-        live_stack,
-        program_id,
-        dataset_id,
-        optimizer="OMEGA",
-        omega_embedding_model="fake/embedding",
-        omega_population_size=4,
-        epochs=2,
-        batch_size=8,
-        validation_split=0.25,
-        seed=7,
-    )
-    page.goto(f"/runs/{run_id}/")
+    run_id = open_rules_omega_run(page, live_stack, "Rules", 0.01, epochs=2, evaluations=(1, 1))
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
     summary = page.locator("#run-selection")
     summary.wait_for()

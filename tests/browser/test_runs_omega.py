@@ -13,7 +13,14 @@ import subprocess
 import time
 
 import pytest
-from helpers_runs import launch_demo_run, open_advanced, open_launch_form, run_field
+from helpers_runs import (
+    fill_fields,
+    launch_demo_run,
+    launch_from_form,
+    open_advanced,
+    open_launch_form,
+    run_field,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -26,15 +33,9 @@ def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live
     assert page.locator('fieldset[data-optimizer="RandomFewShot"]').evaluate("d => d.hidden")
     assert page.input_value("#id_omega_language_model") == ""  # blank: the program's model
     open_advanced(page)
-    page.fill("#id_omega_embedding_model", "fake/embedding")
-    page.fill("#id_omega_population_size", "4")
-    page.fill("#id_omega_merging_rate", "0.5")
-    page.fill("#id_epochs", "3")
-    page.fill("#id_batch_size", "8")
-    page.fill("#id_validation_split", "0.25")
-    page.fill("#id_seed", "7")
-    page.click("#launch")
-    page.wait_for_url("**/runs/*/")
+    fill_fields(page, omega_embedding_model="fake/embedding", omega_population_size=4)
+    fill_fields(page, omega_merging_rate=0.5, epochs=3, batch_size=8, validation_split=0.25, seed=7)
+    launch_from_form(page)
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
 
     board = page.locator("#run-leaderboard")

@@ -8,47 +8,17 @@ viewer at 1280 and 390 px.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from helpers_runs import create_program, demo_dataset_id, launch_run
+from helpers_runs import finished_small_run, fits_the_width, screenshot
 
 pytestmark = pytest.mark.browser
 
 FLAKY = "fake/fewshot?failure_rate=0.3&failure=fatal"
-SMALL_RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 1, "evaluations_after": 1}
-
-
-def finished_run(page, live_stack, name: str, model: str) -> int:
-    dataset_id = demo_dataset_id(live_stack)
-    program_id = create_program(live_stack, name, model, dataset_id)
-    run_id = launch_run(live_stack, program_id, dataset_id, **SMALL_RUN)
-    page.goto(f"/runs/{run_id}/")
-    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
-    page.reload()  # the errors panel is rendered with the page
-    return run_id
-
-
-def screenshot(page, name: str) -> None:
-    folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def fits_the_width(page) -> bool:
-    """The page's content (below the site's top bar) ends within the window: wide tables
-    scroll inside their box instead of widening the page."""
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('.content > *'))"
-        ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
-    )
 
 
 def test_a_failed_call_opens_from_its_error_group(logged_in_page, live_stack):
     page = logged_in_page
-    run_id = finished_run(page, live_stack, "Flaky", FLAKY)
+    run_id = finished_small_run(page, live_stack, "Flaky", FLAKY)
     group = page.locator("#error-groups tr.error-group").first
     assert "simulated non-retryable failure" in group.inner_text()
     count = int(group.locator(".error-group-link").inner_text())
@@ -66,7 +36,7 @@ def test_a_failed_call_opens_from_its_error_group(logged_in_page, live_stack):
 
 def test_an_lm_answer_holding_script_stays_inert_in_the_trace_viewer(logged_in_page, live_stack):
     page = logged_in_page
-    run_id = finished_run(page, live_stack, "XSS traces", "fake/xss")
+    run_id = finished_small_run(page, live_stack, "XSS traces", "fake/xss")
     page.goto(f"/runs/{run_id}/traces/?role=prediction")
     outcome = page.locator("#trace-table tr.trace .trace-outcome").first
     assert "<script>window.__xss = 1</script>" in outcome.inner_text()
@@ -82,7 +52,7 @@ def test_an_lm_answer_holding_script_stays_inert_in_the_trace_viewer(logged_in_p
 
 def test_trace_list_filters_by_role_candidate_and_failure(logged_in_page, live_stack):
     page = logged_in_page
-    run_id = finished_run(page, live_stack, "Flaky filters", FLAKY)
+    run_id = finished_small_run(page, live_stack, "Flaky filters", FLAKY)
     # from a candidate of the leaderboard: the validation predictions it was scored on
     page.locator("#run-leaderboard tr.candidate .candidate-traces a").first.click()
     page.wait_for_url(f"**/runs/{run_id}/traces/?candidate=*")
@@ -110,7 +80,7 @@ def test_trace_list_filters_by_role_candidate_and_failure(logged_in_page, live_s
 def test_errors_panel_and_trace_viewer_fit_the_screen(logged_in_page, live_stack, width):
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
-    run_id = finished_run(page, live_stack, f"Flaky {width}", FLAKY)
+    run_id = finished_small_run(page, live_stack, f"Flaky {width}", FLAKY)
     page.locator("#run-traces").scroll_into_view_if_needed()
     assert page.locator("#error-groups").is_visible()
     screenshot(page, f"errors-panel-{width}")
