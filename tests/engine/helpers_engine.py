@@ -66,8 +66,13 @@ def few_shot_learner(**kwargs):
     return synalinks.testing.FakeLanguageModel(responder=respond, **kwargs)
 
 
-async def build_program(lm, module=None, name=None):
+async def build_program(
+    lm, module=None, name=None, *, input_model=Query, output_model=Answer, **options
+):
+    """A one-module program on ``lm`` (a Generator unless ``module``) from ``input_model`` to
+    ``output_model``, the shape of most test programs; ``options`` go to the module
+    (``instructions``, ``examples``...)."""
     module_cls = module or synalinks.Generator
-    inputs = synalinks.Input(data_model=Query)
-    outputs = await module_cls(data_model=Answer, language_model=lm)(inputs)
+    inputs = synalinks.Input(data_model=input_model)
+    outputs = await module_cls(data_model=output_model, language_model=lm, **options)(inputs)
     return synalinks.Program(inputs=inputs, outputs=outputs, name=name)

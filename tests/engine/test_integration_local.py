@@ -9,6 +9,7 @@ import pytest
 from pydantic import Field
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import build_program
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +26,10 @@ class Sentiment(synalinks.DataModel):
 
 
 async def _generator_program(lm):
-    inputs = synalinks.Input(data_model=Review)
-    outputs = await synalinks.Generator(
-        data_model=Sentiment, language_model=lm, instructions="Classify the sentiment."
-    )(inputs)
-    return synalinks.Program(inputs=inputs, outputs=outputs, name="sentiment")
+    instructions = "Classify the sentiment."
+    return await build_program(
+        lm, name="sentiment", input_model=Review, output_model=Sentiment, instructions=instructions
+    )
 
 
 async def test_prompt_names_the_fields_and_stays_small_on_the_local_model():

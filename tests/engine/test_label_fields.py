@@ -12,6 +12,7 @@ import pytest
 from pydantic import Field, ValidationError
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import build_program
 from training.engine.data_model import (
     MAX_CHOICES,
     create_data_model,
@@ -74,11 +75,10 @@ def test_an_oversized_enum_in_a_loaded_schema_is_refused():
 
 
 async def _program(lm):
-    inputs = synalinks.Input(data_model=Tweet)
-    outputs = await synalinks.Generator(
-        data_model=Sentiment, language_model=lm, instructions="Classify the tweet's sentiment."
-    )(inputs)
-    return synalinks.Program(inputs=inputs, outputs=outputs, name="sentiment")
+    instructions = "Classify the tweet's sentiment."
+    return await build_program(
+        lm, name="sentiment", input_model=Tweet, output_model=Sentiment, instructions=instructions
+    )
 
 
 def _output_model(program):

@@ -125,10 +125,17 @@ async def test_omega_calls_are_traced_as_mutation_and_embedding():
     assert all(m["role"] == "input" for m in embedding.messages)
 
 
-async def test_judge_calls_are_traced_with_the_judge_role():
+async def judged_program():
+    """A program on the oracle LM rewarded by an LM judge (a fake that finds every answer
+    fine): each example its evaluation scores makes one judge call."""
     judge_lm = FakeLanguageModel(responder=lambda request: {"critique": "fine", "score": 1.0})
     program = await build_program(oracle_lm())
     program.compile(reward=synalinks.rewards.LMAsJudge(language_model=judge_lm))
+    return program
+
+
+async def test_judge_calls_are_traced_with_the_judge_role():
+    program = await judged_program()
     x, y = dataset(2)
     with synalinks.tracing.record() as recorder:
         await program.evaluate(x, y)
@@ -210,9 +217,7 @@ def test_trace_context_checks_its_fields():
 
 
 async def test_judge_calls_name_the_example_they_judge():
-    judge_lm = FakeLanguageModel(responder=lambda request: {"critique": "fine", "score": 1.0})
-    program = await build_program(oracle_lm())
-    program.compile(reward=synalinks.rewards.LMAsJudge(language_model=judge_lm))
+    program = await judged_program()
     x, y = dataset(5)
     with synalinks.tracing.record() as recorder:
         await program.evaluate(x, y, batch_size=2)
