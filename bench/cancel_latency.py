@@ -52,8 +52,8 @@ def make_run(evaluations_before: int):
 
     from datasets.models import DatasetRow
     from datasets.services import import_builtin
-    from training.models import Program, Run
-    from training.services.programs import build_engine_program
+    from tests.training.helpers_programs import make_program
+    from training.models import Run
     from training.services.run_config import validate_run_config
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
@@ -65,21 +65,13 @@ def make_run(evaluations_before: int):
     dataset.test_count = TEST_EXAMPLES
     dataset.train_count = dataset.row_count - TEST_EXAMPLES
     dataset.save()
-    engine = build_engine_program(
+    program = make_program(
+        user,
+        dataset,
+        model="local/smollm2",
         name="Sentiment",
-        input_fields=dataset.input_schema_fields(),
-        target_fields=dataset.target_schema_fields(),
-        module="Generator",
         instructions="Label the tweet's sentiment: negative, neutral or positive.",
-        model="local/smollm2",
         max_tokens=32,
-    )
-    program = Program.objects.create(
-        owner=user,
-        name="Sentiment",
-        dataset=dataset,
-        model="local/smollm2",
-        engine_json=engine.get_config(),
     )
     targets = dataset.target_names
     config = validate_run_config(

@@ -89,25 +89,11 @@ def subset(user, demo, train: int, test: int):
 
 
 def program_for(user, dataset):
-    from training.models import Program
-    from training.services.programs import build_engine_program
+    from tests.training.helpers_programs import make_program
 
-    engine = build_engine_program(
-        name="Router",
-        input_fields=dataset.input_schema_fields(),
-        target_fields=dataset.target_schema_fields(),
-        module="Generator",
-        instructions="Route the support message to the right team.",
-        model="local/smollm2",
-        max_tokens=MAX_TOKENS,
-    )
-    return Program.objects.create(
-        owner=user,
-        name="Router",
-        dataset=dataset,
-        model="local/smollm2",
-        max_tokens=MAX_TOKENS,
-        engine_json=engine.get_config(),
+    instructions = "Route the support message to the right team."
+    return make_program(
+        user, dataset, model="local/smollm2", instructions=instructions, max_tokens=MAX_TOKENS
     )
 
 

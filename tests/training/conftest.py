@@ -7,11 +7,14 @@ needs committed data, hence ``transactional_db`` for those tests.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from datasets.services import create_demo_dataset
-from training.models import Program, Run
-from training.services.programs import build_engine_program
+from training.models import Run
+
+from .helpers_programs import make_program
 
 
 @pytest.fixture(autouse=True)
@@ -41,26 +44,18 @@ def demo_dataset(user):
     return create_demo_dataset(user)
 
 
-def make_program(
-    user, dataset, model="fake/fewshot", module="Generator", name="Router", instructions="Route it."
-):
-    engine = build_engine_program(
-        name=name,
-        input_fields=dataset.input_schema_fields(),
-        target_fields=dataset.target_schema_fields(),
-        module=module,
-        instructions=instructions,
-        model=model,
-    )
-    return Program.objects.create(
-        owner=user,
-        name=name,
-        dataset=dataset,
-        module=module,
-        instructions=instructions,
-        model=model,
-        engine_json=engine.get_config(),
-    )
+@pytest.fixture
+def no_broker(monkeypatch):
+    """Launches and resumes are executed here, in the test, not by a worker: the list of the
+    ``[run id, attempt]`` each would have sent to the broker."""
+    sent = []
+
+    def record(args, **options):
+        sent.append(args)
+        return SimpleNamespace(id=f"t{len(sent)}")
+
+    monkeypatch.setattr("training.tasks.execute_run.apply_async", record)
+    return sent
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ worker's own write) with chosen predictions. Also used by ``bench/eval_table_spe
 from __future__ import annotations
 
 from datasets.models import Dataset, DatasetRow
-from training.models import Program, Run
+from tests.training.helpers_programs import make_program
+from training.models import Run
 from training.services import persistence
-from training.services.programs import build_engine_program
 from training.services.run_config import validate_run_config
 
 LABELS = ("money", "bug", "box")
@@ -54,22 +54,7 @@ def expected_teams(dataset: Dataset) -> list[str]:
 def seeded_run(user, dataset: Dataset, before: list, after: list | None) -> Run:
     """A finished run whose evaluations predicted ``before`` / ``after`` (one team or None
     per test example: None is a failed prediction), scored by exact match."""
-    engine = build_engine_program(
-        name="Router",
-        input_fields=dataset.input_schema_fields(),
-        target_fields=dataset.target_schema_fields(),
-        module="Generator",
-        instructions="Route it.",
-        model="fake/fewshot",
-    )
-    program = Program.objects.create(
-        owner=user,
-        name="Router",
-        dataset=dataset,
-        model="fake/fewshot",
-        instructions="Route it.",
-        engine_json=engine.get_config(),
-    )
+    program = make_program(user, dataset)
     config = validate_run_config(
         {"reward": "ExactMatch", "optimizer": "RandomFewShot", "epochs": 1, "batch_size": 8},
         ["team"],

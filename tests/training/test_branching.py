@@ -17,16 +17,6 @@ from .conftest import run_config
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def no_broker(monkeypatch):
-    sent = []
-    monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
-        lambda args, **options: sent.append(args) or SimpleNamespace(id="t1"),
-    )
-    return sent
-
-
 def finished_run(user, program, dataset, **overrides):
     run = Run.objects.create(
         owner=user,

@@ -16,17 +16,6 @@ from .conftest import make_program, run_config
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def no_broker(monkeypatch):
-    """Resumes are executed here, in the test: record what would go to the worker."""
-    sent = []
-    monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
-        lambda args, **options: sent.append(args) or type("R", (), {"id": "t"})(),
-    )
-    return sent
-
-
 def omega_run(user, dataset, **overrides) -> Run:
     program = make_program(user, dataset, model="fake/rules")
     values = {
