@@ -13,7 +13,7 @@ from training.models import Run
 from training.services import model_loading
 from training.services.execution import execute
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 
 MODEL = "fake/fewshot"
 
@@ -42,6 +42,18 @@ def wait_until(condition, timeout=60.0):
     return False
 
 
+def run_on_a_worker_thread(user, dataset) -> tuple[Run, threading.Thread, dict]:
+    """A run of a program on MODEL, executed on a thread of its own as a worker would, so
+    that the test can watch it wait for the load: (the run, the thread, the dict the run's
+    final status lands in under ``"status"``)."""
+    program = make_program(user, dataset, model=MODEL)
+    run = make_run(user, program, dataset, run_config(model=MODEL))
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.update(status=execute(run.pk, 1)))
+    worker.start()
+    return run, worker, outcome
+
+
 def test_models_of_names_every_model_a_run_uses(settings):
     settings.TRAINBOARD_EMBEDDING_MODEL = "local/minilm"
     config = run_config(model=MODEL, optimizer="OMEGA", omega_embedding_model="")
@@ -51,13 +63,7 @@ def test_models_of_names_every_model_a_run_uses(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_run_names_the_loading_phase_then_runs(client_user, user, demo_dataset, slow_preload):
-    program = make_program(user, demo_dataset, model=MODEL)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(model=MODEL)
-    )
-    outcome = {}
-    worker = threading.Thread(target=lambda: outcome.update(status=execute(run.pk, 1)))
-    worker.start()
+    run, worker, outcome = run_on_a_worker_thread(user, demo_dataset)
     try:
         assert wait_until(lambda: Run.objects.get(pk=run.pk).phase == "loading models")
         html = client_user.get(run.get_absolute_url()).content.decode()
@@ -75,13 +81,7 @@ def test_run_names_the_loading_phase_then_runs(client_user, user, demo_dataset, 
 
 @pytest.mark.django_db(transaction=True)
 def test_cancel_ends_the_wait_for_models(user, demo_dataset, slow_preload):
-    program = make_program(user, demo_dataset, model=MODEL)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(model=MODEL)
-    )
-    outcome = {}
-    worker = threading.Thread(target=lambda: outcome.update(status=execute(run.pk, 1)))
-    worker.start()
+    run, worker, outcome = run_on_a_worker_thread(user, demo_dataset)
     try:
         assert wait_until(lambda: Run.objects.get(pk=run.pk).phase == "loading models")
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)

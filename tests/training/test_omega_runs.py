@@ -47,6 +47,14 @@ def run_task(run: Run) -> Run:
     return run
 
 
+def run_with_failing_mutations(user, dataset, epochs: int) -> Run:
+    """An OMEGA run on ``fake/fewshot`` whose optimizer model fails every call, executed: every
+    mutation fails, so nothing but the seed is ever scored."""
+    failing = "fake/echo?failure_rate=1&failure=fatal"
+    run = omega_run(user, dataset, "fake/fewshot", epochs=epochs, omega_language_model=failing)
+    return run_task(run)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_omega_run_persists_its_evolution_and_learns(client_user, user, demo_dataset):
     run = run_task(omega_run(user, demo_dataset))
@@ -121,15 +129,7 @@ def test_omega_run_persists_its_evolution_and_learns(client_user, user, demo_dat
 def test_failed_mutations_are_persisted_shown_and_do_not_stop_the_run(
     client_user, user, demo_dataset
 ):
-    run = run_task(
-        omega_run(
-            user,
-            demo_dataset,
-            model="fake/fewshot",
-            epochs=2,
-            omega_language_model="fake/echo?failure_rate=1&failure=fatal",
-        )
-    )
+    run = run_with_failing_mutations(user, demo_dataset, epochs=2)
     assert run.status == Run.SUCCEEDED, run.error
     errors = list(OptimizerError.objects.filter(run=run))
     assert errors and {e.operation for e in errors} == {"mutation"}

@@ -10,7 +10,7 @@ from django.urls import reverse
 from training.models import Candidate, Run
 from training.services import lineage, population_map, spend
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 from .test_omega_runs import omega_run, run_task
 
 
@@ -191,10 +191,7 @@ def test_omega_run_stores_embeddings_and_spend_and_the_page_shows_them(
 def test_random_few_shot_map_embeds_once_when_opened(client_user, user, demo_dataset, settings):
     settings.TRAINBOARD_EMBEDDING_MODEL = "fake/embedding"
     program = make_program(user, demo_dataset)
-    run = Run.objects.create(
-        owner=user, program=program, dataset=demo_dataset, config=run_config(epochs=2)
-    )
-    run = run_task(run)
+    run = run_task(make_run(user, program, demo_dataset, run_config(epochs=2)))
     assert run.status == Run.SUCCEEDED, run.error
     assert not Candidate.objects.filter(run=run, embedding__isnull=False).exists()
     url = reverse("training:run-population-embed", args=[run.pk])
@@ -218,14 +215,7 @@ def test_random_few_shot_map_embeds_once_when_opened(client_user, user, demo_dat
 def test_embedding_a_map_is_for_the_runs_owner_and_says_why_it_failed(
     client, user, other_user, demo_dataset, settings
 ):
-    program = make_program(user, demo_dataset)
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.SUCCEEDED,
-    )
+    run = make_run(user, make_program(user, demo_dataset), demo_dataset, status=Run.SUCCEEDED)
     Candidate.objects.create(
         run=run,
         variable="v",
@@ -255,14 +245,7 @@ def test_live_updates_of_an_active_run_never_ask_the_page_to_embed(user, demo_da
     the web process queued one per event and the Cancel button waited behind them."""
     from training.services import live
 
-    program = make_program(user, demo_dataset)
-    run = Run.objects.create(
-        owner=user,
-        program=program,
-        dataset=demo_dataset,
-        config=run_config(),
-        status=Run.RUNNING,
-    )
+    run = make_run(user, make_program(user, demo_dataset), demo_dataset, status=Run.RUNNING)
     Candidate.objects.create(
         run=run, variable="v", candidate_id="c1", value={"a": 1}, operation="seed", reward=0.5
     )

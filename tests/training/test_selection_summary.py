@@ -9,7 +9,7 @@ import pytest
 
 from training.models import Candidate, Run
 
-from .test_omega_runs import omega_run, run_task
+from .test_omega_runs import omega_run, run_task, run_with_failing_mutations
 
 
 @pytest.mark.django_db(transaction=True)
@@ -40,15 +40,7 @@ def test_a_run_that_learns_nothing_keeps_its_seed_and_says_none_beat_it(
     client_user, user, demo_dataset
 ):
     # every mutation fails: nothing but the seed is scored
-    run = run_task(
-        omega_run(
-            user,
-            demo_dataset,
-            model="fake/fewshot",
-            epochs=1,
-            omega_language_model="fake/echo?failure_rate=1&failure=fatal",
-        )
-    )
+    run = run_with_failing_mutations(user, demo_dataset, epochs=1)
     assert run.status == Run.SUCCEEDED, run.error
     [selection] = run.selection.values()
     assert selection["beat_seed"] == 0 and selection["candidates"] == 0
