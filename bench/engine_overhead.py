@@ -20,31 +20,16 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from query_answer import Answer, Query, query_answer_program  # noqa: E402
 
 import training.engine as synalinks  # noqa: E402
-
-
-class Query(synalinks.DataModel):
-    query: str
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-async def build(lm):
-    inputs = synalinks.Input(data_model=Query)
-    outputs = await synalinks.Generator(
-        data_model=Answer, language_model=lm, instructions="Answer."
-    )(inputs)
-    return synalinks.Program(inputs=inputs, outputs=outputs)
 
 
 async def throughput(n: int = 20_000) -> tuple[float, float]:
     lm = synalinks.testing.FakeLanguageModel(
         responder=lambda request: {"answer": request.inputs["query"]}
     )
-    program = await build(lm)
+    program = await query_answer_program(lm, instructions="Answer.")
     x = np.array([Query(query=f"question {i}") for i in range(n)], dtype="object")
     await program.predict(x[:256], batch_size=256)  # warm-up
     with synalinks.usage.track() as usage:
@@ -66,7 +51,7 @@ async def latency_batch() -> float:
     lm = synalinks.testing.FakeLanguageModel(
         responder=lambda request: {"answer": "ok"}, latency=0.1, max_concurrency=8
     )
-    program = await build(lm)
+    program = await query_answer_program(lm, instructions="Answer.")
     x = np.array([Query(query=f"q{i}") for i in range(32)], dtype="object")
     started = time.perf_counter()
     predictions = await program.predict(x, batch_size=32)

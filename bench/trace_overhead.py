@@ -25,6 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from query_answer import Query, query_answer_program  # noqa: E402
 
 import training.engine as synalinks  # noqa: E402
 
@@ -32,27 +33,12 @@ PREDICTIONS = 2_000
 ROUNDS = 9
 
 
-class Query(synalinks.DataModel):
-    query: str
-
-
-class Answer(synalinks.DataModel):
-    answer: str
-
-
-async def build(lm):
-    inputs = synalinks.Input(data_model=Query)
-    outputs = await synalinks.Generator(
-        data_model=Answer,
-        language_model=lm,
-        instructions="Answer the question with one short fact. Do not explain.",
-        examples=[
-            ({"query": "Capital of France?"}, {"answer": "Paris"}),
-            ({"query": "What is 2+2?"}, {"answer": "4"}),
-            ({"query": "Color of the sky?"}, {"answer": "blue"}),
-        ],
-    )(inputs)
-    return synalinks.Program(inputs=inputs, outputs=outputs)
+INSTRUCTIONS = "Answer the question with one short fact. Do not explain."
+EXAMPLES = [
+    ({"query": "Capital of France?"}, {"answer": "Paris"}),
+    ({"query": "What is 2+2?"}, {"answer": "4"}),
+    ({"query": "Color of the sky?"}, {"answer": "blue"}),
+]
 
 
 async def rate(program, x, traced: bool) -> tuple[float, list]:
@@ -77,7 +63,7 @@ async def main() -> int:
     lm = synalinks.testing.FakeLanguageModel(
         responder=lambda request: {"answer": request.inputs["query"][::-1]}
     )
-    program = await build(lm)
+    program = await query_answer_program(lm, instructions=INSTRUCTIONS, examples=EXAMPLES)
     x = np.array(
         [Query(query=f"question number {i}: what is {i} squared?") for i in range(PREDICTIONS)],
         dtype="object",
