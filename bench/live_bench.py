@@ -1,9 +1,10 @@
 """What the browser benches share: a private live stack, a logged-in page and a percentile.
 
 Not a benchmark itself; the scripts that use it put the project root and ``tests/browser``
-on ``sys.path`` first. ``stream_latency.py`` and ``live_resilience.py`` each start their own
-Trainboard stack (daphne + Celery worker, the way ``make run`` does) in a temp ``var/``, with
-its own embedded Redis unless ``REDIS_URL`` is set, and drive it from headless Chromium.
+on ``sys.path`` first. ``stream_latency.py``, ``live_resilience.py`` and ``population_map.py``
+each start their own Trainboard stack (daphne + Celery worker, the way ``make run`` does) in a
+temp ``var/``, with its own embedded Redis unless ``REDIS_URL`` is set, and drive it from
+headless Chromium.
 """
 
 from __future__ import annotations

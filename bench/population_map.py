@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -96,25 +94,14 @@ def main() -> int:
     args = parser.parse_args()
 
     from helpers_runs import create_program, launch_run, run_field, tiny_dataset_id
+    from live_bench import logged_in_page, private_stack
     from playwright.sync_api import sync_playwright
-
-    from core.local_runtime import embedded_redis
-    from core.local_runtime.launcher import _child_setup
-    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, login, start_live_stack
 
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="tb-bench-popmap-"))
-    redis_proc = None
-    if not os.environ.get("REDIS_URL"):
-        sock = tmp / "redis.sock"
-        redis_proc = embedded_redis.start(sock, log_path=tmp / "redis.log", preexec_fn=_child_setup)
-        os.environ["REDIS_URL"] = f"unix://{sock}"
-    stop = None
     last = ""
-    try:
-        print("starting server + worker ...", flush=True)
-        live, stop = start_live_stack(tmp / "var")
+    with private_stack("tb-bench-popmap-") as stack:
+        live = stack.live
         dataset_id = tiny_dataset_id(live, train=args.train, test=2)
         program_id = create_program(live, "Local map", "local/smollm2", dataset_id, max_tokens=64)
         common = {
@@ -134,11 +121,7 @@ def main() -> int:
         if args.rfs:
             runs.append(("RandomFewShot", {"optimizer": "RandomFewShot"}))
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            page = browser.new_context(base_url=live.url).new_page()
-            login(page, live)
+            browser, page = logged_in_page(playwright, live)
             for label, config in runs:
                 run_id = launch_run(live, program_id, dataset_id, **common, **config)
                 print(f"{label}: run {run_id} launched", flush=True)
@@ -157,18 +140,12 @@ def main() -> int:
                 shoot(page, run_id, args.shots, label.lower())
                 print(f"{label}: status {run_field(live, run_id, 'status')}", flush=True)
             browser.close()
-        logs = sorted((tmp / "var").glob("**/*.log"))
+        logs = sorted((stack.tmp / "var").glob("**/*.log"))
         tracebacks = [p.name for p in logs if "Traceback" in p.read_text(errors="replace")]
         print(f"logs read: {[p.name for p in logs]}; with a traceback: {tracebacks or 'none'}")
         if args.shots:  # kept beside the screenshots, to read
             for log in logs:
                 shutil.copy(log, args.shots / f"log_{log.name}")
-    finally:
-        if stop:
-            stop()
-        if redis_proc is not None:
-            embedded_redis.stop(redis_proc, tmp / "redis.sock")
-        shutil.rmtree(tmp, ignore_errors=True)
     print(f"population map: {last}")
     return 0
 
