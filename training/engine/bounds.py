@@ -117,10 +117,11 @@ class IntRange(_Range):
 class FloatRange(_Range):
     """A number (int or float, not bool) in ``[min, max]`` (``max=None``: no upper limit).
 
-    Args:
-        min: The smallest allowed value.
-        max: The largest allowed value, or None.
-        help: One line saying what the parameter means (forms show it next to the field).
+    Takes the same arguments as :class:`IntRange` (``min``, ``max``, ``help``).
+
+    Example:
+        >>> FloatRange(0.0, 0.95).problem(0.96)
+        'must be a number between 0 and 0.95, got 0.96'
     """
 
 
