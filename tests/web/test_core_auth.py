@@ -124,3 +124,4 @@ async def test_login_required_consumer_closes_anonymous_scope():
     communicator.scope["url_route"] = {"kwargs": {"name": "x"}}
     connected, code = await communicator.connect(timeout=5)
     assert (connected, code) == (False, 4401)
+    await communicator.disconnect()  # let the consumer's task end before the loop closes
