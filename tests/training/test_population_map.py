@@ -267,3 +267,52 @@ def test_candidate_events_send_the_map_and_tree_at_most_every_few_seconds():
     assert set(SLOW_PARTS) <= set(throttle.parts("epoch_end"))  # an epoch always heals
     assert set(throttle.parts("candidate")).isdisjoint(SLOW_PARTS)  # ...and restarts the wait
     assert PartsThrottle(seconds=0).parts("candidate") == EVENT_PARTS["candidate"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_embedding_per_run_at_a_time_and_the_other_page_asks_again_later(
+    client_user, user, demo_dataset, monkeypatch
+):
+    """Two pages open on one finished run: one request embeds, the other answers at once and
+    asks again after a pause (not at once, which made a tight loop of requests)."""
+    import threading
+
+    from django.db import connection
+
+    program = make_program(user, demo_dataset)
+    run = Run.objects.create(
+        owner=user,
+        program=program,
+        dataset=demo_dataset,
+        config=run_config(),
+        status=Run.SUCCEEDED,
+    )
+    Candidate.objects.create(
+        run=run, variable="v", candidate_id="c1", value={"a": 1}, operation="seed", reward=0.5
+    )
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow_embed(target, limit=population_map.MAX_POINTS):
+        calls.append(target.pk)
+        started.set()
+        release.wait(10)
+        return 0
+
+    monkeypatch.setattr(population_map, "embed_missing", slow_embed)
+    url = reverse("training:run-population-embed", args=[run.pk])
+    first = []
+
+    def first_page():
+        first.append(client_user.post(url))
+        connection.close()  # this thread's own connection
+
+    embedding = threading.Thread(target=first_page)
+    embedding.start()
+    assert started.wait(10)
+    second = client_user.post(url).content.decode()
+    release.set()
+    embedding.join(10)
+    assert calls == [run.pk]
+    assert 'hx-trigger="load delay:2s"' in second
+    assert first[0].status_code == 200
+    assert 'hx-trigger="load"' in first[0].content.decode()  # still missing: asks on load

@@ -24,16 +24,18 @@ from django.views.decorators.http import require_POST
 from training import selectors
 from training.services import population_map
 
+#: When another request is embedding a run's candidates, the page asks again after this.
+EMBED_BUSY_RETRY = "2s"
 _embedding_runs: set[int] = set()
 _embedding_lock = threading.Lock()
 
 
-def _embed_once(run) -> str:
-    """Embed the run's missing candidates unless that is already under way; the error the
-    map shows ("" if none)."""
+def _embed_once(run) -> str | None:
+    """Embed the run's missing candidates unless that is already under way (None); the error
+    the map shows ("" if none)."""
     with _embedding_lock:
         if run.pk in _embedding_runs:
-            return ""
+            return None
         _embedding_runs.add(run.pk)
     try:
         population_map.embed_missing(run)
@@ -46,9 +48,11 @@ def _embed_once(run) -> str:
     return ""
 
 
-def _fragment(request, run, error: str):
+def _fragment(request, run, error: str | None):
     context = {"run": run, "oob": False, **population_map.run_map(run, ask=not run.is_active)}
-    if error:
+    if error is None:  # another request is embedding them: ask again in a moment, not at once
+        context["embed_delay"] = EMBED_BUSY_RETRY
+    elif error:
         context.update(map_error=error, needs_embedding=False)
     return render(request, "training/partials/run_population.html", context)
 
