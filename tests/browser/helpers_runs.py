@@ -190,3 +190,10 @@ def fits_the_width(page) -> bool:
         "Array.from(document.querySelectorAll('.content > *'))"
         ".every(e => e.getBoundingClientRect().right <= window.innerWidth + 1)"
     )
+
+
+def scroll_to(page, selector: str) -> None:
+    """Scroll ``selector`` into view in one step of the page's own script: a run page's live
+    snapshot may swap the element between Playwright finding it and scrolling it ("not
+    attached to the DOM"), never inside one script call."""
+    page.locator(selector).evaluate("e => e.scrollIntoView({block: 'center'})")

@@ -11,7 +11,14 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_runs import demo_program, fill_fields, launch_from_form, open_advanced, run_field
+from helpers_runs import (
+    demo_program,
+    fill_fields,
+    launch_from_form,
+    open_advanced,
+    run_field,
+    scroll_to,
+)
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -27,7 +34,7 @@ def shoot(page, name: str, selector: str | None = None) -> None:
     for width, height in ((1280, 900), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         if selector:
-            page.locator(selector).scroll_into_view_if_needed()
+            scroll_to(page, selector)
         page.screenshot(path=f"{SHOTS}/{name}-{width}.png", full_page=selector is None)
         overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"

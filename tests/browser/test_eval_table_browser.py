@@ -10,7 +10,7 @@ and of the compare page at both widths.
 from __future__ import annotations
 
 import pytest
-from helpers_runs import finished_small_run, fits_the_width, screenshot, shell
+from helpers_runs import finished_small_run, fits_the_width, screenshot, scroll_to, shell
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -91,7 +91,7 @@ def test_run_and_compare_pages_fit_the_screen(logged_in_page, live_stack, width)
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
     first = finished_small_run(page, live_stack, f"Few-shot {width}", "fake/fewshot")
-    page.locator("#run-examples").scroll_into_view_if_needed()
+    scroll_to(page, "#run-examples")
     assert page.locator("#confusion").is_visible() and page.locator("#eval-rows").is_visible()
     assert fits_the_width(page)
     screenshot(page, f"run-page-table-{width}")

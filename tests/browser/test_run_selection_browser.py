@@ -7,7 +7,7 @@ Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep the screenshots.
 from __future__ import annotations
 
 import pytest
-from helpers_runs import fits_the_width, open_rules_omega_run, screenshot, shell
+from helpers_runs import fits_the_width, open_rules_omega_run, screenshot, scroll_to, shell
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +27,7 @@ def test_selection_summary_and_loading_phase_at_both_widths(logged_in_page, live
         page.reload()
         summary.wait_for()
         assert fits_the_width(page), width
-        summary.scroll_into_view_if_needed()
+        scroll_to(page, "#run-selection")
         screenshot(page, f"run-selection-{width}")
 
     # a run whose worker still loads its models (the state is set here, as execution sets it)

@@ -9,7 +9,7 @@ viewer at 1280 and 390 px.
 from __future__ import annotations
 
 import pytest
-from helpers_runs import finished_small_run, fits_the_width, screenshot
+from helpers_runs import finished_small_run, fits_the_width, screenshot, scroll_to
 
 pytestmark = pytest.mark.browser
 
@@ -81,7 +81,7 @@ def test_errors_panel_and_trace_viewer_fit_the_screen(logged_in_page, live_stack
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
     run_id = finished_small_run(page, live_stack, f"Flaky {width}", FLAKY)
-    page.locator("#run-traces").scroll_into_view_if_needed()
+    scroll_to(page, "#run-traces")
     assert page.locator("#error-groups").is_visible()
     screenshot(page, f"errors-panel-{width}")
     page.goto(f"/runs/{run_id}/traces/?failed=1")
