@@ -59,9 +59,9 @@ def _client(url: str) -> redis.Redis:
     )
 
 
-def beating_workers(timeout: float = PING_TIMEOUT) -> list[str]:
+def beating_workers() -> list[str]:
     """Names of the workers that beat within :func:`max_age` seconds ([] if none, or if
-    Redis could not be asked within ``timeout`` seconds)."""
+    Redis could not be asked within ``PING_TIMEOUT`` seconds)."""
     try:
         names = _client(settings.REDIS_URL).zrangebyscore(
             BEACON_KEY, time.time() - max_age(), "+inf"

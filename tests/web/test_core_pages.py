@@ -35,7 +35,7 @@ def test_settings_page_names_configured_providers_never_values(user_client, monk
 @pytest.mark.django_db
 def test_worker_indicator_says_not_running_without_worker(user_client, monkeypatch):
     worker_status.forget()
-    monkeypatch.setattr(worker_status, "beating_workers", lambda timeout=1.0: [])
+    monkeypatch.setattr(worker_status, "beating_workers", lambda: [])
     html = user_client.get("/status/worker/", headers={"HX-Request": "true"}).content.decode()
     assert 'data-state="down"' in html and "not running" in html
     worker_status.forget()
@@ -47,7 +47,7 @@ def test_healthz_names_what_is_down(client, settings, monkeypatch):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     worker_status.forget()
     health.forget()
-    monkeypatch.setattr(worker_status, "beating_workers", lambda timeout=1.0: [])
+    monkeypatch.setattr(worker_status, "beating_workers", lambda: [])
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
@@ -63,7 +63,7 @@ def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
     pings, in_flight, most_in_flight = [], [0], [0]
     lock = threading.Lock()
 
-    def slow_ping(timeout=1.0):
+    def slow_ping():
         with lock:
             in_flight[0] += 1
             most_in_flight[0] = max(most_in_flight[0], in_flight[0])
@@ -93,7 +93,7 @@ def test_a_stale_status_is_refreshed_in_the_background(monkeypatch, settings):
     settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
     calls = itertools.count()
 
-    def ping(timeout=1.0):
+    def ping():
         if next(calls) == 0:
             return ["w1@test"]
         time.sleep(0.5)  # the worker has gone: later pings find nobody
