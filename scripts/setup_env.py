@@ -6,9 +6,9 @@ triggers a reinstall and an unchanged tree skips pip entirely (fast second start
 
 The slow part of a first install is compiling llama-cpp-python. It is built with every
 core and without the parts Trainboard never loads (see ``LLAMA_CPP_CMAKE_ARGS``), and a
-line with the elapsed time is printed while pip runs. pip keeps the built wheel in its
-cache (``~/.cache/pip`` unless ``PIP_CACHE_DIR`` says otherwise), so another clone on the
-same machine installs it without compiling.
+line with the elapsed time is printed while pip runs. The built wheel is kept in a folder
+named after its build flags (``wheelhouse``), so another clone on the same machine installs
+it without compiling.
 """
 
 from __future__ import annotations
@@ -50,7 +50,18 @@ LLAMA_CPP_CMAKE_ARGS = [
     "-DGGML_OPENCL=OFF",
     "-DGGML_SYCL=OFF",
     "-DGGML_RPC=OFF",
+    # Portable x86 CPU code, not -march=native: a native build on a CPU with AMX tiles
+    # (Sapphire Rapids) compiles ggml's AMX kernels, which crash with a general protection
+    # fault in the first decode on a virtual machine that does not grant AMX state. AVX2/FMA
+    # is what every x86-64 server of the last decade has; other architectures ignore these.
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX=ON",
+    "-DGGML_AVX2=ON",
+    "-DGGML_FMA=ON",
+    "-DGGML_F16C=ON",
+    "-DGGML_BMI2=ON",
 ]
+LLAMA_CPP_REQUIREMENTS = "requirements-local.txt"
 PROGRESS_INTERVAL_S = 15.0
 # pip's output lines that start a step worth naming in the progress line.
 STEP_WIDTH = 80
@@ -64,8 +75,34 @@ def digest() -> str:
     for name in REQUIREMENTS:
         h.update(name.encode() + b"\0" + (BASE_DIR / name).read_bytes() + b"\0")
     h.update("\n".join(NO_DEPS).encode())
+    h.update("\n".join(LLAMA_CPP_CMAKE_ARGS).encode())
     h.update(sys.version.split()[0].encode())
     return h.hexdigest()
+
+
+def llama_cpp_pin() -> str:
+    """The ``llama-cpp-python==X`` line of the requirements (the one version pinned)."""
+    text = (BASE_DIR / LLAMA_CPP_REQUIREMENTS).read_text(encoding="utf-8")
+    found = re.search(r"^llama-cpp-python==\S+", text, re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"setup: no llama-cpp-python== pin in {LLAMA_CPP_REQUIREMENTS}")
+    return found.group(0)
+
+
+def wheelhouse(environ: dict[str, str]) -> Path:
+    """Where the llama-cpp-python wheel built with ``LLAMA_CPP_CMAKE_ARGS`` is kept.
+
+    pip's own cache keys a built wheel by its source archive only, so it would hand back a
+    wheel compiled with other flags (an older -march=native build, say); this folder is named
+    after the flags and the pin, so a change of either builds again and every clone after it
+    reuses the build. ``TRAINBOARD_WHEELHOUSE`` overrides the root (default
+    ``~/.cache/trainboard/wheels``).
+    """
+    root = environ.get("TRAINBOARD_WHEELHOUSE") or str(
+        Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainboard" / "wheels"
+    )
+    flags = "\n".join([llama_cpp_pin(), *LLAMA_CPP_CMAKE_ARGS, environ.get("CMAKE_ARGS", "")])
+    return Path(root) / hashlib.sha256(flags.encode()).hexdigest()[:16]
 
 
 def build_jobs() -> int:
@@ -173,8 +210,21 @@ def main() -> int:
     )
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     args = pip + [arg for name in REQUIREMENTS for arg in ("-r", str(BASE_DIR / name))]
+    house = wheelhouse(dict(os.environ))
     with Progress() as progress:
-        run_pip(args, env, progress)
+        wheels = sorted(house.glob("llama_cpp_python-*.whl"))
+        if not wheels:
+            house.mkdir(parents=True, exist_ok=True)
+            wheel = [str(python), "-m", "pip", "wheel", "--disable-pip-version-check"]
+            run_pip(
+                [*wheel, "--no-deps", "--no-cache-dir", "-w", str(house), llama_cpp_pin()],
+                env,
+                progress,
+            )
+            wheels = sorted(house.glob("llama_cpp_python-*.whl"))
+        # this build, even over an installed one of the same version built otherwise
+        run_pip(pip + ["--no-deps", "--force-reinstall", str(wheels[-1])], env, progress)
+        run_pip(args + ["--find-links", str(house)], env, progress)
         run_pip(pip + ["--no-deps", *NO_DEPS], env, progress)
     STAMP.write_text(wanted + "\n")
     print(f"setup: done in {format_elapsed(time.monotonic() - progress.started)}")

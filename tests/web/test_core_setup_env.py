@@ -85,3 +85,27 @@ def test_run_pip_failure_raises_with_pips_exit_code():
         setup_env.run_pip([sys.executable, "-c", "raise SystemExit(3)"], {}, progress)
 
     assert caught.value.returncode == 3
+
+
+def test_llama_cpp_is_built_portable_not_native():
+    """A -march=native build on an AMX CPU crashed in its first decode on a VM (GPF in
+    libggml-cpu); the flags ask for portable AVX2 code instead."""
+    flags = setup_env.LLAMA_CPP_CMAKE_ARGS
+    assert "-DGGML_NATIVE=OFF" in flags
+    assert "-DGGML_AVX2=ON" in flags
+
+
+def test_wheelhouse_is_named_after_the_pin_and_the_build_flags(tmp_path, monkeypatch):
+    environ = {"TRAINBOARD_WHEELHOUSE": str(tmp_path)}
+    house = setup_env.wheelhouse(environ)
+    assert house.parent == tmp_path
+    assert setup_env.llama_cpp_pin().startswith("llama-cpp-python==")
+    # the caller's own flags build (and keep) another wheel
+    assert setup_env.wheelhouse({**environ, "CMAKE_ARGS": "-DGGML_CUDA=on"}) != house
+    with monkeypatch.context() as patched:
+        patched.setattr(setup_env, "LLAMA_CPP_CMAKE_ARGS", ["-DGGML_NATIVE=ON"])
+        assert setup_env.wheelhouse(environ) != house
+    with monkeypatch.context() as patched:
+        patched.setattr(setup_env, "llama_cpp_pin", lambda: "llama-cpp-python==9.9.9")
+        assert setup_env.wheelhouse(environ) != house
+    assert setup_env.wheelhouse(environ) == house
