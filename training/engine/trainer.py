@@ -33,7 +33,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from training.engine import tracing
+from training.engine import output_bounds, tracing
 from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
@@ -373,7 +373,12 @@ class Trainer(Predicting):
         if self._deterministic() and self._memo is None:
             self._memo = {}
         try:
-            with usage_mod.track() as fit_usage:
+            with (
+                usage_mod.track() as fit_usage,
+                output_bounds.bounding(
+                    self.modules, output_bounds.from_targets([*data.y, *data.val_y])
+                ),
+            ):
                 await self._train_epochs(
                     iterator, data, TrainingEvents(callback_list), history, epochs, initial_epoch
                 )

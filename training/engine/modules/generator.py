@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from training.engine import output_bounds
 from training.engine.data_model import DataModel, data_model_from_schema
 from training.engine.language_model import LanguageModel
 from training.engine.modules.module import TRACE, Module, field_list
@@ -178,7 +179,8 @@ class Generator(Module):
         messages = self.format_messages(input_json)
         output = await self.language_model(
             messages,
-            self.output_data_model,
+            # within fit, at most OUTPUT_LENGTH_FACTOR × the longest target (output_bounds.py)
+            output_bounds.bounded(self, self.output_data_model),
             temperature=self.temperature,
             context={"module": self.name, "inputs": input_json, "state": self.state.value},
         )
