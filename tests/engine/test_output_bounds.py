@@ -85,6 +85,7 @@ async def test_fit_bounds_the_programs_predictions_but_not_mutations_or_evaluate
     after = await program.evaluate(x, y)
 
     assert seen["program_fit"] == {expected}
+    assert history.params["output_bounds"] == {"instructions": expected}  # said, not hidden
     assert seen["program_evaluate"] == {None}
     assert seen["mutation"] == {MAX_TEXT_CHARS}
     assert before["reward"] == after["reward"] == 1.0

@@ -363,6 +363,8 @@ class Trainer(Predicting):
             "seed": seed,
             "shuffle": shuffle,
             "initial_epoch": initial_epoch,
+            # each string output's length limit while fit predicts (``output_bounds``)
+            "output_bounds": output_bounds.from_targets([*data.y, *data.val_y]),
         }
         callback_list.set_params(history.params)
         self.history = history
@@ -375,9 +377,7 @@ class Trainer(Predicting):
         try:
             with (
                 usage_mod.track() as fit_usage,
-                output_bounds.bounding(
-                    self.modules, output_bounds.from_targets([*data.y, *data.val_y])
-                ),
+                output_bounds.bounding(self.modules, history.params["output_bounds"]),
             ):
                 await self._train_epochs(
                     iterator, data, TrainingEvents(callback_list), history, epochs, initial_epoch
