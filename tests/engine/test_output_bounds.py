@@ -112,3 +112,21 @@ async def test_a_rambling_prediction_is_cut_to_the_bound_and_scores_as_before():
     assert unbounded["reward"] == history.history["reward"][0] == 0.0
     predictions = await program.predict(np.array([Query(query=next(iter(TRUTH)))]))
     assert len(predictions[0].get("answer")) > output_bounds.MIN_OUTPUT_CHARS
+
+
+async def test_fit_without_bounds_sends_the_schema_as_it_is():
+    seen = set()
+
+    def program_lm(request):
+        seen.add(bound_of(request, "answer"))
+        return {"answer": TRUTH[request.inputs["query"]]}
+
+    program = await build_program(FakeLanguageModel(responder=program_lm))
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=synalinks.optimizers.RandomFewShot(seed=0),
+    )
+    x, y = dataset()
+    history = await program.fit(x, y, epochs=1, batch_size=4, seed=0, bound_outputs=False)
+    assert seen == {None}
+    assert history.params["output_bounds"] == {}

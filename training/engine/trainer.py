@@ -309,6 +309,7 @@ class Trainer(Predicting):
         initial_epoch: int = 0,
         seed: int | None = None,
         verbose: int = 0,
+        bound_outputs: bool = True,
     ) -> History:
         """Train the program's variables (instructions, few-shot examples) with its optimizer.
 
@@ -331,6 +332,11 @@ class Trainer(Predicting):
             initial_epoch: the epoch to resume at (0: a fresh fit, candidates are cleared).
             seed: the seed of shuffles and optimizer sampling (random when None).
             verbose: 1 adds a progress bar.
+            bound_outputs: hold each string output the targets fill to twice the longest
+                target (at least 32 characters) while fit predicts
+                (:mod:`~training.engine.output_bounds`): exact-match rewards are unchanged
+                and rambling candidates cost a fraction of the time. False for a reward that
+                values long answers (an LM judge of explanations, say).
 
         Returns:
             A :class:`History`: ``history.history`` has one value per epoch for ``reward``,
@@ -364,7 +370,9 @@ class Trainer(Predicting):
             "shuffle": shuffle,
             "initial_epoch": initial_epoch,
             # each string output's length limit while fit predicts (``output_bounds``)
-            "output_bounds": output_bounds.from_targets([*data.y, *data.val_y]),
+            "output_bounds": (
+                output_bounds.from_targets([*data.y, *data.val_y]) if bound_outputs else {}
+            ),
         }
         callback_list.set_params(history.params)
         self.history = history
