@@ -14,7 +14,8 @@
    before → after. With ``--before REV`` OMEGA also runs from that git revision (checked out in
    a temporary ``git worktree``), in the same bench run, as the baseline.
 2. Quality. Two label tasks, OMEGA (the settings the dashboard should default to, see
-   ``LABEL_OMEGA``) against RandomFewShot (its defaults) with the same seed, epochs and batch
+   ``LABEL_OMEGA``) against RandomFewShot (``LABEL_RFS``: as many candidates as OMEGA makes, a
+   comparable number of LM calls) with the same seed, epochs and batch
    size, over ``--seeds``: TweetEval sentiment (negative/neutral/positive; the builtin sample
    of ``datasets/builtin/tweeteval_sentiment``, from ``../shared/data``) and the builtin
    ``demo`` routing task (money/bug/box codes the model cannot guess).
@@ -54,6 +55,12 @@ QA_FIT = {"epochs": 3, "batch_size": 8, "validation_split": 0.25}
 LABEL_FIT = {"epochs": 2, "batch_size": 8, "validation_split": 0.25}
 #: OMEGA on label tasks: few-shot examples on (the guide's default is off; see the report).
 LABEL_OMEGA = {"few_shot_learning": True}
+#: RandomFewShot on label tasks at a budget comparable to OMEGA's: as many candidates per
+#: epoch as OMEGA makes (one per batch), so both score the same number on validation.
+LABEL_BATCHES = -(
+    -round(LABEL_TRAIN * (1 - LABEL_FIT["validation_split"])) // LABEL_FIT["batch_size"]
+)
+LABEL_RFS = {"nb_candidates": LABEL_BATCHES}
 _CALCULATOR = re.compile(r"<<[^<>]*>>")
 MAX_SOLUTION_CHARS = 220
 
@@ -355,7 +362,7 @@ def main() -> None:
             for seed in args.seeds:
                 spec = {"task": task, "seed": seed, "fit": LABEL_FIT, "sizes": sizes}
                 label_specs.append({**spec, "optimizer": "omega", "params": LABEL_OMEGA})
-                label_specs.append({**spec, "optimizer": "rfs"})
+                label_specs.append({**spec, "optimizer": "rfs", "params": LABEL_RFS})
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
     label_futures = [pool.submit(child, spec, ROOT) for spec in label_specs]
 
@@ -407,7 +414,7 @@ def main() -> None:
                 label = (
                     f"seed {result['seed']} OMEGA {LABEL_OMEGA}"
                     if result["optimizer"] == "omega"
-                    else f"seed {result['seed']} RandomFewShot"
+                    else f"seed {result['seed']} RandomFewShot {LABEL_RFS}"
                 )
                 print(line(result, label))
                 scores[result["optimizer"]].append(result["after"])
