@@ -101,7 +101,10 @@ def wheelhouse(environ: dict[str, str]) -> Path:
     root = environ.get("TRAINBOARD_WHEELHOUSE") or str(
         Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainboard" / "wheels"
     )
-    flags = "\n".join([llama_cpp_pin(), *LLAMA_CPP_CMAKE_ARGS, environ.get("CMAKE_ARGS", "")])
+    # The include file by its content, not its path: every clone has its own path.
+    portable = [arg for arg in LLAMA_CPP_CMAKE_ARGS if str(BINDINGS_ONLY_CMAKE) not in arg]
+    include = BINDINGS_ONLY_CMAKE.read_text(encoding="utf-8")
+    flags = "\n".join([llama_cpp_pin(), *portable, include, environ.get("CMAKE_ARGS", "")])
     return Path(root) / hashlib.sha256(flags.encode()).hexdigest()[:16]
 
 
@@ -204,8 +207,8 @@ def main() -> int:
     env = build_environment(dict(os.environ))
     print(
         "setup: installing pinned requirements (the first time compiles llama-cpp-python, "
-        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at once: minutes; later clones reuse pip's "
-        "cache)",
+        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at once: minutes; later clones reuse the "
+        "built wheel)",
         flush=True,
     )
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]

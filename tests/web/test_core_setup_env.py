@@ -109,3 +109,19 @@ def test_wheelhouse_is_named_after_the_pin_and_the_build_flags(tmp_path, monkeyp
         patched.setattr(setup_env, "llama_cpp_pin", lambda: "llama-cpp-python==9.9.9")
         assert setup_env.wheelhouse(environ) != house
     assert setup_env.wheelhouse(environ) == house
+
+
+def test_wheelhouse_is_the_same_for_every_clone(tmp_path, monkeypatch):
+    """The flags name this clone's include file by path; the wheelhouse must not."""
+    environ = {"TRAINBOARD_WHEELHOUSE": str(tmp_path)}
+    house = setup_env.wheelhouse(environ)
+    other = tmp_path / "elsewhere" / "llama_cpp_bindings_only.cmake"
+    other.parent.mkdir()
+    other.write_text(setup_env.BINDINGS_ONLY_CMAKE.read_text(encoding="utf-8"))
+    flags = [
+        f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={other}" if "INCLUDE=" in arg else arg
+        for arg in setup_env.LLAMA_CPP_CMAKE_ARGS
+    ]
+    monkeypatch.setattr(setup_env, "LLAMA_CPP_CMAKE_ARGS", flags)
+    monkeypatch.setattr(setup_env, "BINDINGS_ONLY_CMAKE", other)
+    assert setup_env.wheelhouse(environ) == house
