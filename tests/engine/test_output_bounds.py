@@ -1,6 +1,8 @@
 """Fit holds the program's string outputs to a length learnt from the targets
 (``output_bounds``): inside fit only, the program's own modules only, rewards unchanged."""
 
+from types import SimpleNamespace
+
 import numpy as np
 from pydantic import Field
 
@@ -28,10 +30,11 @@ def test_bounded_model_keeps_fields_and_tighter_own_bounds():
         answer: str = Field(description="the answer", max_length=10)
         note: str
 
-    module = object()
+    module = SimpleNamespace(language_model=SimpleNamespace(holds_to_schema=True))
+    other = SimpleNamespace(language_model=SimpleNamespace(holds_to_schema=True))
     with output_bounds.bounding([module], {"answer": 50, "note": 40}):
         bounded = output_bounds.bounded(module, Short)
-        untouched = output_bounds.bounded(object(), Short)
+        untouched = output_bounds.bounded(other, Short)
     properties = bounded.get_schema()["properties"]
     assert properties["answer"]["maxLength"] == 10  # its own bound was tighter
     assert properties["answer"]["description"] == "the answer"
@@ -69,7 +72,9 @@ async def test_fit_bounds_the_programs_predictions_but_not_mutations_or_evaluate
         embedding_model=FakeEmbeddingModel(),
         seed=0,
     )
-    program = await build_program(FakeLanguageModel(responder=program_lm), output_model=Said)
+    program = await build_program(
+        FakeLanguageModel(responder=program_lm, holds_to_schema=True), output_model=Said
+    )
     program.compile(
         reward=synalinks.rewards.ExactMatch(in_mask=["instructions"]), optimizer=optimizer
     )
@@ -101,7 +106,7 @@ async def test_a_rambling_prediction_is_cut_to_the_bound_and_scores_as_before():
         bound = bound_of(request, "answer")
         return {"answer": text if bound is None else text[:bound]}
 
-    program = await build_program(FakeLanguageModel(responder=rambler))
+    program = await build_program(FakeLanguageModel(responder=rambler, holds_to_schema=True))
     program.compile(
         reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
         optimizer=synalinks.optimizers.RandomFewShot(seed=0),
@@ -121,7 +126,7 @@ async def test_fit_without_bounds_sends_the_schema_as_it_is():
         seen.add(bound_of(request, "answer"))
         return {"answer": TRUTH[request.inputs["query"]]}
 
-    program = await build_program(FakeLanguageModel(responder=program_lm))
+    program = await build_program(FakeLanguageModel(responder=program_lm, holds_to_schema=True))
     program.compile(
         reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
         optimizer=synalinks.optimizers.RandomFewShot(seed=0),
@@ -130,3 +135,22 @@ async def test_fit_without_bounds_sends_the_schema_as_it_is():
     history = await program.fit(x, y, epochs=1, batch_size=4, seed=0, bound_outputs=False)
     assert seen == {None}
     assert history.params["output_bounds"] == {}
+
+
+async def test_a_model_that_may_ignore_maxlength_is_not_bounded():
+    """A provider that may not hold to maxLength would fail (and retry) a longer answer."""
+    seen = set()
+
+    def program_lm(request):
+        seen.add(bound_of(request, "answer"))
+        return {"answer": TRUTH[request.inputs["query"]]}
+
+    program = await build_program(FakeLanguageModel(responder=program_lm))
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=synalinks.optimizers.RandomFewShot(seed=0),
+    )
+    x, y = dataset()
+    await program.fit(x, y, epochs=1, batch_size=4, seed=0)
+    assert seen == {None}
+    assert synalinks.LanguageModel(model="local/smollm2").holds_to_schema

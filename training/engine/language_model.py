@@ -169,6 +169,13 @@ class LanguageModel:
         return f"{type(self).__name__}(model={self.model!r}{where})"
 
     @property
+    def holds_to_schema(self) -> bool:
+        """Whether generation itself is held to the schema's length bounds (the local model's
+        grammar), so a bounded schema shortens answers instead of failing their validation:
+        ``output_bounds`` bounds only such models."""
+        return self.model.startswith("local/")
+
+    @property
     def deterministic(self) -> bool:
         return self.temperature == 0.0
 

@@ -19,8 +19,9 @@ What it changes, and what not:
   prediction longer than the bound is longer than every target, so it matched none of them
   before the bound either. A similarity reward can differ only on predictions already more than
   ``OUTPUT_LENGTH_FACTOR`` times longer than the longest target.
-- A grammar-constrained model (``local/smollm2``) is held to the bound token by token; a
-  provider with structured outputs gets the same ``maxLength`` in its JSON schema.
+- Only a model whose generation is held to the schema (``LanguageModel.holds_to_schema``: the
+  local model's grammar, token by token) is bounded: a provider that may ignore ``maxLength``
+  would fail a longer answer's validation and retry it, costing calls instead of tokens.
 
 Example:
 
@@ -114,6 +115,10 @@ def bounded(module: Any, data_model: type[DataModel]) -> type[DataModel]:
     ``bounding`` block on its string fields, or unchanged."""
     bounds = _BOUNDS.get()
     if bounds is None or id(module) not in bounds.modules:
+        return data_model
+    if not getattr(getattr(module, "language_model", None), "holds_to_schema", False):
+        # a provider that may ignore maxLength would fail the longer answer's validation
+        # (and retry it): the bound would cost calls instead of saving tokens
         return data_model
     return _bound_model(data_model, bounds.fields)
 

@@ -87,6 +87,7 @@ class FakeLanguageModel(LanguageModel):
         cost_per_call: float | None = 0.0,
         backoff: float = 0.0,
         structured_output: str = "response_format",
+        holds_to_schema: bool = False,
         **kwargs: Any,
     ):
         super().__init__(
@@ -96,6 +97,9 @@ class FakeLanguageModel(LanguageModel):
             raise ValueError("failure must be 'error', 'garbage', 'unreachable' or 'fatal'")
         if isinstance(responder, str):
             responder = get_registered_object(responder)
+        #: plays a grammar-constrained model for ``output_bounds`` (the responder must then
+        #: keep to the schema's maxLength itself)
+        self._holds_to_schema = bool(holds_to_schema)
         self.responses = dict(responses or {})
         self.responder = responder
         self.latency = float(latency)
@@ -169,6 +173,10 @@ class FakeLanguageModel(LanguageModel):
                         }
                     return found
         return request.default_output()
+
+    @property
+    def holds_to_schema(self) -> bool:
+        return self._holds_to_schema
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
