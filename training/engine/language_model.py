@@ -173,7 +173,9 @@ class LanguageModel:
         """Whether generation itself is held to the schema's length bounds (the local model's
         grammar), so a bounded schema shortens answers instead of failing their validation:
         ``output_bounds`` bounds only such models."""
-        return self.model.startswith("local/")
+        from training.engine.local import is_local_model  # the provider's own rule
+
+        return is_local_model(self.model)
 
     @property
     def deterministic(self) -> bool:
