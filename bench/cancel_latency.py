@@ -53,8 +53,8 @@ def make_run(evaluations_before: int):
     from datasets.models import DatasetRow
     from datasets.services import import_builtin
     from tests.training.helpers_programs import make_program
+    from training.execution.run_config import validate_run_config
     from training.models import Run
-    from training.services.run_config import validate_run_config
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     dataset = import_builtin(user, "tweeteval_sentiment")
@@ -96,8 +96,9 @@ def cancel_during(evaluations_before: int, phase: str, wait: float) -> tuple[flo
     """Seconds from Cancel to the worker's end, pressed ``wait`` s into ``phase``."""
     from django.db import connection
 
+    from training.execution import attempt as execution
     from training.models import Run
-    from training.services import execution, runs
+    from training.runs import launch as runs
 
     run = make_run(evaluations_before)
     outcome: dict = {}

@@ -98,10 +98,10 @@ def program_for(user, dataset):
 
 
 def one_run(user, program, dataset, optimizer: str, epochs: int, batch_size: int) -> dict:
+    from training.execution import attempt as execution
+    from training.execution import forecast as forecast_services
+    from training.execution.run_config import validate_run_config
     from training.models import Run
-    from training.services import execution
-    from training.services import forecast as forecast_services
-    from training.services.run_config import validate_run_config
 
     targets = dataset.target_names
     config = validate_run_config(

@@ -28,7 +28,8 @@ sys.path.insert(0, str(BASE_DIR / "tests" / "browser"))
 FIGURES = """
 import json
 from training.models import Run
-from training.services import population_map, spend
+from training.insight import population_map
+from training.insight import spend
 run = Run.objects.get(pk={run_id})
 data = population_map.run_map(run)["map"]
 table = spend.run_spend(run)["spend"]

@@ -13,7 +13,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 app = Celery("project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app.autodiscover_tasks()  # each app's ``tasks`` module (the tests' test_support too)
+# The training app's tasks live in its execution room (training.execution.tasks).
+app.autodiscover_tasks(["training.execution"])
 
 
 @worker_process_init.connect

@@ -7,4 +7,10 @@ class TrainingConfig(AppConfig):
 
     def ready(self):
         # Connects the post_save handler that gives every new program its version 1.
-        from training.services import program_versions  # noqa: F401
+        from training.execution import events
+        from training.insight import live
+        from training.programs import program_versions  # noqa: F401
+
+        # The worker emits what changed on a run; insight renders and sends it (in every
+        # process: web, worker, reaper), so no module of execution imports insight.
+        events.listen(live)

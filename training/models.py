@@ -66,7 +66,7 @@ class ProgramVersion(models.Model):
     """One version of a program's engine JSON, with its lineage.
 
     Version 1 is the program as created (``Program.engine_json``, written by the
-    ``post_save`` handler in ``training.services.program_versions``); each later version is
+    ``post_save`` handler in ``training.programs.program_versions``); each later version is
     the trained program of a finished run ("Save as new program version"), with the test
     reward that run measured. The program row itself never changes, so version 1 stays.
     """
@@ -111,7 +111,7 @@ class Run(models.Model):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    STOPPED = "stopped"  # at a budget cap (training.services.budget): resumable
+    STOPPED = "stopped"  # at a budget cap (training.execution.budget): resumable
     STATUS_CHOICES = [
         (QUEUED, "Queued"),
         (RUNNING, "Running"),
@@ -133,11 +133,11 @@ class Run(models.Model):
         ProgramVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
     )
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="runs")
-    # The owner's own words (training.services.run_management): shown, never executed.
+    # The owner's own words (training.runs.run_management): shown, never executed.
     name = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
     archived = models.BooleanField(default=False, db_index=True)
-    # Validated launch configuration (see training.services.run_config).
+    # Validated launch configuration (see training.execution.run_config).
     config = models.JSONField()
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
     error = models.TextField(blank=True)
@@ -178,16 +178,16 @@ class Run(models.Model):
     # Resume: the program (variables + optimizer state) after the last completed epoch.
     checkpoint_json = models.JSONField(null=True, blank=True)
     checkpoint_epoch = models.IntegerField(null=True, blank=True)
-    # Branching (training.services.branching): the run and candidate this run started from.
+    # Branching (training.runs.branching): the run and candidate this run started from.
     parent_run = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
     )
     parent_candidate = models.ForeignKey(
         "Candidate", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
     )
-    # The forecast made at launch (training.services.forecast), shown against the actual.
+    # The forecast made at launch (training.execution.forecast), shown against the actual.
     forecast = models.JSONField(null=True, blank=True)
-    # Seconds the run's attempts spent working (the budget's minutes; training.services.budget).
+    # Seconds the run's attempts spent working (the budget's minutes; training.execution.budget).
     active_seconds = models.FloatField(default=0.0)
     # The optimizer's last selection, per variable: {variable: {"candidates", "beat_seed",
     # "margin", "seed_reward", "champion_id", "champion_reward", "epoch"}} (its ``selection``
@@ -374,7 +374,7 @@ class Evaluation(models.Model):
 class LMCallTrace(models.Model):
     """One LM or embedding call of a run (:class:`training.engine.tracing.CallTrace`).
 
-    Written in bulk by :mod:`training.services.traces`; bounded per run by
+    Written in bulk by :mod:`training.execution.traces`; bounded per run by
     ``TRAINBOARD_TRACE_MAX_CALLS`` (later calls are counted in ``Run.traces_dropped``) and per
     text by ``TRAINBOARD_TRACE_MAX_CHARS``; secrets are scrubbed by the engine before a row
     exists. Everything here came from or went to an LM: shown escaped, never ``|safe``.
@@ -427,7 +427,7 @@ class EvaluationExample(models.Model):
 
     The reward is ``Evaluation.example_rewards[example_index]``'s copy; the inputs and expected
     output are the dataset's test row ``example_index`` (not copied). ``prediction`` is the
-    output's JSON with each text cut to ``training.services.evaluation_examples.MAX_CHARS``;
+    output's JSON with each text cut to ``training.execution.evaluation_examples.MAX_CHARS``;
     it came from an LM: shown escaped, never ``|safe``.
     """
 

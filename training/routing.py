@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from training.consumers import RunConsumer
+from training.insight.consumers import RunConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),

@@ -2,22 +2,17 @@
 
 from django.urls import path
 
-from training.views import (
-    branching,
-    budget,
+from training.insight.views import (
     compare,
     corrections,
     downloads,
     eval_table,
-    forecast,
-    home,
     population,
-    program_versions,
-    programs,
-    run_management,
-    runs,
+    run_page,
     traces,
 )
+from training.programs.views import program_versions, programs
+from training.runs.views import branching, budget, forecast, home, promote, run_management, runs
 
 app_name = "training"
 
@@ -39,17 +34,17 @@ urlpatterns = [
     path("runs/<int:pk>/details/", run_management.run_details, name="run-details"),
     path("runs/<int:pk>/archive/", run_management.run_archive, name="run-archive"),
     path("runs/<int:pk>/delete/", run_management.run_delete, name="run-delete"),
-    path("runs/<int:pk>/promote/", program_versions.run_promote, name="run-promote"),
+    path("runs/<int:pk>/promote/", promote.run_promote, name="run-promote"),
     path("runs/new/", runs.run_create, name="run-create"),
     path("runs/new/forecast/", forecast.run_forecast, name="run-forecast"),
-    path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
-    path("runs/<int:pk>/poll/", runs.run_poll, name="run-poll"),
-    path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/", run_page.run_detail, name="run-detail"),
+    path("runs/<int:pk>/poll/", run_page.run_poll, name="run-poll"),
+    path("runs/<int:pk>/cancel/", run_page.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:pk>/resume-budget/", budget.run_resume_budget, name="run-resume-budget"),
     path(
         "runs/<int:pk>/candidates/<int:candidate_pk>/",
-        runs.candidate_detail,
+        run_page.candidate_detail,
         name="candidate-detail",
     ),
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),

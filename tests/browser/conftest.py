@@ -10,7 +10,7 @@ from helpers_runs import shell
 
 CANCEL_ACTIVE_RUNS = """
 from training.models import Run
-from training.services.runs import request_cancel
+from training.runs.launch import request_cancel
 for run in Run.objects.filter(status__in=Run.ACTIVE):
     request_cancel(run)
 print(Run.objects.filter(status__in=Run.ACTIVE).count())

@@ -47,7 +47,7 @@ def create_program(live_stack, name: str, model: str, dataset_id: int, max_token
 from django.contrib.auth import get_user_model
 from datasets.models import Dataset
 from training.models import Program
-from training.services.programs import build_engine_program
+from training.programs.programs import build_engine_program
 user = get_user_model().objects.get(username='tester')
 dataset = Dataset.objects.get(pk={dataset_id})
 engine = build_engine_program(name={name!r}, input_fields=dataset.input_schema_fields(), target_fields=dataset.target_schema_fields(), module='Generator', instructions='Route it.', model={model!r}, max_tokens={max_tokens!r})
@@ -70,8 +70,9 @@ def launch_run(live_stack, program_id: int, dataset_id: int, **config) -> int:
 from django.contrib.auth import get_user_model
 from datasets.models import Dataset
 from training.models import Program
-from training.services import programs as ps, runs
-from training.services.run_config import validate_run_config
+from training.programs import programs as ps
+from training.runs import launch as runs
+from training.execution.run_config import validate_run_config
 user = get_user_model().objects.get(username='tester')
 program = Program.objects.get(pk={program_id}); dataset = Dataset.objects.get(pk={dataset_id})
 engine = ps.program_from_json(program.engine_json)

@@ -20,7 +20,7 @@ from helpers_runs import (
 )
 from playwright.sync_api import expect
 
-from training.services.run_config import PRESETS, TRAINING
+from training.execution.run_config import PRESETS, TRAINING
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("TRAINBOARD_SHOTS", "/work/wt/shots/labels"))

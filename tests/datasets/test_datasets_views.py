@@ -7,9 +7,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import RequestFactory
 
-from datasets import services, views
+from datasets import services
 from datasets.ingest.splitting import split_mask
 from datasets.models import Dataset, DatasetRow, Upload
+from datasets.views import datasets as views
 from training.models import Program, Run
 
 from .conftest import FIXTURES, stored_files

@@ -4,7 +4,7 @@
 FakeLanguageModel (no network, no weights) so tests and benchmarks can run a whole training
 run in milliseconds; ``fake/<anything>`` as an embedding model is the FakeEmbeddingModel.
 ``register()`` (called by the ``test_support`` app when Django starts with the test settings)
-adds the ``fake`` provider to ``training.services.lm``; production never does. Behaviours
+adds the ``fake`` provider to ``training.programs.lm``; production never does. Behaviours
 are responders registered for saving, so a program JSON that uses one loads back in a
 worker exactly like a real model:
 
@@ -29,8 +29,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from training.engine.saving import register_synalinks_serializable
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel, FakeRequest
-from training.services import lm
-from training.services.lm import ModelStringError
+from training.programs import lm
+from training.programs.lm import ModelStringError
 
 PREFIX = "fake"
 

@@ -1,6 +1,6 @@
 """Fixtures for the training app: users, the demo dataset, programs on scripted fake LMs.
 
-Runs are executed in-process with ``training.services.execution.execute`` (the function the
+Runs are executed in-process with ``training.execution.attempt.execute`` (the function the
 Celery task calls), so these tests need no worker; the ORM work it does from its own thread
 needs committed data, hence ``transactional_db`` for those tests.
 """
@@ -54,7 +54,7 @@ def no_broker(monkeypatch):
         sent.append(args)
         return SimpleNamespace(id=f"t{len(sent)}")
 
-    monkeypatch.setattr("training.tasks.execute_run.apply_async", record)
+    monkeypatch.setattr("training.execution.tasks.execute_run.apply_async", record)
     return sent
 
 
@@ -64,7 +64,7 @@ def program(user, demo_dataset):
 
 
 def run_config(**overrides):
-    from training.services.run_config import validate_run_config
+    from training.execution.run_config import validate_run_config
 
     data = {
         "reward": "ExactMatch",
@@ -99,7 +99,7 @@ def make_run(user, program, dataset, config=None, **fields) -> Run:
 def executed_run(user, program, dataset, **config) -> Run:
     """A one-epoch run (one test evaluation before and after, unless ``config`` says otherwise)
     executed to success in this process, as the worker would; returned refreshed."""
-    from training.services import execution
+    from training.execution import attempt as execution
 
     config = {"epochs": 1, "evaluations_before": 1, "evaluations_after": 1, **config}
     run = make_run(user, program, dataset, run_config(**config))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datasets.models import Dataset, DatasetRow
 from tests.training.helpers_programs import make_program
+from training.execution import persistence
+from training.execution.run_config import validate_run_config
 from training.models import Run
-from training.services import persistence
-from training.services.run_config import validate_run_config
 
 LABELS = ("money", "bug", "box")
 FIELD = [{"name": "message", "type": "str", "description": "A customer's message."}]

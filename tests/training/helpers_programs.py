@@ -5,7 +5,7 @@ that run the worker's code in-process (``cancel_latency.py``, ``forecast_accurac
 from __future__ import annotations
 
 from training.models import Program
-from training.services.programs import build_engine_program
+from training.programs.programs import build_engine_program
 
 
 def make_program(

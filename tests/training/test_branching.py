@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import pytest
 from django.urls import reverse
 
+from training.execution import attempt as execution
 from training.models import Candidate, Program, Run
-from training.services import branching, execution, run_tree
-from training.services.programs import program_from_json
+from training.programs.programs import program_from_json
+from training.runs import branching, run_tree
 
 from .conftest import run_config
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from training.insight import live
 from training.models import EpochLog, Run
-from training.services import live, runs
+from training.runs import launch as runs
 
 from .conftest import executed_run, make_run
 

@@ -7,9 +7,11 @@ import pytest
 
 from datasets.services import get_split
 from training.engine.forecast import validation_cut
+from training.execution import attempt as execution
+from training.execution import budget
+from training.execution.run_config import RunConfigError
 from training.models import Candidate, EpochLog, Evaluation, Run
-from training.services import budget, execution
-from training.services.run_config import RunConfigError
+from training.runs import launch
 
 from .conftest import make_program, run_config
 
@@ -61,11 +63,11 @@ def test_resume_with_a_higher_cap_goes_on_to_the_end(user, demo_dataset, no_brok
     stopped_calls, stopped_seconds = run.lm_calls, run.active_seconds
 
     with pytest.raises(budget.BudgetError, match="must be above what the run has used"):
-        budget.resume_with_caps(run, {"budget_calls": stopped_calls})
+        launch.resume_with_caps(run, {"budget_calls": stopped_calls})
     run.refresh_from_db()
     assert run.status == Run.STOPPED and run.config["budget_calls"] == 40
 
-    run = budget.resume_with_caps(run, {"budget_calls": 100_000})
+    run = launch.resume_with_caps(run, {"budget_calls": 100_000})
     assert run.status == Run.QUEUED and run.attempt == 2 and run.error == ""
     assert run.config["budget_calls"] == 100_000
     assert execution.execute(run.pk, 2) == Run.SUCCEEDED

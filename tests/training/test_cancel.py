@@ -9,8 +9,10 @@ import time
 import pytest
 from django.db import connection
 
+from training.execution import attempt as execution
+from training.execution import run_state
 from training.models import Run
-from training.services import execution, run_state, runs
+from training.runs import launch as runs
 
 from .conftest import make_program, make_run, run_config
 

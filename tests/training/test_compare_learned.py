@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from tests.support.fake_models import XSS_PAYLOAD
+from training.insight.learned_comparison import compare_learned, mark_words
 from training.models import Candidate, Run
-from training.services.learned_comparison import compare_learned, mark_words
 
 from .conftest import make_program, run_config
 

@@ -12,8 +12,8 @@ from django.urls import reverse
 from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from datasets.services import delete_dataset, get_split
+from training.execution import attempt as execution
 from training.models import Evaluation, Run
-from training.services import execution
 
 from .conftest import run_config
 

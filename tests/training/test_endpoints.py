@@ -2,7 +2,7 @@
 
 import pytest
 
-from training.services.endpoints import EndpointRefused, check_api_base, parse_allowed
+from training.programs.endpoints import EndpointRefused, check_api_base, parse_allowed
 
 ALLOWED = parse_allowed("http://localhost:11434, https://proxy.example.com/v1")
 

@@ -12,9 +12,10 @@ from django.urls import reverse
 
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
+from training.execution import attempt as execution
+from training.execution import evaluation_examples
+from training.insight.eval_table import ROWS_PER_PAGE
 from training.models import EvaluationExample, Run
-from training.selectors_eval_table import ROWS_PER_PAGE
-from training.services import evaluation_examples, execution
 
 from .conftest import make_program, run_config
 from .helpers_eval_table import LABELS, routing_dataset, seeded_run

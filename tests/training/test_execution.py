@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from training.execution import attempt as execution
 from training.models import Candidate, EpochLog, Evaluation, Run
-from training.services import execution
-from training.services.programs import program_from_json
+from training.programs.programs import program_from_json
 
 from .conftest import make_program, make_run, run_config
 

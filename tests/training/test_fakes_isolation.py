@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from training.services.lm import ModelStringError, make_language_model
+from training.programs.lm import ModelStringError, make_language_model
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 PRODUCTION_PACKAGES = ("core", "datasets", "project", "training", "scripts")
@@ -26,8 +26,8 @@ PRODUCTION_PROCESS = """
 import sys
 import django
 django.setup()
-import project.asgi, project.celery, training.tasks, training.views.runs  # everything a process loads
-from training.services.lm import ModelStringError, make_embedding_model, make_language_model
+import project.asgi, project.celery, training.execution.tasks, training.runs.views.runs, training.insight.views.run_page  # everything a process loads
+from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 for make, model in ((make_language_model, "fake/fewshot"), (make_embedding_model, "fake/embedding")):
     try:
         make(model)

@@ -9,9 +9,10 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
+from training.execution import attempt as execution
+from training.execution import forecast as forecast_services
 from training.models import Run
-from training.services import execution, runs
-from training.services import forecast as forecast_services
+from training.runs import launch as runs
 
 from .conftest import make_program, run_config
 from .test_views import launch_data
@@ -35,7 +36,7 @@ def no_broker(monkeypatch):
         sent.append(args)
         return type("R", (), {"id": f"t{len(sent)}"})()
 
-    monkeypatch.setattr("training.tasks.execute_run.apply_async", record)
+    monkeypatch.setattr("training.execution.tasks.execute_run.apply_async", record)
     monkeypatch.setattr(forecast_services.forecast_trial, "apply_async", record)
     return sent
 

@@ -17,9 +17,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from datasets import services
+from training.execution import reaper
+from training.execution.heartbeat import Heartbeat
 from training.models import Run
-from training.services import reaper
-from training.services.heartbeat import Heartbeat
 
 from .conftest import running_run
 

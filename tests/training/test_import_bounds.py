@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from training.engine.data_model import MAX_FIELDS
 from training.models import Program
-from training.services.programs import IMPORT_MAX_NESTING
+from training.programs.programs import IMPORT_MAX_NESTING
 
 pytestmark = pytest.mark.django_db
 

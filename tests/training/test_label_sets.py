@@ -15,8 +15,8 @@ from datasets import labels
 from datasets.ingest.splitting import count_test_rows, stratified_split_mask
 from datasets.models import DatasetRow
 from training.models import Program, Run
-from training.services import programs as program_services
-from training.services.programs import output_field_names
+from training.programs import programs as program_services
+from training.programs.programs import output_field_names
 
 from .conftest import run_config
 

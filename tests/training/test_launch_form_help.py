@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from training.engine import bounds
 from training.engine.optimizers import OMEGA, RandomFewShot
-from training.forms import RunForm
-from training.services.run_config import PRESETS, TRAINING
+from training.execution.run_config import PRESETS, TRAINING
+from training.runs.forms import RunForm
 
 pytestmark = pytest.mark.django_db
 

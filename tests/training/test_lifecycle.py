@@ -10,8 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from training.execution import attempt as execution
+from training.execution import reaper
 from training.models import EpochLog, Evaluation, Run
-from training.services import execution, reaper, runs
+from training.runs import launch as runs
 
 from .conftest import long_fake_run, make_run, run_config, running_run, stale_running_run
 
@@ -60,7 +62,7 @@ def test_resume_continues_from_the_last_completed_epoch(
     run.save()
     sent = []
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
+        "training.execution.tasks.execute_run.apply_async",
         lambda args, **options: sent.append(args) or type("R", (), {"id": "t"})(),
     )
     with django_capture_on_commit_callbacks(execute=True):
@@ -104,7 +106,7 @@ def test_worker_restart_reaps_its_own_runs(user, program, demo_dataset):
 def test_a_task_that_dies_before_claiming_fails_the_run_instead_of_leaving_it_queued(
     user, program, demo_dataset
 ):
-    from training.tasks import _run_task_failed, execute_run
+    from training.execution.tasks import _run_task_failed, execute_run
 
     run = make_run(user, program, demo_dataset)
     _run_task_failed(
@@ -126,7 +128,7 @@ def _forget_broker_pools() -> None:
     to whatever address the environment names then."""
     from kombu import pools
 
-    from training.tasks import execute_run
+    from training.execution.tasks import execute_run
 
     pools.reset()
     execute_run.app._pool = None

@@ -19,9 +19,9 @@ from channels_redis.core import RedisChannelLayer
 
 from project.redis_config import CHANNEL_LAYER_SOCKET_TIMEOUT
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from training.insight import live
 from training.models import Run
 from training.routing import websocket_urlpatterns
-from training.services import live
 
 from .conftest import make_run
 

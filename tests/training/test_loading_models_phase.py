@@ -9,9 +9,9 @@ import time
 import pytest
 
 from training.engine.local import preload
+from training.execution import model_loading
+from training.execution.attempt import execute
 from training.models import Run
-from training.services import model_loading
-from training.services.execution import execute
 
 from .conftest import make_program, make_run, run_config
 

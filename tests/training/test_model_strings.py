@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from training.models import Program, Run
-from training.services.lm import ModelStringError, make_embedding_model, make_language_model
-from training.services.programs import ProgramError, build_engine_program
+from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
+from training.programs.programs import ProgramError, build_engine_program
 
 from .test_views import launch_data
 

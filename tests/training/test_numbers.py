@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from datasets.services import get_split
 from training.engine.utils import paired_bootstrap
+from training.execution import summaries
+from training.insight import live
 from training.models import EpochLog, Evaluation, Run
-from training.services import live, summaries
 
 from .conftest import executed_run, make_run, run_config
 

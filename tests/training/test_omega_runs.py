@@ -15,10 +15,10 @@ import pytest
 from django.urls import reverse
 
 import training.engine as synalinks
+from training.execution.run_config import build_optimizer
+from training.execution.tasks import execute_run
 from training.models import Candidate, OptimizerError, Run
-from training.services.programs import program_from_json
-from training.services.run_config import build_optimizer
-from training.tasks import execute_run
+from training.programs.programs import program_from_json
 
 from .conftest import make_program, make_run, run_config
 
@@ -178,7 +178,7 @@ def test_launch_form_takes_omega_model_overrides_and_refuses_bad_ones(
     from .test_views import launch_data
 
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
+        "training.execution.tasks.execute_run.apply_async",
         lambda args, **options: type("R", (), {"id": "t1"})(),
     )
     program = make_program(user, demo_dataset, model="fake/rules")

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from training.execution import persistence
+from training.insight import lineage, population_map, spend
 from training.models import Candidate, Run
-from training.services import lineage, population_map, spend
 
 from .conftest import make_program, make_run, run_config
 from .test_omega_runs import omega_run, run_task
@@ -66,13 +67,13 @@ def test_map_previews_are_bounded_and_empty_maps_are_fine():
 
 
 def test_event_fields_take_only_a_bounded_numeric_embedding():
-    assert population_map.event_fields({"competition_epoch": 2, "embedding": [0.5, 1]}) == {
+    assert persistence.event_fields({"competition_epoch": 2, "embedding": [0.5, 1]}) == {
         "status_epoch": 2,
         "embedding": [0.5, 1.0],
     }
-    assert population_map.event_fields({"embedding": ["a", 1]}) == {}
-    assert population_map.event_fields({"embedding": [0.1] * 2049 * 4}) == {}
-    assert len(population_map.event_fields({"embedding": [0.1] * 1536})["embedding"]) == 512
+    assert persistence.event_fields({"embedding": ["a", 1]}) == {}
+    assert persistence.event_fields({"embedding": [0.1] * 2049 * 4}) == {}
+    assert len(persistence.event_fields({"embedding": [0.1] * 1536})["embedding"]) == 512
 
 
 # -- pure: lineage ---------------------------------------------------------------------------
@@ -243,7 +244,7 @@ def test_embedding_a_map_is_for_the_runs_owner_and_says_why_it_failed(
 def test_live_updates_of_an_active_run_never_ask_the_page_to_embed(user, demo_dataset):
     """Each candidate event re-sent the map, and each copy asked the page for an embedding:
     the web process queued one per event and the Cancel button waited behind them."""
-    from training.services import live
+    from training.insight import live
 
     run = make_run(user, make_program(user, demo_dataset), demo_dataset, status=Run.RUNNING)
     Candidate.objects.create(
@@ -258,7 +259,7 @@ def test_live_updates_of_an_active_run_never_ask_the_page_to_embed(user, demo_da
 
 
 def test_candidate_events_send_the_map_and_tree_at_most_every_few_seconds():
-    from training.services.live import EVENT_PARTS, SLOW_PARTS, PartsThrottle
+    from training.execution.events import EVENT_PARTS, SLOW_PARTS, PartsThrottle
 
     throttle = PartsThrottle(seconds=60)
     assert throttle.parts("candidate") == EVENT_PARTS["candidate"]

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from training.models import Program
-from training.services.programs import model_nodes, parse_import, sanitize_engine_json
+from training.programs.programs import model_nodes, parse_import, sanitize_engine_json
 
 from .conftest import executed_run
 

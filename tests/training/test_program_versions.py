@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from training.execution import attempt as execution
 from training.models import ProgramVersion, Run
-from training.services import execution, program_versions, run_management
-from training.services.programs import program_from_json
+from training.programs import program_versions
+from training.programs.programs import program_from_json
+from training.runs import run_management
 
 from .conftest import run_config
 from .test_views import launch_data
@@ -148,7 +150,7 @@ def test_launch_form_takes_a_version_and_refuses_an_unknown_one(
     client_user, user, program, demo_dataset, monkeypatch
 ):
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
+        "training.execution.tasks.execute_run.apply_async",
         lambda args, **options: type("R", (), {"id": "t1"})(),
     )
     program_versions.promote(succeeded_run(user, program, demo_dataset))
@@ -170,11 +172,11 @@ def test_launch_form_takes_a_version_and_refuses_an_unknown_one(
 def test_a_run_launched_from_a_promoted_version_trains_that_version(
     user, program, demo_dataset, monkeypatch
 ):
-    from training.services import runs
+    from training.runs import launch as runs
 
     # Executed here, in-process: nothing goes to the broker.
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
+        "training.execution.tasks.execute_run.apply_async",
         lambda args, **options: type("R", (), {"id": "t1"})(),
     )
 

@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from core.local_runtime import launcher
 from training import conf
+from training.execution import reaper
 from training.models import Run
-from training.services import reaper
 
 from .conftest import running_run
 
@@ -153,13 +153,13 @@ def test_a_worker_that_starts_before_the_tables_exist_says_so_without_a_tracebac
     reaping finds no table, which is expected there and no reason for a traceback."""
     from django.db import OperationalError
 
-    from training.tasks import _reap_on_worker_start
+    from training.execution.tasks import _reap_on_worker_start
 
     def no_table(worker=None):
         raise OperationalError("no such table: training_run")
 
     monkeypatch.setattr(reaper, "reap_stale", no_table)
     _reap_on_worker_start(sender=None)
-    (record,) = [r for r in caplog.records if r.name == "training.tasks"]
+    (record,) = [r for r in caplog.records if r.name == "training.execution.tasks"]
     assert record.levelname == "WARNING" and record.exc_info is None
     assert "no such table: training_run" in record.getMessage()

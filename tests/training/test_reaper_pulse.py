@@ -11,8 +11,8 @@ import time
 import pytest
 from django.utils import timezone
 
+from training.execution import pulse, reaper
 from training.models import Run
-from training.services import pulse, reaper
 
 from .conftest import running_run
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from training.execution import attempt as execution
 from training.models import Candidate, EpochLog, OptimizerError, Run
-from training.services import execution
 
 from .conftest import make_run, run_config
 
@@ -55,7 +55,7 @@ def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, prog
 
 
 def test_resumed_usage_adds_up_every_engine_counter_judge_failures_included():
-    from training.services.usage import merged_usage
+    from training.execution.usage import merged_usage
 
     first = {"calls": 3, "judge_failures": 1, "parse_failures": 2, "cost": 0.0}
     second = {"calls": 4, "judge_failures": 2, "parse_failures": 0, "cost": 0.0}

@@ -12,9 +12,7 @@ from django.urls import reverse
 
 from training.engine import bounds
 from training.engine.optimizers import dns
-from training.forms import RunForm
-from training.models import Run
-from training.services.run_config import (
+from training.execution.run_config import (
     DASHBOARD_OPTIMIZER_DEFAULTS,
     FIELD_PREFIXES,
     OPTIMIZER_CLASSES,
@@ -23,6 +21,8 @@ from training.services.run_config import (
     RunConfigError,
     optimizer_parameters,
 )
+from training.models import Run
+from training.runs.forms import RunForm
 
 from .conftest import run_config
 from .test_views import launch_data

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from datasets.services import DatasetInUse, delete_dataset
-from training import selectors
+from training.insight.plots import plot_dir
 from training.models import (
     Candidate,
     EpochLog,
@@ -19,8 +19,7 @@ from training.models import (
     Run,
     RunTag,
 )
-from training.services import run_management
-from training.services.plots import plot_dir
+from training.runs import run_management, selectors
 
 from .conftest import make_program, run_config
 

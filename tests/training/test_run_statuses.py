@@ -12,9 +12,9 @@ import pytest
 from django.urls import reverse
 
 from datasets.services import get_split
-from training.forms import RunForm
+from training.execution import attempt as execution
 from training.models import Run
-from training.services import execution
+from training.runs.forms import RunForm
 
 from .conftest import make_program, make_run, run_config
 

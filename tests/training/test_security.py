@@ -10,9 +10,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
+from training.insight import live
 from training.models import Candidate, EpochLog, Run
 from training.routing import websocket_urlpatterns
-from training.services import live
 
 from .conftest import executed_run, make_program, make_run, run_config
 

@@ -17,10 +17,11 @@ from django.urls import reverse
 
 import training.engine as synalinks
 from training.engine.data_model import create_data_model
-from training.forms import ProgramForm, RunForm
+from training.execution import attempt as execution
 from training.models import Program, Run
-from training.services import execution
-from training.services.programs import ProgramError, program_from_json
+from training.programs.forms import ProgramForm
+from training.programs.programs import ProgramError, program_from_json
+from training.runs.forms import RunForm
 
 from .conftest import make_run, run_config
 

@@ -11,10 +11,10 @@ import pytest
 from django.db import OperationalError
 from django.db.models.query import QuerySet
 
+from training.execution import attempt as execution
+from training.execution.heartbeat import Heartbeat
+from training.execution.persistence import PersistenceCallback
 from training.models import Candidate, EpochLog, OptimizerError, Run
-from training.services import execution
-from training.services.heartbeat import Heartbeat
-from training.services.persistence import PersistenceCallback
 
 from .conftest import long_fake_run, running_run
 

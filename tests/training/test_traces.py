@@ -13,8 +13,8 @@ from django.urls import reverse
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
 from training.engine import tracing
+from training.execution import traces
 from training.models import Candidate, LMCallTrace
-from training.services import traces
 
 from .conftest import executed_run, make_program, make_run
 

@@ -131,7 +131,7 @@ def test_launch_creates_a_queued_run_and_enqueues_it(
 ):
     sent = []
     monkeypatch.setattr(
-        "training.tasks.execute_run.apply_async",
+        "training.execution.tasks.execute_run.apply_async",
         lambda args, **options: sent.append(args) or type("R", (), {"id": "t1"})(),
     )
     with django_capture_on_commit_callbacks(execute=True):

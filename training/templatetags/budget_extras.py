@@ -1,13 +1,13 @@
-"""The run page's forecast-and-budget figures (``training.services.forecast`` /
-``training.services.budget``), so the fragment renders from the run alone (live updates
+"""The run page's forecast-and-budget figures (``training.execution.forecast`` /
+``training.execution.budget``), so the fragment renders from the run alone (live updates
 included)."""
 
 from __future__ import annotations
 
 from django import template
 
-from training.forms import ResumeBudgetForm
-from training.services import budget, forecast
+from training.execution import budget, forecast
+from training.runs.forms import ResumeBudgetForm
 
 register = template.Library()
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand
 
 from datasets.services import create_demo_dataset
 from training.models import Program
-from training.services.programs import build_engine_program
+from training.programs.programs import build_engine_program
 
 DEMO_NAME = "Demo: route support messages"
 DEMO_MAX_TOKENS = 24  # {"team": "ledger"} is ~8 tokens; a small model must not ramble

@@ -13,7 +13,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from training.services import reaper
+from training.execution import reaper
 
 
 class Command(BaseCommand):

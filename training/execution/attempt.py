@@ -1,0 +1,332 @@
+"""Executing a run in a worker: baseline evaluations, fit, final evaluations.
+
+``execute(run_id, attempt)`` is what the Celery task calls. It claims the run (queued →
+running, only for the current attempt, so a redelivered or stale message does nothing),
+starts a heartbeat thread, waits (phase "loading models") while its worker still loads the
+local models the run uses (``model_loading``), and drives the engine's async API in
+``asyncio.run``. A resumed run restarts from its checkpoint (variables, candidates and
+optimizer state after the last completed epoch) with ``initial_epoch``; evaluations already
+stored are not repeated.
+
+This module only orchestrates: the attempt's state transitions are ``run_state``'s, its
+heartbeat is ``heartbeat``'s, storing what it produces is ``persistence``'s, and ``events``
+says what changed (``training.insight.live`` renders and sends it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+import training.engine as synalinks
+from datasets.services import get_split
+from datasets.versions import human_marks
+from training import conf
+from training.engine.data_model import create_data_model
+from training.execution import (
+    budget,
+    events,
+    model_loading,
+    persistence,
+    prediction_failures,
+    run_state,
+    traces,
+)
+from training.execution.heartbeat import Heartbeat, close_connection
+from training.execution.persistence import PersistenceCallback
+from training.execution.run_config import build_metrics, build_optimizer, build_reward
+from training.models import Evaluation, Run
+from training.programs.lm import describe_address
+from training.programs.programs import (
+    ProgramError,
+    first_generator,
+    program_from_json,
+    sanitize_engine_json,
+)
+
+logger = logging.getLogger(__name__)
+#: How often a running attempt looks for its run's Cancel (seconds): pressed, the program is
+#: interrupted at once (``program.interrupt()``: pending predictions dropped, in every phase).
+CANCEL_CHECK_SECONDS = 1.0
+cancel_requested = sync_to_async(run_state.cancel_requested)
+_results = sync_to_async(persistence.results)
+
+
+async def results(
+    run_id: int, program: Any, callback: PersistenceCallback, watch: Any = None
+) -> dict[str, Any]:
+    """The final fields of an attempt, its usage holding how many predictions it made and
+    why the failed ones failed (``prediction_failures.usage_fields``), and the working time
+    of the run's attempts so far (``watch``: the attempt's ``budget.BudgetWatch``)."""
+    fields = await _results(run_id, program, callback)
+    fields["usage"].update(prediction_failures.usage_fields(program, callback.base_usage))
+    if watch is not None:
+        fields["active_seconds"] = watch.seconds()
+    return fields
+
+
+def execute(run_id: int, attempt: int, worker: str = "") -> str:
+    """Run one attempt of a run to the end; returns the final status (or "skipped")."""
+    close_old_connections()
+    if not run_state.claim(run_id, attempt, worker):
+        logger.info("run %s attempt %s: not queued any more, skipping", run_id, attempt)
+        return "skipped"
+    run = Run.objects.select_related("program", "program_version", "dataset").get(pk=run_id)
+    events.run_changed(run, ("status", "actions", "progress"))
+    heartbeat = Heartbeat(run_id, attempt)
+    heartbeat.start()
+    try:
+        status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
+    except synalinks.LanguageModelUnreachable as exc:
+        status, fields = Run.FAILED, {"error": _unreachable_message(run, exc)}
+    except ProgramError as exc:  # a stored program this server refuses to build (its models)
+        status, fields = Run.FAILED, {"error": f"This program cannot run here: {exc}"}
+    except Exception as exc:
+        logger.exception("run %s failed", run_id)
+        status, fields = Run.FAILED, {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        heartbeat.stop()
+    if heartbeat.superseded.is_set():
+        close_old_connections()
+        return "superseded"  # the run is no longer this attempt's: leave its state alone
+    run_state.finish(run_id, attempt, status, **fields)
+    close_old_connections()
+    return status
+
+
+def _unreachable_message(run: Run, exc: Exception) -> str:
+    try:
+        generator = first_generator(program_from_json(run.launch_json))
+        lm = generator.language_model if generator else None
+    except Exception:
+        lm = None
+    model = getattr(lm, "model", run.model_name)
+    return f"Language model {model!r} is unreachable at {describe_address(lm)}: {exc}"
+
+
+def _data_models(program: Any, dataset: Any) -> tuple[type, type]:
+    input_model = program.inputs[0].data_model
+    target_model = create_data_model("Target", dataset.target_schema_fields())
+    return input_model, target_model
+
+
+def _to_models(rows_x: list[dict], rows_y: list[dict], input_model: type, target_model: type):
+    input_names = list(input_model.model_fields)
+    x = [input_model(**{name: row.get(name) for name in input_names}) for row in rows_x]
+    # Each target knows its example's inputs: people's marks on one example match only it.
+    y = [
+        synalinks.rewards.attach_inputs(target_model(**row), item)
+        for row, item in zip(rows_y, x, strict=True)
+    ]
+    return x, y
+
+
+def _load(run: Run) -> dict[str, Any]:
+    """Everything the async part needs from the database, read in one sync call."""
+    run_state.drop_unfinished_epochs(run)
+    return {
+        "config": run.config,
+        # Stored JSON may be an upload: never let it choose caches or unbounded LM settings.
+        "document": sanitize_engine_json(run.checkpoint_json or run.launch_json),
+        "resume_epoch": (run.checkpoint_epoch + 1) if run.checkpoint_json is not None else 0,
+        "train": get_split(run.dataset, "train"),
+        "test": get_split(run.dataset, "test"),
+        "dataset": run.dataset,
+        "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward
+        "done_evaluations": set(run.evaluations.values_list("phase", "index")),
+        "base_usage": dict(run.usage or {}),
+        "active_seconds": run.active_seconds,
+        "group": run.group_name,
+    }
+
+
+async def _train_then_close(
+    run: Run, superseded: threading.Event | None = None
+) -> tuple[str, dict[str, Any]]:
+    try:
+        async with traces.recording(run.pk, run.attempt, superseded):
+            return await _train(run, superseded)
+    finally:  # the ORM thread's connection must not outlive the task (prefork reuses it)
+        await sync_to_async(close_connection)()
+
+
+async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[str, dict[str, Any]]:
+    data = await sync_to_async(_load)(run)
+    config = data["config"]
+    program = synalinks.Program.from_config(data["document"], compile=False)
+    optimizer = build_optimizer(config)
+    compile_config = data["document"].get("compile") or {}
+    state = (compile_config.get("optimizer") or {}).get("state") if run.checkpoint_json else None
+    if state:
+        optimizer.set_state(state)
+    reward = build_reward(config, marks=data["marks"])
+    program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
+
+    watch = asyncio.ensure_future(_interrupt_on_cancel(run.pk, program, superseded))
+    try:
+        return await _phases(run, data, program, superseded)
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+
+
+async def _interrupt_on_cancel(
+    run_id: int, program: Any, superseded: threading.Event | None
+) -> None:
+    """Interrupt ``program`` as soon as the run is cancelled (or no longer this attempt's)."""
+    while not program.interrupted:
+        if (superseded is not None and superseded.is_set()) or await cancel_requested(run_id):
+            program.interrupt()
+            return
+        await asyncio.sleep(CANCEL_CHECK_SECONDS)
+
+
+async def _phases(
+    run: Run, data: dict, program: Any, superseded: threading.Event | None
+) -> tuple[str, dict[str, Any]]:
+    """Before-evaluations, fit, after-evaluations; CANCELLED as soon as one is interrupted,
+    FAILED as soon as one made predictions that all failed (``prediction_failures``)."""
+    config = data["config"]
+    input_model, target_model = _data_models(program, data["dataset"])
+    x_train, y_train = _to_models(*data["train"], input_model, target_model)
+    x_test, y_test = _to_models(*data["test"], input_model, target_model)
+    batch_size = int(config["batch_size"])
+
+    with synalinks.usage.track() as tracker:
+        callback = PersistenceCallback(
+            run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
+        )
+        callback.set_program(program)
+        failed_epochs = prediction_failures.AllFailedEpochs()
+        failure: list[str] = []  # the error of an evaluation whose predictions all failed
+        watch = budget.BudgetWatch(
+            run.pk,
+            run.attempt,
+            budget.caps_of(config),
+            callback.usage_fields,
+            data["active_seconds"],
+        )
+
+        async def evaluations(phase: str, count: int) -> bool:
+            """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
+            for index in range(count):
+                if (phase, index) in data["done_evaluations"]:
+                    continue
+                if callback.superseded.is_set() or await cancel_requested(run.pk):
+                    return False
+                if watch.active and await watch.check():  # a cap: stop before the next pass
+                    return False
+                labelled = await sync_to_async(run_state.set_phase)(
+                    run.pk, run.attempt, f"{phase} eval {index + 1}/{count}"
+                )
+                await events.stored(data["group"], labelled, ("status", "progress"))
+                failed_before = program.failed_predictions
+                mark = prediction_failures.Mark.of(program)
+                per_example = synalinks.callbacks.ExampleRewards(predictions=True)
+                with traces.evaluation_context(phase):
+                    logs = await program.evaluate(
+                        x_test, y_test, batch_size=batch_size, callbacks=[per_example]
+                    )
+                if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
+                    return False
+                error = prediction_failures.all_failed(
+                    program, mark, f"the {phase}-training evaluation {index + 1}"
+                )
+                if error is not None:
+                    failure.append(error)
+                    return False
+                stored = await sync_to_async(persistence.store_evaluation)(
+                    run.pk,
+                    run.attempt,
+                    phase,
+                    index,
+                    logs,
+                    program.failed_predictions - failed_before,
+                    callback.usage_fields(),
+                    per_example.rewards,
+                    per_example.predictions,
+                    per_example.errors,
+                )
+                if stored is None:  # superseded meanwhile: nothing was stored
+                    callback.superseded.set()
+                    return False
+                await events.stored(
+                    data["group"], stored, ("evaluations", "usage", "spend", "status")
+                )
+            return True
+
+        async def stop() -> bool:
+            return callback.superseded.is_set() or await cancel_requested(run.pk)
+
+        if not await model_loading.wait_for_models(
+            run, data["group"], model_loading.models_of(config), stop
+        ):
+            return Run.CANCELLED, await results(run.pk, program, callback)
+        if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):
+            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
+        if not x_train:
+            raise ValueError(f"dataset {data['dataset'].name!r} has no training rows")
+        await program.fit(
+            x=x_train,
+            y=y_train,
+            validation_split=float(config["validation_split"]),
+            epochs=int(config["epochs"]),
+            batch_size=batch_size,
+            shuffle=bool(config["shuffle"]),
+            callbacks=[callback, failed_epochs, *([watch] if watch.active else [])],
+            initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
+            seed=int(config["seed"]),
+        )
+        if (
+            program.interrupted
+            or callback.cancelled
+            or callback.superseded.is_set()
+            or await cancel_requested(run.pk)
+        ):
+            return Run.CANCELLED, await results(run.pk, program, callback, watch)
+        if watch.reached:  # stopped after the step that reached a cap: everything kept
+            fields = await results(run.pk, program, callback, watch)
+            return Run.STOPPED, {**fields, "error": watch.message}
+        if failed_epochs.error is not None:
+            return _stopped(
+                [failed_epochs.error], await results(run.pk, program, callback, watch), watch
+            )
+        if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
+            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
+        samples = await _samples(program, x_test, y_test)
+        fields = await results(run.pk, program, callback, watch)  # the samples' calls too
+        return Run.SUCCEEDED, {**fields, "samples": samples}
+
+
+def _stopped(
+    failure: list[str], fields: dict[str, Any], watch: Any = None
+) -> tuple[str, dict[str, Any]]:
+    """FAILED with the error of a phase whose predictions all failed, STOPPED at a budget
+    cap (``watch.reached``), else CANCELLED."""
+    if failure:
+        return Run.FAILED, {**fields, "error": failure[0]}
+    if watch is not None and watch.reached:
+        return Run.STOPPED, {**fields, "error": watch.message}
+    return Run.CANCELLED, fields
+
+
+async def _samples(program: Any, x: list, y: list) -> list[dict[str, Any]]:
+    """The trained program's answers on the first few test examples (shown escaped)."""
+    count = int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS"))
+    if not x or count <= 0:
+        return []
+    with traces.evaluation_context("samples"):
+        predictions = await program.predict(x[:count], batch_size=count)
+    return [
+        {
+            "inputs": item.get_json(),
+            "expected": truth.get_json(),
+            "predicted": prediction.get_json() if prediction is not None else None,
+        }
+        for item, truth, prediction in zip(x[:count], y[:count], predictions, strict=False)
+    ]

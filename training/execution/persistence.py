@@ -1,0 +1,297 @@
+"""Storing what an attempt produces: engine events, evaluations and the final results.
+
+``PersistenceCallback`` writes, for each event ``fit`` emits, the rows the run page is
+rendered from (epoch logs, candidates, progress, usage, the per-epoch checkpoint used by
+Resume), then emits the stored run (``events.stored``: ``training.insight.live`` alone renders
+and sends the fragments that event changed). It also reads the cancel flag after every batch and sets
+``program.stop_training``, which the engine checks after each batch. ``store_evaluation``
+and ``results`` store and return the evaluations and the final figures of an attempt.
+
+An attempt can be superseded while its worker still runs (the reaper failed it, the user
+resumed it): then every write below changes nothing, because each one first touches the run
+row filtered on this attempt and RUNNING (in the same transaction as the rows it writes),
+and the callback stops training after the batch. ``superseded`` is shared with the
+heartbeat thread, which notices the same thing between batches.
+
+Database work runs through ``sync_to_async`` (the ORM is synchronous); the send is awaited
+right after, so an epoch's row reaches open pages as soon as it is stored.
+"""
+
+from __future__ import annotations
+
+import numbers
+import threading
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from training.engine.callbacks import Callback
+from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
+from training.execution import evaluation_examples, events, summaries
+from training.execution.usage import merged_usage
+from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
+
+
+class PersistenceCallback(Callback):
+    """Stores each engine event of one attempt, then has ``live`` stream the changed parts.
+
+    Args:
+        run_id: the run being executed.
+        attempt: the attempt this worker executes (writes for another attempt are refused).
+        group: the run's Channels group (``run.group_name``).
+        tracker: the ``synalinks.usage.track()`` totals of this attempt.
+        base_usage: the usage stored by earlier attempts (a resumed run keeps counting).
+        superseded: set when the run is no longer this attempt's (shared with the heartbeat).
+
+    Example:
+        >>> with synalinks.usage.track() as tracker:
+        ...     callback = PersistenceCallback(run.pk, run.attempt, run.group_name, tracker, {})
+        ...     await program.fit(x, y, callbacks=[callback])
+    """
+
+    def __init__(
+        self,
+        run_id: int,
+        attempt: int,
+        group: str,
+        tracker: Any,
+        base_usage: dict,
+        superseded: threading.Event | None = None,
+    ):
+        super().__init__()
+        self.run_id = run_id
+        self.attempt = attempt
+        self.group = group
+        self.tracker = tracker
+        self.base_usage = base_usage or {}
+        self.cancelled = False
+        self.superseded = superseded if superseded is not None else threading.Event()
+        self.throttle = events.PartsThrottle()
+
+    # -- helpers ---------------------------------------------------------------------------
+    def usage_fields(self) -> dict[str, Any]:
+        usage = merged_usage(self.base_usage, self.tracker.to_dict())
+        fields = {
+            "usage": usage,
+            "lm_calls": usage.get("calls", 0),
+            "lm_failures": usage.get("failures", 0),
+        }
+        if self.program is not None:
+            fields["failed_predictions"] = int(self.base_usage.get("failed_predictions", 0)) + int(
+                getattr(self.program, "failed_predictions", 0)
+            )
+            fields["usage"]["failed_predictions"] = fields["failed_predictions"]
+        return fields
+
+    def _stop(self) -> None:
+        """This attempt is no longer the run's: stop after the batch, write nothing more."""
+        self.superseded.set()
+        if self.program is not None:
+            self.program.stop_training = True
+
+    def _update(self, **fields: Any) -> Run | None:
+        """Update this attempt's run row; None (and stop) if the attempt was superseded.
+
+        Called first inside each write's transaction: the UPDATE locks the row, so a resume
+        that bumps the attempt cannot slip in between the check and the writes."""
+        fields.setdefault("heartbeat_at", timezone.now())
+        if self.superseded.is_set() or not Run.objects.filter(
+            pk=self.run_id, attempt=self.attempt, status=Run.RUNNING
+        ).update(**fields):
+            self._stop()
+            return None
+        return Run.objects.select_related("program").get(pk=self.run_id)
+
+    # -- events ----------------------------------------------------------------------------
+    async def on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is None:
+            return
+        if self.superseded.is_set():  # set by the heartbeat thread between batches
+            self._stop()
+            return
+        emitted = time.time()
+        run = await sync_to_async(handler)(event)
+        if run is not None:
+            await events.stored(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
+
+    def _on_train_begin(self, event: dict) -> Run | None:
+        steps = int(event.get("steps") or 0)
+        initial_epoch = int(event.get("initial_epoch") or 0)
+        return self._update(
+            phase="training",
+            batches_per_epoch=steps,
+            current_epoch=initial_epoch,
+            current_batch=0,
+            training_started_at=timezone.now(),  # the ETA's clock (training.insight.timing)
+            training_start_batch=initial_epoch * steps,
+        )
+
+    def _on_epoch_begin(self, event: dict) -> Run | None:
+        return self._update(current_epoch=int(event["epoch"]), current_batch=0)
+
+    def _on_batch_end(self, event: dict) -> Run | None:
+        run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
+        if run is not None and run.cancel_requested and self.program is not None:
+            self.program.stop_training = True
+            self.cancelled = True
+        return run
+
+    def _on_epoch_end(self, event: dict) -> Run | None:
+        epoch = int(event["epoch"])
+        logs = {
+            key: value
+            for key, value in (event.get("logs") or {}).items()
+            if isinstance(value, int | float)
+        }
+        checkpoint = self.program.get_config() if self.program is not None else None
+        with transaction.atomic():
+            run = self._update(
+                current_epoch=epoch + 1,
+                current_batch=0,
+                checkpoint_json=checkpoint,
+                checkpoint_epoch=epoch,
+                **self.usage_fields(),
+            )
+            if run is None:
+                return None
+            EpochLog.objects.update_or_create(
+                run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
+            )
+        return run
+
+    def _on_candidate(self, event: dict) -> Run | None:
+        defaults = {
+            "parent_ids": list(event.get("parent_ids") or []),
+            "operation": str(event.get("operation") or ""),
+            "value": event.get("value") or {},
+            "reward": event.get("reward"),
+            "novelty": event.get("novelty"),
+            "status": str(event.get("status") or ""),
+            "epoch": int(event.get("epoch") or 0),
+        }
+        defaults.update(event_fields(event))
+        key = {
+            "run_id": self.run_id,
+            "variable": str(event["variable"]),
+            "candidate_id": str(event["candidate_id"]),
+        }
+        with transaction.atomic():
+            run = self._update()
+            if run is None:
+                return None
+            try:
+                with transaction.atomic():
+                    Candidate.objects.update_or_create(**key, defaults=defaults)
+            except IntegrityError:  # a concurrent insert of the same candidate: update instead
+                Candidate.objects.filter(**key).update(**defaults)
+        return run
+
+    def _on_selection(self, event: dict) -> Run | None:
+        """The optimizer's epoch-end selection of one variable: how many candidates beat the
+        seed (kept per variable, the latest epoch's)."""
+        fields = ("epoch", "candidates", "beat_seed", "margin", "seed_reward", "champion_id")
+        entry = {key: event.get(key) for key in (*fields, "champion_reward")}
+        variable = str(event.get("variable") or "")[:200]
+        with transaction.atomic():
+            current = (
+                Run.objects.select_for_update()
+                .filter(pk=self.run_id)
+                .values_list("selection", flat=True)
+                .first()
+            )
+            selection = dict(current or {})
+            selection[variable] = entry
+            return self._update(selection=selection)
+
+    def _on_optimizer_error(self, event: dict) -> Run | None:
+        """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""
+        with transaction.atomic():
+            run = self._update()
+            if run is None:
+                return None
+            OptimizerError.objects.create(
+                run_id=self.run_id,
+                epoch=int(event.get("epoch") or 0),
+                variable=str(event.get("variable") or "")[:200],
+                operation=str(event.get("operation") or "")[:20],
+                error=str(event.get("error") or "unknown error")[:2000],
+            )
+        return run
+
+
+def store_evaluation(
+    run_id: int,
+    attempt: int,
+    phase: str,
+    index: int,
+    logs: dict,
+    failures: int,
+    usage: dict,
+    example_rewards: list[float],
+    predictions: list[dict | None] | None = None,
+    errors: list[str | None] | None = None,
+) -> Run | None:
+    """Store one evaluation (and the phase's mean reward, and each example's prediction:
+    ``evaluation_examples.store``); the run re-read, or None when the attempt was
+    superseded meanwhile (then nothing is stored)."""
+    metrics = {key: float(value) for key, value in logs.items() if isinstance(value, int | float)}
+    with transaction.atomic():
+        # Touching the run first (this attempt, still running) locks its row and tells a
+        # superseded attempt apart: that one stores nothing (None).
+        if not Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+            heartbeat_at=timezone.now()
+        ):
+            return None
+        evaluation, _ = Evaluation.objects.update_or_create(
+            run_id=run_id,
+            phase=phase,
+            index=index,
+            defaults={
+                "metrics": metrics,
+                "failures": failures,
+                "example_rewards": example_rewards,
+            },
+        )
+        evaluation_examples.store(evaluation, example_rewards, predictions or [], errors or [])
+        rewards = list(
+            Evaluation.objects.filter(run_id=run_id, phase=phase).values_list(
+                "metrics__reward", flat=True
+            )
+        )
+        mean, _ = summaries.mean_std([float(value) for value in rewards if value is not None])
+        field = "baseline_reward" if phase == Evaluation.BEFORE else "final_reward"
+        Run.objects.filter(pk=run_id, attempt=attempt).update(**{field: mean}, **usage)
+    return Run.objects.select_related("program").get(pk=run_id)
+
+
+def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[str, Any]:
+    """The final fields of an attempt: the trained program, the best reward, the usage."""
+    logs = EpochLog.objects.filter(run_id=run_id)
+    best = summaries.best_of_history(summaries.history(logs)["series"])
+    return {
+        "trained_program_json": program.get_config(),
+        "best_reward": best,
+        **callback.usage_fields(),
+    }
+
+
+def event_fields(event: dict[str, Any]) -> dict[str, Any]:
+    """The map's columns of a ``candidate`` event: the competition epoch and the embedding,
+    only when the event has them (a later event without one never erases it)."""
+    fields: dict[str, Any] = {}
+    epoch = event.get("competition_epoch")
+    if isinstance(epoch, int) and not isinstance(epoch, bool):
+        fields["status_epoch"] = epoch
+    vector = event.get("embedding")
+    if (
+        isinstance(vector, list)
+        and 0 < len(vector) <= 4 * MAX_EMBEDDING_DIMS
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in vector)
+    ):
+        fields["embedding"] = compact_embedding(vector)
+    return fields

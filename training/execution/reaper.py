@@ -1,0 +1,142 @@
+"""Marking runs whose worker died as "failed: worker lost".
+
+A running run's heartbeat is refreshed every few seconds by its worker (see execution), in
+the database and as a Redis pulse (see pulse); a run is lost only when both are stale.
+Celery beat is not running, so the reaper is cheap (one query on the indexed ``status``)
+and called from the processes that do the work, never from a page view (a GET only reads):
+``reap_forever`` in its own process (``manage.py reap_runs --every 15``, a supervised child
+of ``make run`` and of the tests' live stack) so a killed worker is noticed even when nobody
+is watching; from every live run's heartbeat thread; and when a worker starts (it also fails
+the runs that worker itself was executing).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+import redis
+from django.db import close_old_connections, connection
+from django.db.models import Q
+from django.utils import timezone
+
+from training import conf
+from training.execution import events, pulse
+from training.models import Run
+
+logger = logging.getLogger(__name__)
+
+
+def stale_after() -> float:
+    return float(conf.get("TRAINBOARD_HEARTBEAT_STALE_SECONDS"))
+
+
+def mark_worker_lost(
+    run_id: int, detail: str, attempt: int | None = None, beat_before: datetime | None = None
+) -> bool:
+    """Fail a running run because its worker is gone; True if this call changed it.
+
+    With ``beat_before``, only while its heartbeat is still older than that: a heartbeat
+    written since the reaper read the row (it waited for the lock) keeps the run alive.
+    """
+    query = Run.objects.filter(pk=run_id, status=Run.RUNNING)
+    if attempt is not None:
+        query = query.filter(attempt=attempt)
+    if beat_before is not None:
+        query = query.filter(stale_beat(beat_before))
+    now = timezone.now()
+    changed = query.update(
+        status=Run.FAILED,
+        error=f"failed: worker lost ({detail}). Resume continues from the last completed epoch.",
+        finished_at=now,
+        phase="",
+    )
+    if changed:
+        logger.warning("run %s: worker lost (%s)", run_id, detail)
+        try:
+            events.run_row_changed(run_id)
+        except Exception:  # the page still shows it on reload; never fail the reaper on this
+            logger.exception("run %s: could not broadcast the worker-lost status", run_id)
+    return bool(changed)
+
+
+def stale_beat(cutoff: datetime) -> Q:
+    return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+
+
+def reap_stale(worker: str | None = None) -> list[int]:
+    """Fail running runs whose worker is gone (or, with ``worker``, all runs it held).
+
+    Gone means both proofs of life are stale: the database heartbeat and the Redis pulse
+    (see ``pulse``). The database one alone is not enough: on SQLite a live worker's
+    heartbeat write can wait behind another writer's lock for longer than the stale limit.
+    When Redis cannot be asked, no stale run is failed this pass (unknown is not lost).
+    """
+    cutoff = timezone.now() - timedelta(seconds=stale_after())
+    condition = stale_beat(cutoff)
+    if worker:
+        condition |= Q(worker=worker)
+    found = list(
+        Run.objects.filter(condition, status=Run.RUNNING).values_list(
+            "pk", "attempt", "heartbeat_at", "worker"
+        )
+    )
+    restarted = [row for row in found if worker and row[3] == worker]
+    stale = [row for row in found if row not in restarted]
+    try:
+        beating = pulse.alive(
+            ((run_id, attempt) for run_id, attempt, _, _ in stale), since=cutoff.timestamp()
+        )
+    except redis.RedisError as exc:
+        ids = [row[0] for row in stale]
+        logger.warning("runs %s: pulse unknown (%s); none failed this pass", ids, exc)
+        stale = []
+    else:
+        stale = [row for row in stale if (row[0], row[1]) not in beating]
+    reaped = []
+    for run_id, attempt, _, _ in restarted:
+        if mark_worker_lost(run_id, f"worker {worker} restarted", attempt):
+            reaped.append(run_id)
+    for run_id, attempt, beat, _ in stale:
+        age = (
+            f"no heartbeat for {(timezone.now() - beat).total_seconds():.0f} s"
+            if beat
+            else "no heartbeat"
+        )
+        if mark_worker_lost(run_id, age, attempt, beat_before=cutoff):
+            reaped.append(run_id)
+    return reaped
+
+
+def reap_forever(
+    every: float, stop: threading.Event | None = None, iterations: int | None = None
+) -> list[int]:
+    """Reap now, then every ``every`` seconds until ``stop`` is set (or ``iterations`` passes).
+
+    A failed pass (the database restarting, a locked SQLite file) is logged and retried at the
+    next period: the loop itself never dies of it. Returns every run it marked as lost.
+    """
+    if every <= 0:
+        raise ValueError(f"reap_forever: every must be > 0 seconds, got {every}")
+    stop = stop or threading.Event()
+    reaped: list[int] = []
+    passes = 0
+    try:
+        while True:
+            try:
+                close_old_connections()  # a connection the database dropped is reopened
+                found = reap_stale()
+                if found:
+                    logger.warning("marked runs %s as failed: worker lost", found)
+                reaped += found
+            except Exception:
+                logger.exception("reaping stale runs failed; retrying in %s s", every)
+            passes += 1
+            if iterations is not None and passes >= iterations:
+                break
+            if stop.wait(every):
+                break
+    finally:
+        connection.close()
+    return reaped

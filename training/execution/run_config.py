@@ -1,0 +1,375 @@
+"""Run configuration: validate what the launch form sent, and build the engine objects.
+
+``validate_run_config(data, program_fields, target_fields)`` takes a flat dict (the form's
+cleaned data or a test's literal) and returns the JSON configuration a Run stores, or raises
+:class:`RunConfigError` whose ``errors`` maps each bad field to a message saying what is
+wrong and what is allowed.
+
+No limit is written here. The optimizers' parameters are checked by their own constructors
+against the bounds they declare (``OMEGA.PARAMETERS``, ...), fit's arguments against
+``training.engine.bounds``; their defaults are read from the engine's signatures. What this
+module adds is the dashboard's own policy: caps on a run's size (``EPOCHS``, ``BATCH_SIZE``)
+and its evaluation passes. The launch form builds its typed fields from the same objects
+(:data:`TRAINING`, :func:`optimizer_parameters`), so the browser, the form and the engine
+enforce one rule.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+
+import training.engine as synalinks
+from training.engine import bounds
+from training.execution import budget
+from training.programs.lm import (
+    ModelStringError,
+    check_provider,
+    make_embedding_model,
+    make_language_model,
+)
+
+REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
+METRICS = ("F1Score", "Precision", "Recall")
+OPTIMIZER_CLASSES = {
+    "RandomFewShot": synalinks.optimizers.RandomFewShot,
+    "OMEGA": synalinks.optimizers.OMEGA,
+}
+OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
+#: Prefix of each optimizer's parameters among the launch form's fields.
+FIELD_PREFIXES = {"RandomFewShot": "rfs_", "OMEGA": "omega_"}
+#: Constructor parameters a run does not take from the user: the run's own seed is passed,
+#: the name is the class's, and a distance function is code.
+NOT_OFFERED = ("seed", "name", "distance_function")
+
+# The dashboard's policy on top of the engine's rules: a run's size is capped (the engine's
+# own bounds have no ceiling), and each run evaluates the test split a few times.
+TRAINING = {
+    "epochs": bounds.EPOCHS.narrow(1000),
+    "batch_size": bounds.BATCH_SIZE.narrow(4096),
+    "validation_split": bounds.VALIDATION_SPLIT,
+    "seed": bounds.IntRange(
+        0, 2**31 - 1, help="Fixes the shuffle and the optimizer's draws; empty picks one."
+    ),
+    "evaluations_before": bounds.IntRange(
+        0, 20, help="Passes over the test split before training (more show the spread)."
+    ),
+    "evaluations_after": bounds.IntRange(
+        0, 20, help="Passes over the test split after training, with the trained program."
+    ),
+}
+#: Help of the training fields that have no bound.
+TRAINING_HELP = {"shuffle": "Shuffle the training rows each epoch (from the seed)."}
+#: Defaults of the training fields: fit's own for its arguments; one evaluation pass each
+#: side; no seed (a random one is drawn and stored, so a resume replays the same order).
+# The dashboard's suggested training settings, defined here once (the form shows them, a
+# stored configuration without them gets them). They differ from fit()'s own signature on
+# purpose: a first run from the browser should train for a few small batches and keep a
+# validation split for the optimizer to select on, which fit's script defaults do not.
+TRAINING_DEFAULTS = {
+    "epochs": 3,
+    "batch_size": 8,
+    "validation_split": 0.2,
+    "shuffle": bounds.defaults(synalinks.Program.fit)["shuffle"],
+    "seed": None,
+    "evaluations_before": 1,
+    "evaluations_after": 1,
+}
+
+
+#: The launch form's presets: values for its fields (a preset leaves the others as they are).
+#: Each value is within its field's bound (tests/training/test_launch_form_help.py checks).
+PRESETS = {
+    "quick": {
+        "label": "Quick try",
+        "help": "One epoch, one evaluation each side: a first look in a minute or two.",
+        "values": {
+            "epochs": 1,
+            "batch_size": 8,
+            "validation_split": 0.2,
+            "evaluations_before": 1,
+            "evaluations_after": 1,
+            "rfs_nb_max_examples": 3,
+            "rfs_nb_candidates": 1,
+            "omega_population_size": 4,
+        },
+    },
+    "thorough": {
+        "label": "Thorough",
+        "help": "More epochs and candidates, repeated evaluations: slower, steadier figures.",
+        "values": {
+            "epochs": 5,
+            "batch_size": 8,
+            "validation_split": 0.25,
+            "evaluations_before": 2,
+            "evaluations_after": 2,
+            "rfs_nb_max_examples": 5,
+            "rfs_nb_candidates": 4,
+            "omega_population_size": 10,
+            "omega_few_shot_learning": True,
+        },
+    },
+}
+
+
+#: Where the dashboard's default differs from the engine's signature (the guide's), and why.
+#: OMEGA with ``few_shot_learning=False`` (the guide's default) only rewrites instructions; on
+#: label tasks a small model learns the label set from a few demonstrations far better than
+#: from rewritten instructions, and RandomFewShot (always examples) then beats it on the same
+#: budget (bench/omega_speed.py, the label-task comparison). Demonstrations also make the
+#: model's answers short, which makes every validation scoring cheaper.
+DASHBOARD_OPTIMIZER_DEFAULTS: dict[str, dict[str, Any]] = {"OMEGA": {"few_shot_learning": True}}
+
+
+def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
+    """``{parameter: (default, bound or None)}`` of the parameters a run offers for ``name``,
+    in the constructor's order; the defaults are the signature's unless
+    :data:`DASHBOARD_OPTIMIZER_DEFAULTS` says otherwise (None as "" for strings: the JSON a Run
+    stores keeps "" for "the program's model" / "no instructions"). The launch form's initial
+    values and a configuration's missing parameters both come from here."""
+    cls = OPTIMIZER_CLASSES[name]
+    fixed = getattr(cls, "FIXED", {})
+    overrides = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {})
+    result = {}
+    for key, default in bounds.defaults(cls).items():
+        if key in NOT_OFFERED:
+            continue
+        bound = cls.PARAMETERS.get(key)
+        if isinstance(bound, bounds.Flag):
+            bound = None  # described, not limited
+        default = overrides.get(key, default)
+        result[key] = (fixed.get(key, "" if default is None else default), bound)
+    return result
+
+
+def optimizer_help(name: str, key: str) -> str:
+    """The one-line help the optimizer declares next to ``key``'s bound (``PARAMETERS``)."""
+    return bounds.help_text(OPTIMIZER_CLASSES[name].PARAMETERS, key)
+
+
+def optimizer_fixed(name: str) -> dict[str, Any]:
+    """Parameters whose value does not change what optimizer ``name`` does (shown fixed)."""
+    return dict(getattr(OPTIMIZER_CLASSES[name], "FIXED", {}))
+
+
+class RunConfigError(ValueError):
+    """Invalid run configuration; ``errors`` maps field names to messages."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{field}: {message}" for field, message in errors.items()))
+
+
+def _mask(value: Any, field: str, allowed: list[str], errors: dict[str, str]) -> list[str] | None:
+    if value in (None, "", []):
+        return None
+    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
+    names = [name for name in names if name]
+    unknown = [name for name in names if name not in allowed]
+    if unknown:
+        errors[field] = f"unknown field(s) {unknown}; the program's output fields are {allowed}"
+    return names or None
+
+
+def _check_model(value: Any, field: str, kind: str, errors: dict) -> None:
+    """Report a mistyped model string (no provider/, unknown provider) on its own field.
+
+    The builders below would refuse it too, but only once every other field is valid and
+    under the optimizer's or reward's name; here the message lands where the typo is.
+    """
+    model = str(value or "").strip()
+    if not model:
+        return
+    if "/" not in model:
+        errors[field] = f"{kind} {model!r} must look like provider/name (e.g. local/smollm2)"
+        return
+    try:
+        check_provider(model, kind)
+    except ModelStringError as exc:
+        errors[field] = str(exc)
+
+
+def _value(data: dict, key: str, default: Any) -> Any:
+    value = data.get(key, default)
+    return default if value is None or value == "" else value
+
+
+def validate_run_config(
+    data: dict[str, Any], output_fields: list[str], target_fields: list[str], program_model: str
+) -> dict[str, Any]:
+    """Validated run configuration (JSON) from a flat dict; RunConfigError otherwise."""
+    errors: dict[str, str] = {}
+    config: dict[str, Any] = {"model": program_model}
+
+    # Reward
+    reward_name = data.get("reward") or "ExactMatch"
+    if reward_name not in REWARDS:
+        errors["reward"] = f"must be one of {', '.join(REWARDS)}, got {reward_name!r}"
+    reward: dict[str, Any] = {"name": reward_name}
+    in_mask = _mask(data.get("reward_in_mask"), "reward_in_mask", output_fields, errors)
+    out_mask = _mask(data.get("reward_out_mask"), "reward_out_mask", output_fields, errors)
+    if in_mask is None and out_mask is None:
+        in_mask = list(target_fields)  # compare what the dataset knows, not e.g. `thinking`
+    reward["in_mask"], reward["out_mask"] = in_mask, out_mask
+    if reward_name == "CosineSimilarity":
+        reward["embedding_model"] = (data.get("reward_embedding_model") or "").strip() or (
+            settings.TRAINBOARD_EMBEDDING_MODEL
+        )
+        _check_model(
+            data.get("reward_embedding_model"), "reward_embedding_model", "embedding model", errors
+        )
+    if reward_name == "LMAsJudge":
+        reward["language_model"] = (
+            data.get("reward_language_model") or ""
+        ).strip() or program_model
+        reward["criteria"] = (
+            data.get("reward_criteria") or ""
+        ).strip() or "accuracy and completeness"
+        _check_model(
+            data.get("reward_language_model"), "reward_language_model", "judge model", errors
+        )
+    if data.get("reward_human_marks"):
+        # Judge by people: the dataset version's marks first, this reward for the rest
+        # (HumanMarks; the worker reads the marks from the run's dataset version).
+        reward["judge_by_people"] = True
+    config["reward"] = reward
+
+    # Metrics
+    metric_names = data.get("metrics") or []
+    if isinstance(metric_names, str):
+        metric_names = [name.strip() for name in metric_names.split(",") if name.strip()]
+    bad = [name for name in metric_names if name not in METRICS]
+    if bad:
+        errors["metrics"] = f"unknown metric(s) {bad}; choose among {', '.join(METRICS)}"
+    metrics_mask = _mask(data.get("metrics_in_mask"), "metrics_in_mask", output_fields, errors)
+    config["metrics"] = [
+        {"name": name, "in_mask": metrics_mask or list(target_fields)}
+        for name in metric_names
+        if name in METRICS
+    ]
+
+    # Training loop
+    for key in ("epochs", "batch_size", "validation_split"):
+        config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
+    config["shuffle"] = bool(_value(data, "shuffle", TRAINING_DEFAULTS["shuffle"]))
+    seed = _value(data, "seed", secrets.randbelow(2**31))  # stored: a resume replays the order
+    config["seed"] = _bounded({"seed": seed}, "seed", TRAINING["seed"], None, errors)
+    for key in ("evaluations_before", "evaluations_after"):
+        config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
+
+    # Optimizer: its constructor checks its parameters (the bounds it declares).
+    name = data.get("optimizer") or "RandomFewShot"
+    if name not in OPTIMIZERS:
+        errors["optimizer"] = f"must be one of {', '.join(OPTIMIZERS)}, got {name!r}"
+        name = "RandomFewShot"
+    prefix = FIELD_PREFIXES[name]
+    config["optimizer"] = {
+        "name": name,
+        "params": {
+            key: _param(_value(data, prefix + key, default), default)
+            for key, (default, _bound) in optimizer_parameters(name).items()
+        },
+    }
+    if name == "OMEGA":
+        for key in ("language_model", "embedding_model"):
+            _check_model(data.get(prefix + key), prefix + key, key, errors)
+    if not any(field.startswith(prefix) for field in errors):
+        _build("optimizer", lambda: build_optimizer(config), errors, prefix)
+
+    # Budget caps (optional; their bounds are training.execution.budget's).
+    config.update(budget.caps_from(data, errors))
+
+    if not errors:
+        _build("reward", lambda: build_reward(config), errors)
+        _build("metrics", lambda: build_metrics(config), errors)
+    if errors:
+        raise RunConfigError(errors)
+    return config
+
+
+def _bounded(data: dict, key: str, bound: Any, default: Any, errors: dict) -> Any:
+    value = _value(data, key, default)
+    message = bound.problem(value)
+    if message:
+        errors[key] = message
+    elif isinstance(bound, bounds.FloatRange):
+        value = float(value)
+    return value
+
+
+def _param(value: Any, default: Any) -> Any:
+    """A parameter as the JSON stores it: strings stripped, floats as floats."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _build(field: str, build: Any, errors: dict, prefix: str = "") -> None:
+    """Build an engine object; what it refuses lands on the field it is about.
+
+    A :class:`~training.engine.bounds.ParameterError` names each parameter (the field is
+    ``prefix + name``); any other refusal (a local model that cannot run here, a rejected
+    model string) lands on ``field``.
+    """
+    try:
+        build()
+    except bounds.ParameterError as exc:
+        for name, message in exc.errors.items():
+            errors[prefix + name] = message
+    except (ValueError, TypeError, RuntimeError) as exc:
+        errors[field] = str(exc)
+
+
+# --- builders (used by validation and by the worker) -----------------------------------------
+
+
+def build_reward(config: dict[str, Any], marks: list[dict[str, Any]] | None = None) -> Any:
+    """The run's reward; with ``judge_by_people`` wrapped in HumanMarks over ``marks`` (the
+    dataset version's, ``datasets.versions.human_marks``)."""
+    reward = _build_base_reward(config)
+    if config["reward"].get("judge_by_people"):
+        return synalinks.rewards.HumanMarks(marks=marks or [], fallback=reward)
+    return reward
+
+
+def _build_base_reward(config: dict[str, Any]) -> Any:
+    spec = config["reward"]
+    masks = {"in_mask": spec.get("in_mask"), "out_mask": spec.get("out_mask")}
+    if spec["name"] == "ExactMatch":
+        return synalinks.rewards.ExactMatch(**masks)
+    if spec["name"] == "CosineSimilarity":
+        return synalinks.rewards.CosineSimilarity(
+            embedding_model=make_embedding_model(spec["embedding_model"]), **masks
+        )
+    if spec["name"] == "LMAsJudge":
+        return synalinks.rewards.LMAsJudge(
+            language_model=make_language_model(spec["language_model"]),
+            criteria=spec["criteria"],
+            **masks,
+        )
+    raise ValueError(f"unknown reward {spec['name']!r}")
+
+
+def build_metrics(config: dict[str, Any]) -> list[Any]:
+    classes = {name: getattr(synalinks.metrics, name) for name in METRICS}
+    return [
+        classes[spec["name"]](in_mask=spec.get("in_mask")) for spec in config.get("metrics", [])
+    ]
+
+
+def build_optimizer(config: dict[str, Any]) -> Any:
+    spec = config["optimizer"]
+    params = dict(spec["params"])
+    if spec["name"] == "RandomFewShot":
+        return synalinks.optimizers.RandomFewShot(seed=config.get("seed"), **params)
+    params["language_model"] = make_language_model(params["language_model"] or config["model"])
+    embedding = params["embedding_model"]
+    if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for
+        embedding = settings.TRAINBOARD_EMBEDDING_MODEL
+    params["embedding_model"] = make_embedding_model(embedding) if embedding else None
+    params["instructions"] = params["instructions"] or None
+    return synalinks.optimizers.OMEGA(seed=config.get("seed"), **params)

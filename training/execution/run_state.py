@@ -1,0 +1,86 @@
+"""The state of one attempt of a run: claim it, label its phase, finish or fail it.
+
+Every transition is one filtered ``UPDATE`` on the run row (this attempt, in the state the
+transition starts from), so two workers, the reaper and the user's Cancel/Resume can race
+without one overwriting another's decision: whoever's filter still matches wins, the others
+change nothing. A transition that ends an attempt announces it on the run's live group.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.db import transaction
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from training.execution import events
+from training.models import Candidate, EpochLog, OptimizerError, Run
+
+
+def claim(run_id: int, attempt: int, worker: str) -> bool:
+    """Queued → running for this attempt; False if it is not queued any more."""
+    now = timezone.now()
+    return bool(
+        Run.objects.filter(pk=run_id, attempt=attempt, status=Run.QUEUED).update(
+            status=Run.RUNNING,
+            started_at=Coalesce("started_at", now),
+            heartbeat_at=now,
+            finished_at=None,
+            worker=worker,
+            worker_pid=os.getpid(),
+            error="",
+            phase="starting",
+        )
+    )
+
+
+def set_phase(run_id: int, attempt: int, phase: str) -> Run:
+    """Label what the running attempt does now (e.g. "before eval 1/2"); the run re-read."""
+    # The column is short (it labels a progress bar); PostgreSQL refuses longer values.
+    phase = phase[: Run._meta.get_field("phase").max_length]
+    Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+        phase=phase, heartbeat_at=timezone.now()
+    )
+    return Run.objects.select_related("program").get(pk=run_id)
+
+
+def cancel_requested(run_id: int) -> bool:
+    return bool(Run.objects.filter(pk=run_id).values_list("cancel_requested", flat=True).first())
+
+
+def finish(run_id: int, attempt: int, status: str, **fields: Any) -> None:
+    """Final state of this attempt (never overwrites a run the reaper already failed)."""
+    updated = Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+        status=status, finished_at=timezone.now(), heartbeat_at=timezone.now(), phase="", **fields
+    )
+    if updated:
+        events.run_row_changed(run_id)
+
+
+def fail_attempt(run_id: int, attempt: int, error: str) -> bool:
+    """Fail an attempt that is still queued or running; True if this call changed it."""
+    updated = Run.objects.filter(
+        pk=run_id, attempt=attempt, status__in=[Run.QUEUED, Run.RUNNING]
+    ).update(status=Run.FAILED, error=error, finished_at=timezone.now(), phase="")
+    if updated:
+        events.run_row_changed(run_id)
+    return bool(updated)
+
+
+def drop_unfinished_epochs(run: Run) -> None:
+    """Before a resume: delete what an abandoned, partial epoch left behind.
+
+    The checkpoint is the state after epoch ``checkpoint_epoch`` (engine epochs, 0-based,
+    as EpochLog and Candidate.epoch store them). Rows of later epochs come from an attempt
+    that stopped mid-epoch; the resumed optimizer restarts its candidate ids from the
+    checkpoint's ``candidate_count``, so those rows would be ghosts (or be half-overwritten).
+    """
+    if run.checkpoint_json is None or run.checkpoint_epoch is None:
+        return
+    with transaction.atomic():
+        later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
+        Candidate.objects.filter(**later).delete()
+        OptimizerError.objects.filter(**later).delete()
+        EpochLog.objects.filter(**later).delete()

@@ -1,0 +1,77 @@
+"""Comparing runs: chart series per run, a metrics table, before/after rows, config diff."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from training.execution import summaries
+from training.models import Run
+from training.runs import selectors
+
+
+def compare(runs: list[Run]) -> dict[str, Any]:
+    """The compare page's data for ``runs`` (see ``selectors.runs_by_ids``, which prefetches
+    what is read here): chart series, the metrics table and the config diff."""
+    chart_runs = []
+    table = []
+    for run in runs:
+        history = summaries.history(selectors.epoch_logs(run))
+        rows = summaries.before_after(selectors.evaluations(run))
+        chart_runs.append(
+            {
+                "id": run.pk,
+                "label": f"#{run.pk} {run.program.name}",
+                "history": history,
+                "before_after": rows,
+            }
+        )
+        table.append(
+            {
+                "run": run,
+                "before_after": rows,
+                "last": {
+                    key: values[-1] if values else None for key, values in history["series"].items()
+                },
+            }
+        )
+    metric_names: list[str] = []
+    for entry in table:
+        for row in entry["before_after"]:
+            if row["metric"] not in metric_names:
+                metric_names.append(row["metric"])
+    metrics_table = []
+    for name in metric_names:
+        cells = []
+        for entry in table:
+            row = next((r for r in entry["before_after"] if r["metric"] == name), None)
+            cells.append(row)
+        metrics_table.append({"metric": name, "cells": cells})
+    return {
+        "chart": {"runs": chart_runs},
+        "metrics_table": metrics_table,
+        "config_rows": config_diff(runs),
+    }
+
+
+def config_diff(runs: list[Run]) -> list[dict[str, Any]]:
+    """Every configuration key (flattened) with each run's value; ``differs`` when they do."""
+    flat = [
+        {**summaries.flatten(run.config), "program": run.program.name, "dataset": run.dataset.name}
+        for run in runs
+    ]
+    keys: list[str] = []
+    for item in flat:
+        for key in item:
+            if key not in keys:
+                keys.append(key)
+    rows = []
+    for key in keys:
+        values = [item.get(key) for item in flat]
+        shown = [
+            json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+            for value in values
+        ]
+        rows.append({"key": key, "values": shown, "differs": len(set(shown)) > 1})
+    rows.sort(key=lambda row: (not row["differs"], keys.index(row["key"])))
+    return rows

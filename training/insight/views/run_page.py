@@ -1,0 +1,65 @@
+"""The run page: its first render, the poll of its status, Cancel (answered with the fragments
+it changed), and a candidate's page.
+
+GET views only read: a run whose worker died is failed by the reaper
+(``manage.py reap_runs``, see ``training.execution.reaper``), never by a page view.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from training.insight import live
+from training.insight.eval_table import table_context
+from training.insight.trace_reads import candidate_trace_counts, trace_summary
+from training.programs import candidate_diff
+from training.runs import launch as run_services
+from training.runs import selectors
+from training.runs.views.runs import owned_run
+
+
+@require_GET
+def run_detail(request, pk: int):
+    run = owned_run(request, pk)
+    context = live.page_context(run)
+    context["config_json"] = json.dumps(run.config, indent=2)
+    context.update(trace_summary(run))
+    context.update(table_context(run, request.GET))
+    return render(request, "training/run_detail.html", context)
+
+
+@require_GET
+@never_cache
+def run_poll(request, pk: int):
+    """Polled every few seconds while a run is active: the status and actions as stored.
+
+    The live stream is the WebSocket; this is the safety net for a status nothing streamed,
+    such as "failed: worker lost", which the reaper writes when a worker died without a word.
+    """
+    run = owned_run(request, pk)
+    return HttpResponse(live.render_parts(run, ("status", "actions"), oob=True))
+
+
+@require_POST
+def run_cancel(request, pk: int):
+    run = run_services.request_cancel(owned_run(request, pk))
+    if request.htmx:
+        return HttpResponse(live.render_parts(run, ("status", "actions"), oob=True))
+    return redirect(run)
+
+
+@require_GET
+def candidate_detail(request, pk: int, candidate_pk: int):
+    run = owned_run(request, pk)
+    candidate = selectors.run_candidate(run, candidate_pk)
+    context = {
+        "run": run,
+        **candidate_diff.describe(candidate),
+        "trace_counts": candidate_trace_counts(run, candidate.candidate_id),
+    }
+    return render(request, "training/candidate_detail.html", context)

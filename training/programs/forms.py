@@ -1,0 +1,129 @@
+"""Forms of programs: build a program, import one.
+
+The launch form's numbers are typed, bounded fields built from the engine's own declarations
+(``training.engine.bounds`` objects, read through ``training.execution.run_config``): their
+``min_value``/``max_value`` become the HTML ``min``/``max`` the browser enforces and the
+check the server runs, with the engine's wording, and their initial values are the engine's
+signature defaults. ``run_config.validate_run_config`` then builds the engine objects, whose
+constructors have the last word; what they refuse is put on the field it is about.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from datasets import labels as dataset_labels
+from datasets.models import Dataset
+from training.models import Program
+from training.programs import programs as program_services
+
+
+class ProgramForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    dataset = forms.ModelChoiceField(
+        queryset=Dataset.objects.none(),
+        help_text="Its input fields become the program's input, its target fields the output.",
+    )
+    use_label_set = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Answer only the dataset's labels",
+        help_text=(
+            "When a target field is a label set (declared, or proposed because it looks like "
+            "a label; see the dataset's page), the output field takes exactly those values."
+        ),
+    )
+    module = forms.ChoiceField(choices=Program.MODULE_CHOICES, initial=Program.GENERATOR)
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
+    model = forms.CharField(
+        max_length=200,
+        help_text="provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, ollama/llama3.",
+    )
+    api_base = forms.CharField(max_length=300, required=False, label="API base (optional)")
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    max_tokens = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=100_000,
+        help_text="Cap on each answer's length (keeps small local models from rambling).",
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
+        self.fields["model"].initial = settings.TRAINBOARD_LM
+        self.engine_program = None
+        self.label_sets = {}
+        chosen = self.initial.get("dataset")
+        dataset = (
+            self.fields["dataset"].queryset.filter(pk=chosen).first()
+            if str(chosen or "").isdigit()
+            else None
+        )
+        if dataset is not None:  # "New program from this dataset": say which labels
+            self.label_sets = dataset_labels.label_sets(dataset)
+            if self.label_sets:
+                self.fields["use_label_set"].help_text = "; ".join(
+                    f"{name}: {', '.join(values)}" for name, values in self.label_sets.items()
+                )
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        dataset = data["dataset"]
+        try:
+            self.engine_program = program_services.build_engine_program(
+                name=data["name"],
+                description=data.get("description", ""),
+                input_fields=dataset.input_schema_fields(),
+                target_fields=dataset_labels.program_target_fields(
+                    dataset, bool(data.get("use_label_set"))
+                ),
+                module=data["module"],
+                instructions=data.get("instructions", ""),
+                model=data["model"],
+                temperature=data["temperature"],
+                api_base=data.get("api_base", ""),
+                max_tokens=data.get("max_tokens"),
+            )
+        except program_services.ProgramError as exc:
+            message = str(exc)
+            field = "model" if "model" in message.lower() else None
+            if message.startswith("api_base"):  # the endpoint policy (services/endpoints.py)
+                field = "api_base"
+            self.add_error(field, message)
+        return data
+
+
+class ImportProgramForm(forms.Form):
+    file = forms.FileField(help_text="A JSON file written by program.save() (or exported here).")
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Defaults to the name in the file."
+    )
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), required=False)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
+        self.document = None
+        self.summary = None
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload is None:
+            return data
+        if upload.size > program_services.IMPORT_MAX_BYTES:
+            self.add_error(
+                "file",
+                f"the file is larger than {program_services.IMPORT_MAX_BYTES // (1024 * 1024)} MB",
+            )
+            return data
+        try:
+            self.document, self.summary = program_services.parse_import(upload.read())
+        except program_services.ProgramError as exc:
+            self.add_error("file", str(exc))
+        return data

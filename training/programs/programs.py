@@ -1,0 +1,367 @@
+"""Build, import and export engine programs, and save them as Program rows.
+
+A program built in the dashboard is ``Sequential([Input(<dataset inputs>), Generator or
+ChainOfThought(<dataset targets>, instructions, LM)])``; its engine JSON (``get_config``) is
+what the Program row stores, what the worker loads, and what "Export" downloads — so it is
+exactly the document ``Program.load`` reads in code.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import training.engine as synalinks
+from core.bounded_json import (
+    UnsafeJSON,
+    describe_surrogate,
+    lone_surrogate,
+    nesting_depth_exceeds,
+    non_finite_path,
+    refuse_constant,
+)
+from training.engine.data_model import create_data_model
+from training.engine.saving import get_registered_object
+from training.models import Program
+from training.programs.lm import ModelStringError, check_model_config, make_language_model
+from training.programs.lm import missing_keys as lm_missing_keys
+
+MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
+IMPORT_MAX_BYTES = 5 * 1024 * 1024
+# Deepest JSON nesting of an imported program (saved programs nest about a dozen levels);
+# checked on the text, before json recurses into it.
+IMPORT_MAX_NESTING = 100
+# Limits on the model settings an uploaded or stored program may carry: (lowest, highest).
+# A missing/None timeout would let one request hold a worker forever; the others bound
+# how hard one run may hammer a provider and how long its retries may sleep.
+MODEL_LIMITS = {
+    "timeout": (1.0, 600.0),
+    "retries": (0, 10),
+    "max_concurrency": (1, 32),
+    "backoff": (0.0, 10.0),
+}
+MODEL_KEYS = ("language_model", "embedding_model")
+
+
+class ProgramError(ValueError):
+    """A program that cannot be built or imported; the message says why."""
+
+
+def _class_name(text: str, suffix: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", text) or ["Data"]
+    name = "".join(word[:1].upper() + word[1:] for word in words)
+    if name[0].isdigit():
+        name = "D" + name
+    return (name + suffix)[:60]
+
+
+def build_engine_program(
+    *,
+    name: str,
+    input_fields: list[dict],
+    target_fields: list[dict],
+    module: str,
+    instructions: str,
+    model: str,
+    temperature: float = 0.0,
+    api_base: str = "",
+    description: str = "",
+    max_tokens: int | None = None,
+) -> Any:
+    """The engine Program for a dataset schema + module + instructions + LM."""
+    if module not in MODULES:
+        raise ProgramError(f"module must be one of {', '.join(MODULES)}, not {module!r}")
+    if not input_fields or not target_fields:
+        raise ProgramError("the dataset needs at least one input field and one target field")
+    if temperature < 0 or temperature > 2:
+        raise ProgramError(f"temperature must be between 0 and 2, got {temperature}")
+    try:
+        language_model = make_language_model(
+            model, temperature=temperature, api_base=api_base, max_tokens=max_tokens
+        )
+        input_model = create_data_model(_class_name(name, "Input"), input_fields)
+        output_model = create_data_model(_class_name(name, "Output"), target_fields)
+    except (ModelStringError, ValueError, TypeError, synalinks.LanguageModelError) as exc:
+        # LanguageModelError: the engine refused the model at construction (an unknown
+        # local/… name, a local runtime that is missing): a form error, not a server error.
+        raise ProgramError(str(exc)) from None
+    generator = MODULES[module](
+        data_model=output_model,
+        language_model=language_model,
+        instructions=instructions or None,
+        name=module.lower() if module == "Generator" else "chain_of_thought",
+    )
+    return synalinks.Sequential(
+        [synalinks.Input(data_model=input_model), generator],
+        name=re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_").lower() or "program",
+        description=description or None,
+    )
+
+
+def _model_kind(key: Any, value: Any) -> str | None:
+    """Which kind of model a serialised object (``{"class_name", "config"}``) is, if any."""
+    if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
+        return None
+    try:
+        cls = get_registered_object(str(value.get("class_name", "")))
+    except Exception:  # unknown names fail later, in from_config, with the engine's message
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, synalinks.LanguageModel):
+        return "language_model"
+    if isinstance(cls, type) and issubclass(cls, synalinks.EmbeddingModel):
+        return "embedding_model"
+    return key if key in MODEL_KEYS else None
+
+
+def _clamp(value: Any, low: float, high: float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return high  # None (no limit) or not a number: the server's ceiling
+    clamped = min(max(value, low), high)
+    return int(clamped) if isinstance(low, int) else float(clamped)
+
+
+def _sanitize_model_config(config: dict, is_language_model: bool) -> None:
+    if is_language_model:
+        config["cache"] = False  # never a path or Redis URL chosen by the document
+    for name, (low, high) in MODEL_LIMITS.items():
+        if name in config or (name == "timeout" and is_language_model):
+            config[name] = _clamp(config.get(name), low, high)
+
+
+def sanitize_engine_json(document: Any) -> Any:
+    """A copy of an engine program document that is safe to build in the dashboard.
+
+    The document comes from an upload or from the database (an import stored before this
+    check existed), so it is untrusted: a language model's ``cache`` could name any
+    directory (``"disk:/any/path"``, created by the web process or the worker) or any
+    Redis host. Every language/embedding model config found anywhere in the document
+    (program modules, compile section, judges) gets ``cache`` False and its timeout,
+    retries, concurrency and backoff clamped to ``MODEL_LIMITS``, and must pass
+    ``lm.check_model_config`` (the engine's own class, a known provider, an allowed
+    ``api_base``): ProgramError otherwise. Every path that builds an engine program from
+    stored or uploaded JSON goes through here (``program_from_json`` and the worker's load).
+    """
+    document = copy.deepcopy(document)
+    for kind, node in model_nodes(document):
+        try:
+            check_model_config(str(node.get("class_name", "")), node["config"], kind)
+        except ModelStringError as exc:
+            raise ProgramError(str(exc)) from None
+        _sanitize_model_config(node["config"], kind == "language_model")
+    return document
+
+
+def model_nodes(document: Any, key: Any = None) -> Iterator[tuple[str, dict]]:
+    """Every serialised language or embedding model (``{"class_name", "config"}``) anywhere
+    in an engine document, with its kind, parents before children. A caller may change a
+    yielded node's ``config`` in place before asking for the next."""
+    if isinstance(document, dict):
+        kind = _model_kind(key, document)
+        if kind:
+            yield kind, document
+        for child_key, child in document.items():
+            yield from model_nodes(child, child_key)
+    elif isinstance(document, list):
+        for child in document:
+            yield from model_nodes(child, key)
+
+
+def program_from_json(document: Any) -> Any:
+    """Load an engine program from its JSON document; ProgramError with the reason if not.
+
+    The document is sanitised first (see ``sanitize_engine_json``)."""
+    document = sanitize_engine_json(document)  # its ProgramError says which model is refused
+    try:
+        return synalinks.Program.from_config(document, compile=False)
+    except Exception as exc:  # the engine raises several types; all mean "not loadable"
+        raise ProgramError(f"not a program saved by program.save(): {exc}") from None
+
+
+def parse_import(raw: bytes) -> tuple[dict, dict]:
+    """Validate an uploaded program JSON; returns (document, summary fields for the row)."""
+    if len(raw) > IMPORT_MAX_BYTES:
+        raise ProgramError(f"the file is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProgramError(f"the file is not UTF-8 text (byte {exc.start})") from None
+    line = nesting_depth_exceeds(text, IMPORT_MAX_NESTING)
+    if line is not None:
+        raise ProgramError(
+            f"the JSON is nested more than {IMPORT_MAX_NESTING} levels deep (line {line})"
+        )
+    try:
+        document = json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise ProgramError(
+            f"the file is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except UnsafeJSON as exc:
+        raise ProgramError(f"the file is not valid JSON: {exc}") from None
+    bad = lone_surrogate(document, text)
+    if bad is not None:
+        raise ProgramError(f"the JSON holds {describe_surrogate(bad)}")
+    program = program_from_json(document)
+    config = program.get_config()
+    where = non_finite_path(config)
+    if where is not None:  # e.g. "nan" given for a number: no JSON column stores NaN
+        raise ProgramError(f"{where} is not a finite number")
+    return config, summarize(program)
+
+
+def missing_keys(program: Any) -> str | None:
+    """What a launch must refuse: a model of ``program`` whose provider key the server's
+    environment lacks (``lm.missing_keys``), named with the variable; None when all are set."""
+    for module in program.modules:
+        model = getattr(module, "language_model", None)
+        if model is None:
+            continue
+        names = lm_missing_keys(model.model, getattr(model, "api_base", None))
+        if names:
+            return (
+                f"model {model.model!r} needs {' or '.join(names)} in the server's environment, "
+                "which is not set: ask the administrator to set it, or give the program its own "
+                "API base"
+            )
+    return None
+
+
+def first_generator(program: Any) -> Any | None:
+    for module in program.modules:
+        if isinstance(module, synalinks.Generator):
+            return module
+    return None
+
+
+def summarize(program: Any) -> dict[str, Any]:
+    """Module type, instructions, model, temperature of a program's first generator."""
+    generator = first_generator(program)
+    summary: dict[str, Any] = {
+        "module": "Generator",
+        "instructions": "",
+        "model": "",
+        "temperature": 0.0,
+        "api_base": "",
+        "max_tokens": None,
+    }
+    if generator is None:
+        return summary
+    summary["module"] = (
+        "ChainOfThought" if isinstance(generator, synalinks.ChainOfThought) else "Generator"
+    )
+    summary["instructions"] = (generator.state.value if generator.state else {}).get(
+        "instructions", ""
+    )
+    lm = generator.language_model
+    summary["model"] = getattr(lm, "model", "")
+    summary["api_base"] = getattr(lm, "api_base", None) or ""
+    summary["max_tokens"] = getattr(lm, "max_tokens", None)
+    temperature = (
+        generator.temperature
+        if generator.temperature is not None
+        else getattr(lm, "temperature", 0.0)
+    )
+    summary["temperature"] = float(temperature or 0.0)
+    return summary
+
+
+def input_field_names(program: Any) -> list[str]:
+    names: list[str] = []
+    for symbol in program.inputs:
+        names.extend(symbol.data_model.model_fields)
+    return names
+
+
+def output_field_names(program: Any) -> list[str]:
+    names: list[str] = []
+    for symbol in program.outputs:
+        names.extend(symbol.data_model.model_fields)
+    return names
+
+
+def check_compatible(program: Any, input_fields: list[str], target_fields: list[str]) -> list[str]:
+    """Problems that stop ``program`` from training on a dataset with these fields."""
+    problems = []
+    if len(program.inputs) != 1 or len(program.outputs) != 1:
+        problems.append("the dashboard trains programs with exactly one input and one output")
+        return problems
+    missing_inputs = [name for name in input_field_names(program) if name not in input_fields]
+    if missing_inputs:
+        problems.append(
+            f"the program's input needs field(s) {missing_inputs} that the dataset's inputs "
+            f"({input_fields}) do not have"
+        )
+    outputs = output_field_names(program)
+    missing_targets = [name for name in target_fields if name not in outputs]
+    if missing_targets:
+        problems.append(
+            f"the dataset's target field(s) {missing_targets} are not in the program's output ({outputs})"
+        )
+    return problems
+
+
+# --- saving Program rows -----------------------------------------------------------------------
+
+
+def create_program(owner, data: dict[str, Any], engine_program: Any) -> Program:
+    """Save a program built with the dashboard's form.
+
+    Args:
+        owner: the user it belongs to.
+        data: the form's cleaned data (name, description, dataset, module, instructions,
+            model, api_base, temperature, max_tokens).
+        engine_program: the engine program the form built from ``data``; its ``get_config()``
+            is what the row stores, the worker loads and "Export" downloads.
+
+    Returns:
+        The saved Program (source ``form``).
+    """
+    return Program.objects.create(
+        owner=owner,
+        name=data["name"],
+        description=data.get("description", ""),
+        dataset=data["dataset"],
+        module=data["module"],
+        instructions=data.get("instructions", ""),
+        model=data["model"],
+        api_base=data.get("api_base", ""),
+        temperature=data["temperature"],
+        max_tokens=data.get("max_tokens"),
+        source=Program.SOURCE_FORM,
+        engine_json=engine_program.get_config(),
+    )
+
+
+def import_program(
+    owner, document: dict, summary: dict[str, Any], *, name: str = "", dataset=None
+) -> Program:
+    """Save an uploaded program document that ``parse_import`` already checked.
+
+    Args:
+        owner: the user it belongs to.
+        document: the sanitised engine JSON (stored as is).
+        summary: ``parse_import``'s summary fields (module, instructions, model, ...).
+        name: the name typed on the form; else the document's, else "imported program".
+        dataset: the dataset chosen on the form, if any.
+
+    Returns:
+        The saved Program (source ``import``).
+    """
+    return Program.objects.create(
+        owner=owner,
+        name=name or document.get("name") or "imported program",
+        description=document.get("description") or "",
+        dataset=dataset,
+        module=summary["module"],
+        instructions=summary["instructions"],
+        model=summary["model"],
+        api_base=summary["api_base"],
+        temperature=summary["temperature"],
+        max_tokens=summary["max_tokens"],
+        source=Program.SOURCE_IMPORT,
+        engine_json=document,
+    )

@@ -1,0 +1,79 @@
+"""Reads of programs: every query a page makes about programs and their versions, scoped to
+the user who asks (runs' reads are ``training.runs.selectors``).
+
+Views never touch the ORM; they call these (reads) or the services of their room (writes).
+Each getter filters by owner, so another user's program is a 404 exactly like one that does
+not exist. Querysets come back lazy, with the joins their pages need.
+
+Example:
+
+    program = selectors.owned_program(request.user, pk)   # Http404 if not the user's
+    versions = selectors.versions_of(program)
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+from django.shortcuts import get_object_or_404
+
+from training.models import (
+    Program,
+    ProgramVersion,
+    Run,
+)
+
+PROGRAM_RUNS_SHOWN = 20
+
+
+def programs_of(user) -> QuerySet[Program]:
+    """The user's programs with their dataset, newest first (the model's ordering)."""
+    return Program.objects.filter(owner=user).select_related("dataset")
+
+
+def recent_programs(user, limit: int) -> QuerySet[Program]:
+    """The user's ``limit`` newest programs with their dataset."""
+    return programs_of(user).order_by("-created")[:limit]
+
+
+def program_choices(user) -> QuerySet[Program]:
+    """Only what a filter drop-down needs: id and name."""
+    return Program.objects.filter(owner=user).only("id", "name")
+
+
+def owned_program(user, pk: int) -> Program:
+    """The user's program ``pk`` with its dataset; Http404 otherwise."""
+    return get_object_or_404(Program.objects.select_related("dataset"), pk=pk, owner=user)
+
+
+def owned_program_or_none(user, pk: int) -> Program | None:
+    """For a ``?program=`` hint: the user's program ``pk``, or None (never an error)."""
+    return Program.objects.filter(pk=pk, owner=user).first()
+
+
+def runs_of_program(program: Program, limit: int = PROGRAM_RUNS_SHOWN) -> QuerySet[Run]:
+    """A program's latest runs for its page."""
+    return program.runs.select_related("dataset", "program_version").order_by("-created")[:limit]
+
+
+def versions_of(program: Program) -> list[ProgramVersion]:
+    """A program's versions, newest first, each with its source run and parent, and
+    ``run_count`` (runs launched from it)."""
+    return list(
+        program.versions.select_related("source_run", "parent")
+        .annotate(run_count=Count("runs"))
+        .order_by("-number")
+    )
+
+
+def version_of(program: Program, number) -> ProgramVersion | None:
+    """Version ``number`` of ``program`` (already owner-checked), or None."""
+    try:
+        number = int(number)
+    except (TypeError, ValueError):
+        return None
+    return program.versions.filter(number=number).first()
+
+
+def latest_version(program: Program) -> ProgramVersion | None:
+    """The program's highest-numbered version (None only for a program never saved)."""
+    return program.versions.order_by("-number").first()

@@ -1,0 +1,1 @@
+"""Pages of programs: list, create, import, export, their versions."""

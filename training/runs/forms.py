@@ -1,0 +1,383 @@
+"""Forms of runs: launch a run, resume it with new budget caps, branch it (the launch form
+prefilled with the parent run's settings plus the edits of the candidate's value).
+
+The launch form's numbers are typed, bounded fields built from the engine's own declarations
+(``training.engine.bounds`` objects, read through ``training.execution.run_config``): their
+``min_value``/``max_value`` become the HTML ``min``/``max`` the browser enforces and the
+check the server runs, with the engine's wording, and their initial values are the engine's
+signature defaults. ``run_config.validate_run_config`` then builds the engine objects, whose
+constructors have the last word; what they refuse is put on the field it is about.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+
+from django import forms
+from django.conf import settings
+
+from datasets.models import Dataset
+from training.engine import bounds
+from training.execution import budget
+from training.execution.run_config import (
+    FIELD_PREFIXES,
+    METRICS,
+    OPTIMIZERS,
+    PRESETS,
+    REWARDS,
+    TRAINING,
+    TRAINING_DEFAULTS,
+    TRAINING_HELP,
+    RunConfigError,
+    optimizer_fixed,
+    optimizer_help,
+    optimizer_parameters,
+    validate_run_config,
+)
+from training.models import Candidate, Program, Run
+from training.programs import programs as program_services
+from training.programs import selectors
+from training.runs import branching
+
+
+def bounded_field(bound, initial=None, **kwargs) -> forms.Field:
+    """An optional typed field that enforces ``bound`` (an engine bound) and says it its way.
+
+    ``IntRange``/``FloatRange`` give an Integer/FloatField whose min/max are the bound's (so
+    the HTML ``min``/``max`` too; floats get ``step="any"``: the server does not round), and
+    ``Choice`` a ChoiceField listing the initial value first. Empty means "the default".
+
+    Args:
+        bound: An ``IntRange``, ``FloatRange`` or ``Choice``.
+        initial: The initial value (the engine's default).
+        **kwargs: Passed to the field (label, help_text, widget).
+
+    Returns:
+        The form field.
+    """
+    kwargs.setdefault("help_text", bound.help)
+    if isinstance(bound, bounds.Choice):
+        values = sorted(bound.values, key=lambda value: value != initial)
+        return forms.ChoiceField(
+            choices=[(value, value) for value in values], initial=initial, required=False, **kwargs
+        )
+    rule = f"must be {bound.describe()}"
+    messages = {
+        "invalid": rule,
+        "min_value": f"{rule}, got %(value)s",
+        "max_value": f"{rule}, got %(value)s",
+    }
+    field_class = forms.IntegerField if isinstance(bound, bounds.IntRange) else forms.FloatField
+    return field_class(
+        required=False,
+        initial=initial,
+        min_value=bound.min,
+        max_value=bound.max,
+        error_messages=messages,
+        **kwargs,
+    )
+
+
+def _optimizer_fields() -> dict[str, forms.Field]:
+    """Every offered parameter of every optimizer, as ``rfs_nb_min_examples`` etc."""
+    fields: dict[str, forms.Field] = {}
+    for name, prefix in FIELD_PREFIXES.items():
+        fixed = optimizer_fixed(name)
+        for key, (default, bound) in optimizer_parameters(name).items():
+            if bound is not None:
+                field = bounded_field(bound, default)
+            elif isinstance(default, bool):
+                # A fixed parameter shows what the optimizer does and cannot be changed.
+                field = forms.BooleanField(required=False, initial=default, disabled=key in fixed)
+            elif key == "instructions":
+                field = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+            else:
+                field = forms.CharField(required=False, initial=default)
+            field.label = key  # the guide's argument names, which users know from code
+            field.help_text = optimizer_help(name, key)
+            fields[prefix + key] = field
+    fields["omega_language_model"].label = "language_model (default: the program's)"
+    return fields
+
+
+def _training_fields() -> dict[str, forms.Field]:
+    fields = {
+        key: bounded_field(TRAINING[key], TRAINING_DEFAULTS[key])
+        for key in ("epochs", "batch_size", "validation_split")
+    }
+    fields["shuffle"] = forms.BooleanField(
+        required=False, initial=TRAINING_DEFAULTS["shuffle"], help_text=TRAINING_HELP["shuffle"]
+    )
+    fields["seed"] = bounded_field(
+        TRAINING["seed"], widget=forms.NumberInput(attrs={"placeholder": "random"})
+    )
+    for key, when in (("evaluations_before", "before"), ("evaluations_after", "after")):
+        fields[key] = bounded_field(
+            TRAINING[key], TRAINING_DEFAULTS[key], label=f"Evaluate N times {when} training"
+        )
+    return fields
+
+
+class RunForm(forms.Form):
+    program = forms.ModelChoiceField(
+        queryset=Program.objects.none(), help_text="The program whose variables are trained."
+    )
+    version = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Program version",
+        help_text="Which version of the program to train (1 = as created); blank: its latest.",
+    )
+    dataset = forms.ModelChoiceField(
+        queryset=Dataset.objects.none(),
+        help_text="Its train split trains (and validates); its test split scores before/after.",
+    )
+    # Reward
+    reward = forms.ChoiceField(
+        choices=[(name, name) for name in REWARDS],
+        initial="ExactMatch",
+        help_text=(
+            "Scores each prediction from 0 to 1: ExactMatch compares values, CosineSimilarity "
+            "compares embeddings, LMAsJudge asks a model."
+        ),
+    )
+    reward_in_mask = forms.CharField(
+        required=False,
+        label="in_mask",
+        help_text="Comma-separated output fields to compare (default: the dataset's target fields).",
+    )
+    reward_out_mask = forms.CharField(
+        required=False, label="out_mask", help_text="Comma-separated output fields to leave out."
+    )
+    reward_embedding_model = forms.CharField(
+        required=False,
+        label="Embedding model (CosineSimilarity)",
+        help_text="Embeds both answers; default: the server's embedding model.",
+    )
+    reward_language_model = forms.CharField(
+        required=False,
+        label="Judge model (LMAsJudge)",
+        help_text="The model that grades each answer; default: the program's model.",
+    )
+    reward_criteria = forms.CharField(
+        required=False,
+        label="Criteria (LMAsJudge)",
+        initial="accuracy and completeness",
+        help_text="What the judge grades the answers on, in plain words.",
+    )
+    reward_human_marks = forms.BooleanField(
+        required=False,
+        label="Judge by people",
+        help_text="Predictions people marked on this dataset version count as marked; "
+        "the reward above scores the rest.",
+    )
+    # Metrics
+    metrics = forms.MultipleChoiceField(
+        choices=[(name, name) for name in METRICS],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Monitored on each epoch, not optimised.",
+    )
+    metrics_in_mask = forms.CharField(
+        required=False,
+        label="Metrics in_mask",
+        help_text="Comma-separated output fields the metrics compare (default: the targets).",
+    )
+    # Optimizer (its parameters and the training loop's fields are added below the class)
+    optimizer = forms.ChoiceField(
+        choices=[(name, name) for name in OPTIMIZERS],
+        initial="RandomFewShot",
+        help_text=(
+            "RandomFewShot samples few-shot examples (no extra LM calls); OMEGA also rewrites "
+            "instructions with LM mutations and crossovers (more calls)."
+        ),
+    )
+    #: The form's fieldsets (``partials/run_form_fields.html``), in order; each optimizer's
+    #: parameters have a fieldset of their own (by prefix, ``rfs_``/``omega_``).
+    GROUPS = {
+        "basics": (
+            "program",
+            "version",
+            "dataset",
+            "reward",
+            "optimizer",
+            "epochs",
+            "batch_size",
+            "validation_split",
+        ),
+        "reward": (
+            "reward_in_mask",
+            "reward_out_mask",
+            "reward_embedding_model",
+            "reward_language_model",
+            "reward_criteria",
+            "reward_human_marks",
+        ),
+        "metrics": ("metrics", "metrics_in_mask"),
+        "training": ("shuffle", "seed", "evaluations_before", "evaluations_after"),
+        "budget": ("budget_calls", "budget_cost", "budget_minutes"),
+    }
+    #: Shown first; the rest of the form (but the budget) sits under "Advanced settings".
+    BASIC = (*GROUPS["basics"], "rfs_nb_max_examples", "omega_instructions", *GROUPS["budget"])
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["program"].queryset = Program.objects.filter(owner=user)
+        self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
+        self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
+        self.run_config = None
+        self.presets = PRESETS
+        self.version = None
+
+    @cached_property
+    def groups(self) -> dict[str, list]:
+        """Bound fields of each of ``GROUPS`` (templates loop over ``form.groups.<name>``)."""
+        return {name: [self[field] for field in fields] for name, fields in self.GROUPS.items()}
+
+    def advanced_has_errors(self) -> bool:
+        """Open "Advanced settings" when a field inside it needs correcting."""
+        return any(name not in self.BASIC for name in self.errors if name != "__all__")
+
+    def clean(self):
+        data = super().clean()
+        program, dataset = data.get("program"), data.get("dataset")
+        if program is None or dataset is None:
+            return data
+        self.version = launch_version(program, data.get("version"))
+        if self.version is None:
+            self.add_error("version", f"“{program.name}” has no version {data.get('version')}.")
+            return data
+        try:
+            engine_program = program_services.program_from_json(self.version.engine_json)
+        except program_services.ProgramError as exc:
+            self.add_error("program", str(exc))
+            return data
+        missing = program_services.missing_keys(engine_program)
+        if missing:
+            self.add_error("program", missing)
+            return data
+        problems = program_services.check_compatible(
+            engine_program, dataset.input_names, dataset.target_names
+        )
+        if problems:
+            self.add_error("dataset", "; ".join(problems))
+            return data
+        try:
+            self.run_config = validate_run_config(
+                data,
+                program_services.output_field_names(engine_program),
+                dataset.target_names,
+                program_services.summarize(engine_program)["model"] or program.model,
+            )
+        except RunConfigError as exc:
+            for field, message in exc.errors.items():
+                self.add_error(field if field in self.fields else None, message)
+        if data.get("reward_human_marks") and not dataset.marks:
+            self.add_error(
+                "reward_human_marks",
+                "This dataset version has no marks: mark predictions on a run's page and "
+                "publish them as a new version first.",
+            )
+        return data
+
+
+def launch_version(program: Program, number: int | None):
+    """The version a launch trains: version ``number`` of ``program``, its latest if blank."""
+    if number is None:
+        return selectors.latest_version(program)
+    return selectors.version_of(program, number)
+
+
+def budget_fields() -> dict[str, forms.Field]:
+    """The optional caps (``training.execution.budget.BUDGET``); empty: no cap."""
+    return {
+        key: bounded_field(
+            bound,
+            label=budget.LABELS[key],
+            widget=forms.NumberInput(attrs={"placeholder": "no cap"}),
+        )
+        for key, bound in budget.BUDGET.items()
+    }
+
+
+class ResumeBudgetForm(forms.Form):
+    """New caps for a run stopped at one (``launch.resume_with_caps`` checks them against
+    what the run used)."""
+
+    def __init__(self, *args, run=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields.update(budget_fields())
+        if run is not None:
+            for key, value in budget.caps_of(run.config).items():
+                self.fields[key].initial = value
+
+
+# Built from the engine's declarations, in the constructors' order, after the static fields.
+RunForm.base_fields.update(_optimizer_fields())
+RunForm.base_fields.update(_training_fields())
+RunForm.base_fields.update(budget_fields())
+RunForm.declared_fields = dict(RunForm.base_fields)
+
+
+EXAMPLE_CHOICES = [
+    ("keep", "keep"),
+    ("pin", "pin (stays in every candidate)"),
+    ("remove", "remove"),
+]
+
+
+class BranchForm(RunForm):
+    """``RunForm`` for a branch of ``run`` from ``candidate``: the program is the run's (its
+    branch copy is made on launch), the dataset any of the user's (e.g. a corrected version).
+    """
+
+    def __init__(self, *args, user=None, run: Run, candidate: Candidate, **kwargs):
+        kwargs.setdefault("initial", branching.initial_from_config(run))
+        super().__init__(*args, user=user, **kwargs)
+        self.fields["program"].queryset = Program.objects.filter(pk=run.program_id, owner=user)
+        self.fields["program"].widget = forms.HiddenInput()
+        self.fields["program"].initial = run.program_id
+        self.fields["version"].widget = forms.HiddenInput()  # the candidate is the start
+        value = candidate.value or {}
+        self.has_instructions = "instructions" in value
+        if self.has_instructions:
+            self.fields["branch_instructions"] = forms.CharField(
+                required=False,
+                label="Instructions",
+                initial=value.get("instructions", ""),
+                max_length=branching.MAX_INSTRUCTIONS_CHARS,
+                widget=forms.Textarea(attrs={"rows": 6}),
+            )
+        pinned = branching.pinned_in_program(run, candidate.variable)
+        self.examples = []
+        for index, example in enumerate(value.get("examples") or []):
+            name = f"example_{index}"
+            self.fields[name] = forms.ChoiceField(
+                choices=EXAMPLE_CHOICES,
+                initial="pin" if example in pinned else "keep",
+                label=f"Example {index + 1}",
+                widget=forms.RadioSelect,
+            )
+            self.examples.append(
+                {
+                    "field": name,
+                    "inputs": json.dumps(example.get("inputs"), indent=1, ensure_ascii=False),
+                    "outputs": json.dumps(example.get("outputs"), indent=1, ensure_ascii=False),
+                }
+            )
+
+    def __iter__(self):  # the run form's field loops skip the edit fields
+        for name in self.fields:
+            if name != "branch_instructions" and not name.startswith("example_"):
+                yield self[name]
+
+    def example_fields(self):
+        return [(self[item["field"]], item) for item in self.examples]
+
+    def edits(self) -> branching.Edits:
+        data = self.cleaned_data
+        return branching.Edits(
+            instructions=data.get("branch_instructions") if self.has_instructions else None,
+            examples=[data.get(item["field"]) or "keep" for item in self.examples],
+        )

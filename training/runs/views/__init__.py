@@ -1,0 +1,1 @@
+"""Pages of runs: the dashboard, the runs list, the launch form, management, branching."""

@@ -1,0 +1,43 @@
+"""The launch form's forecast: LM calls, tokens, cost and time of the run as configured.
+
+A GET with the form's current values (htmx, debounced as the settings change) answers the
+forecast fragment. The form is validated like a launch (the user's own programs and
+datasets only: another user's is not a choice); a form that is not complete yet says what
+is missing instead of a number. While a worker measures the model, the fragment asks again.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from training.execution import forecast as forecast_services
+from training.programs.programs import ProgramError
+from training.runs.forms import RunForm
+
+TEMPLATE = "training/partials/run_forecast_form.html"
+
+
+@require_GET
+@never_cache
+def run_forecast(request):
+    form = RunForm(request.GET, user=request.user)
+    if not form.is_valid():
+        return render(request, TEMPLATE, {"problem": _first_problem(form)})
+    try:
+        result = forecast_services.forecast(
+            form.cleaned_data["program"], form.cleaned_data["dataset"], form.run_config
+        )
+    except (ProgramError, ValueError) as exc:
+        return render(request, TEMPLATE, {"problem": str(exc)})
+    return render(request, TEMPLATE, {"forecast": result})
+
+
+def _first_problem(form: RunForm) -> str:
+    for field, errors in form.errors.items():
+        if field == "__all__":
+            return f"{errors[0]}"
+        label = form.fields[field].label if field in form.fields else field
+        return f"{label or field}: {errors[0]}"
+    return "complete the form"

@@ -1,2 +1,0 @@
-"""HTTP views of the training app (thin: reads live in training.selectors, writes and logic
-in training.services)."""
