@@ -39,7 +39,14 @@ from training.execution import (
 )
 from training.execution.heartbeat import Heartbeat, close_connection
 from training.execution.persistence import PersistenceCallback
-from training.execution.run_config import build_metrics, build_optimizer, build_reward
+from training.execution.run_config import (
+    build_metrics,
+    build_optimizer,
+    build_reward,
+    evaluate_kwargs,
+    evaluation_passes,
+    fit_kwargs,
+)
 from training.models import Evaluation, Run
 from training.programs.lm import describe_address
 from training.programs.programs import (
@@ -167,152 +174,184 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
     reward = build_reward(config, marks=data["marks"])
     program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
 
-    watch = asyncio.ensure_future(_interrupt_on_cancel(run.pk, program, superseded))
-    try:
-        return await _phases(run, data, program, superseded)
-    finally:
-        watch.cancel()
-        await asyncio.gather(watch, return_exceptions=True)
-
-
-async def _interrupt_on_cancel(
-    run_id: int, program: Any, superseded: threading.Event | None
-) -> None:
-    """Interrupt ``program`` as soon as the run is cancelled (or no longer this attempt's)."""
-    while not program.interrupted:
-        if (superseded is not None and superseded.is_set()) or await cancel_requested(run_id):
-            program.interrupt()
-            return
-        await asyncio.sleep(CANCEL_CHECK_SECONDS)
-
-
-async def _phases(
-    run: Run, data: dict, program: Any, superseded: threading.Event | None
-) -> tuple[str, dict[str, Any]]:
-    """Before-evaluations, fit, after-evaluations; CANCELLED as soon as one is interrupted,
-    FAILED as soon as one made predictions that all failed (``prediction_failures``)."""
-    config = data["config"]
-    input_model, target_model = _data_models(program, data["dataset"])
-    x_train, y_train = _to_models(*data["train"], input_model, target_model)
-    x_test, y_test = _to_models(*data["test"], input_model, target_model)
-    batch_size = int(config["batch_size"])
-
+    superseded = superseded if superseded is not None else threading.Event()
     with synalinks.usage.track() as tracker:
-        callback = PersistenceCallback(
+        steps = Steps(run, data, program, tracker, superseded)
+        watch = asyncio.ensure_future(steps.interrupt_on_cancel())
+        try:
+            return await steps.run()
+        finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+
+
+class Steps:
+    """The phases of one attempt, as named steps: wait for the models, the evaluations
+    before, fit, the evaluations after, the sample answers.
+
+    ``run()`` goes through them and returns the attempt's final status and fields:
+    CANCELLED as soon as one is interrupted, FAILED as soon as one made predictions that all
+    failed (``prediction_failures``), STOPPED at a budget cap (``budget.BudgetWatch``).
+    Whether to stop (the run's Cancel, or the attempt superseded) is asked in one place,
+    ``stop_requested``.
+
+    Args:
+        run: the run, as claimed for this attempt.
+        data: what ``_load`` read for it (config, splits, done evaluations, usage so far).
+        program: the compiled program.
+        tracker: the attempt's ``synalinks.usage`` tracker.
+        superseded: set when the run stops being this attempt's (heartbeat, persistence).
+    """
+
+    def __init__(
+        self, run: Run, data: dict, program: Any, tracker: Any, superseded: threading.Event
+    ):
+        self.run_id, self.attempt, self.group = run.pk, run.attempt, data["group"]
+        self.run_row = run
+        self.data = data
+        self.config = data["config"]
+        self.program = program
+        input_model, target_model = _data_models(program, data["dataset"])
+        self.x_train, self.y_train = _to_models(*data["train"], input_model, target_model)
+        self.x_test, self.y_test = _to_models(*data["test"], input_model, target_model)
+        self.callback = PersistenceCallback(
             run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
         )
-        callback.set_program(program)
-        failed_epochs = prediction_failures.AllFailedEpochs()
-        failure: list[str] = []  # the error of an evaluation whose predictions all failed
-        watch = budget.BudgetWatch(
+        self.callback.set_program(program)
+        self.failed_epochs = prediction_failures.AllFailedEpochs()
+        self.failure: list[str] = []  # the error of an evaluation whose predictions all failed
+        self.watch = budget.BudgetWatch(
             run.pk,
             run.attempt,
-            budget.caps_of(config),
-            callback.usage_fields,
+            budget.caps_of(self.config),
+            self.callback.usage_fields,
             data["active_seconds"],
         )
 
-        async def evaluations(phase: str, count: int) -> bool:
-            """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
-            for index in range(count):
-                if (phase, index) in data["done_evaluations"]:
-                    continue
-                if callback.superseded.is_set() or await cancel_requested(run.pk):
-                    return False
-                if watch.active and await watch.check():  # a cap: stop before the next pass
-                    return False
-                labelled = await sync_to_async(run_state.set_phase)(
-                    run.pk, run.attempt, f"{phase} eval {index + 1}/{count}"
-                )
-                await events.stored(data["group"], labelled, ("status", "progress"))
-                failed_before = program.failed_predictions
-                mark = prediction_failures.Mark.of(program)
-                per_example = synalinks.callbacks.ExampleRewards(predictions=True)
-                with traces.evaluation_context(phase):
-                    logs = await program.evaluate(
-                        x_test, y_test, batch_size=batch_size, callbacks=[per_example]
-                    )
-                if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
-                    return False
-                error = prediction_failures.all_failed(
-                    program, mark, f"the {phase}-training evaluation {index + 1}"
-                )
-                if error is not None:
-                    failure.append(error)
-                    return False
-                stored = await sync_to_async(persistence.store_evaluation)(
-                    run.pk,
-                    run.attempt,
-                    phase,
-                    index,
-                    logs,
-                    program.failed_predictions - failed_before,
-                    callback.usage_fields(),
-                    per_example.rewards,
-                    per_example.predictions,
-                    per_example.errors,
-                )
-                if stored is None:  # superseded meanwhile: nothing was stored
-                    callback.superseded.set()
-                    return False
-                await events.stored(
-                    data["group"], stored, ("evaluations", "usage", "spend", "status")
-                )
-            return True
+    async def stop_requested(self) -> bool:
+        """The run's Cancel was pressed, or the run is no longer this attempt's."""
+        return self.callback.superseded.is_set() or await cancel_requested(self.run_id)
 
-        async def stop() -> bool:
-            return callback.superseded.is_set() or await cancel_requested(run.pk)
+    async def interrupt_on_cancel(self) -> None:
+        """Interrupt the program as soon as ``stop_requested`` (polled every
+        ``CANCEL_CHECK_SECONDS``)."""
+        while not self.program.interrupted:
+            if await self.stop_requested():
+                self.program.interrupt()
+                return
+            await asyncio.sleep(CANCEL_CHECK_SECONDS)
 
-        if not await model_loading.wait_for_models(
-            run, data["group"], model_loading.models_of(config), stop
-        ):
-            return Run.CANCELLED, await results(run.pk, program, callback)
-        if x_test and not await evaluations(Evaluation.BEFORE, int(config["evaluations_before"])):
-            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
-        if not x_train:
-            raise ValueError(f"dataset {data['dataset'].name!r} has no training rows")
-        await program.fit(
-            x=x_train,
-            y=y_train,
-            validation_split=float(config["validation_split"]),
-            epochs=int(config["epochs"]),
-            batch_size=batch_size,
-            shuffle=bool(config["shuffle"]),
-            callbacks=[callback, failed_epochs, *([watch] if watch.active else [])],
-            initial_epoch=min(data["resume_epoch"], int(config["epochs"])),
-            seed=int(config["seed"]),
-        )
-        if (
-            program.interrupted
-            or callback.cancelled
-            or callback.superseded.is_set()
-            or await cancel_requested(run.pk)
-        ):
-            return Run.CANCELLED, await results(run.pk, program, callback, watch)
-        if watch.reached:  # stopped after the step that reached a cap: everything kept
-            fields = await results(run.pk, program, callback, watch)
-            return Run.STOPPED, {**fields, "error": watch.message}
-        if failed_epochs.error is not None:
-            return _stopped(
-                [failed_epochs.error], await results(run.pk, program, callback, watch), watch
-            )
-        if x_test and not await evaluations(Evaluation.AFTER, int(config["evaluations_after"])):
-            return _stopped(failure, await results(run.pk, program, callback, watch), watch)
-        samples = await _samples(program, x_test, y_test)
-        fields = await results(run.pk, program, callback, watch)  # the samples' calls too
+    async def run(self) -> tuple[str, dict[str, Any]]:
+        before, after = evaluation_passes(self.config)
+        if not await self.wait_for_models():
+            return Run.CANCELLED, await self.results(with_time=False)
+        if self.x_test and not await self.evaluations(Evaluation.BEFORE, before):
+            return self.stopped(await self.results())
+        if not self.x_train:
+            raise ValueError(f"dataset {self.data['dataset'].name!r} has no training rows")
+        await self.fit()
+        if self.program.interrupted or self.callback.cancelled or await self.stop_requested():
+            return Run.CANCELLED, await self.results()
+        if self.watch.reached:  # stopped after the step that reached a cap: everything kept
+            return Run.STOPPED, {**await self.results(), "error": self.watch.message}
+        if self.failed_epochs.error is not None:
+            self.failure.append(self.failed_epochs.error)
+            return self.stopped(await self.results())
+        if self.x_test and not await self.evaluations(Evaluation.AFTER, after):
+            return self.stopped(await self.results())
+        samples = await _samples(self.program, self.x_test, self.y_test)
+        fields = await self.results()  # the samples' calls too
         return Run.SUCCEEDED, {**fields, "samples": samples}
 
+    async def wait_for_models(self) -> bool:
+        """Phase "loading models" while the worker still loads the ones the run uses."""
+        return await model_loading.wait_for_models(
+            self.run_row, self.group, model_loading.models_of(self.config), self.stop_requested
+        )
 
-def _stopped(
-    failure: list[str], fields: dict[str, Any], watch: Any = None
-) -> tuple[str, dict[str, Any]]:
-    """FAILED with the error of a phase whose predictions all failed, STOPPED at a budget
-    cap (``watch.reached``), else CANCELLED."""
-    if failure:
-        return Run.FAILED, {**fields, "error": failure[0]}
-    if watch is not None and watch.reached:
-        return Run.STOPPED, {**fields, "error": watch.message}
-    return Run.CANCELLED, fields
+    async def fit(self) -> None:
+        callbacks = [
+            self.callback,
+            self.failed_epochs,
+            *([self.watch] if self.watch.active else []),
+        ]
+        await self.program.fit(
+            x=self.x_train,
+            y=self.y_train,
+            callbacks=callbacks,
+            **fit_kwargs(self.config, resume_epoch=self.data["resume_epoch"]),
+        )
+
+    async def evaluations(self, phase: str, count: int) -> bool:
+        """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
+        for index in range(count):
+            if (phase, index) in self.data["done_evaluations"]:
+                continue
+            if await self.stop_requested():
+                return False
+            if self.watch.active and await self.watch.check():  # a cap: stop before the next pass
+                return False
+            if not await self.evaluation(phase, index, count):
+                return False
+        return True
+
+    async def evaluation(self, phase: str, index: int, count: int) -> bool:
+        """One pass over the test split, stored and sent; False if interrupted, failed or
+        superseded meanwhile."""
+        program = self.program
+        labelled = await sync_to_async(run_state.set_phase)(
+            self.run_id, self.attempt, f"{phase} eval {index + 1}/{count}"
+        )
+        await events.stored(self.group, labelled, ("status", "progress"))
+        failed_before = program.failed_predictions
+        mark = prediction_failures.Mark.of(program)
+        per_example = synalinks.callbacks.ExampleRewards(predictions=True)
+        with traces.evaluation_context(phase):
+            logs = await program.evaluate(
+                self.x_test,
+                self.y_test,
+                **evaluate_kwargs(self.config),
+                callbacks=[per_example],
+            )
+        if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
+            return False
+        error = prediction_failures.all_failed(
+            program, mark, f"the {phase}-training evaluation {index + 1}"
+        )
+        if error is not None:
+            self.failure.append(error)
+            return False
+        stored = await sync_to_async(persistence.store_evaluation)(
+            self.run_id,
+            self.attempt,
+            phase,
+            index,
+            logs,
+            program.failed_predictions - failed_before,
+            self.callback.usage_fields(),
+            per_example.rewards,
+            per_example.predictions,
+            per_example.errors,
+        )
+        if stored is None:  # superseded meanwhile: nothing was stored
+            self.callback.superseded.set()
+            return False
+        await events.stored(self.group, stored, ("evaluations", "usage", "spend", "status"))
+        return True
+
+    async def results(self, with_time: bool = True) -> dict[str, Any]:
+        """The attempt's final fields (``with_time``: with the working time of its run)."""
+        watch = self.watch if with_time else None
+        return await results(self.run_id, self.program, self.callback, watch)
+
+    def stopped(self, fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """FAILED with the error of a phase whose predictions all failed, STOPPED at a budget
+        cap (``watch.reached``), else CANCELLED."""
+        if self.failure:
+            return Run.FAILED, {**fields, "error": self.failure[0]}
+        if self.watch.reached:
+            return Run.STOPPED, {**fields, "error": self.watch.message}
+        return Run.CANCELLED, fields
 
 
 async def _samples(program: Any, x: list, y: list) -> list[dict[str, Any]]:

@@ -354,6 +354,44 @@ def _build_base_reward(config: dict[str, Any]) -> Any:
     raise ValueError(f"unknown reward {spec['name']!r}")
 
 
+def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
+    """The arguments of ``Program.fit`` that a run's configuration sets, cast from the stored
+    JSON here once (the attempt passes them on as they are).
+
+    Args:
+        config: the run's configuration (``validate_run_config``'s result, as stored).
+        resume_epoch: the epoch a resumed attempt starts from (0: from the start); never
+            past the run's last epoch.
+
+    Returns:
+        ``validation_split``, ``epochs``, ``batch_size``, ``shuffle``, ``initial_epoch`` and
+        ``seed``, typed as ``fit`` takes them.
+
+    Example:
+        >>> fit_kwargs({**TRAINING_DEFAULTS, "seed": 7})["epochs"]
+        3
+    """
+    epochs = int(config["epochs"])
+    return {
+        "validation_split": float(config["validation_split"]),
+        "epochs": epochs,
+        "batch_size": int(config["batch_size"]),
+        "shuffle": bool(config["shuffle"]),
+        "initial_epoch": min(resume_epoch, epochs),
+        "seed": int(config["seed"]),
+    }
+
+
+def evaluate_kwargs(config: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``Program.evaluate`` that a run's configuration sets (its batch size)."""
+    return {"batch_size": int(config["batch_size"])}
+
+
+def evaluation_passes(config: dict[str, Any]) -> tuple[int, int]:
+    """How many passes over the test split a run makes before and after training."""
+    return int(config["evaluations_before"]), int(config["evaluations_after"])
+
+
 def build_metrics(config: dict[str, Any]) -> list[Any]:
     classes = {name: getattr(synalinks.metrics, name) for name in METRICS}
     return [
