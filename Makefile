@@ -16,6 +16,7 @@ test: setup
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
 
 lint:
+	.venv/bin/lint-imports
 	$(VENV_PY) -m ruff check .
 	$(VENV_PY) -m ruff format --check .
 
