@@ -1,7 +1,7 @@
 """Reading list filters from a query string: a value outside its set is reported, not used.
 
-Shared by the per-example table (``selectors_eval_table``) and the call traces
-(``selectors_traces``): a hand-edited URL gets the list unfiltered by that key, and the
+Shared by the per-example table (``training.insight.eval_table``) and the call traces
+(``training.insight.trace_reads``): a hand-edited URL gets the list unfiltered by that key, and the
 page says which parameter was ignored and why.
 """
 

@@ -1,4 +1,4 @@
-"""The api_base policy (training/services/endpoints.py): pure rules, no Django, no network."""
+"""The api_base policy (training/programs/endpoints.py): pure rules, no Django, no network."""
 
 import pytest
 

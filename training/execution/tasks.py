@@ -1,9 +1,9 @@
 """Celery tasks of the training app: sending a run's attempt to a worker, executing it there,
 and the worker signals that keep runs honest.
 
-``enqueue`` sits next to the task it sends, so the services that launch and resume runs
-call down into this module, and this module calls down into the services that execute
-them: nothing imports back up (no services → tasks → services loop).
+``enqueue`` sits next to the task it sends, so ``training.runs.launch`` (launch, resume)
+calls down into this module, and this module calls down into ``attempt``, which executes
+them: nothing imports back up (``.importlinter`` checks it).
 
 ``execute_run`` acks late and is not re-queued when its worker process dies
 (``reject_on_worker_lost=False``): the pool's parent then reports ``WorkerLostError``
@@ -22,8 +22,8 @@ from celery.signals import task_failure, worker_ready
 from django.db import DatabaseError, transaction
 
 from project.redis_config import describe
-from training.execution import attempt as execution
 from training.execution import reaper, run_state
+from training.execution.attempt import execute
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ TASK_NAME = "training.execute_run"
 
 @shared_task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=False)
 def execute_run(self, run_id: int, attempt: int) -> str:
-    return execution.execute(run_id, attempt, worker=self.request.hostname or "")
+    return execute(run_id, attempt, worker=self.request.hostname or "")
 
 
 def enqueue(run: Run) -> None:

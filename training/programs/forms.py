@@ -92,7 +92,9 @@ class ProgramForm(forms.Form):
         except program_services.ProgramError as exc:
             message = str(exc)
             field = "model" if "model" in message.lower() else None
-            if message.startswith("api_base"):  # the endpoint policy (services/endpoints.py)
+            if message.startswith(
+                "api_base"
+            ):  # the endpoint policy (training/programs/endpoints.py)
                 field = "api_base"
             self.add_error(field, message)
         return data

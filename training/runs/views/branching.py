@@ -1,4 +1,4 @@
-"""Branch a run: from one of its candidates, or from its best (``services.branching``)."""
+"""Branch a run: from one of its candidates, or from its best (``training.runs.branching``)."""
 
 from __future__ import annotations
 
