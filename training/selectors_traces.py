@@ -14,7 +14,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet
 
 from training import selectors as candidate_selectors
-from training.engine.tracing import ROLES
+from training.engine.language_models.tracing import ROLES
 from training.models import LMCallTrace, Run
 from training.query_filters import one_of
 

@@ -16,8 +16,8 @@ import pytest
 from pydantic import Field
 
 import training.engine as synalinks
-from training.engine.errors import LanguageModelConfigError, LanguageModelError
-from training.engine.litellm_loader import get_litellm
+from training.engine.language_models.errors import LanguageModelConfigError, LanguageModelError
+from training.engine.language_models.litellm_loader import get_litellm
 from training.engine.testing import FakeLanguageModel
 
 litellm = get_litellm()
@@ -149,7 +149,7 @@ async def test_direct_call_without_system_message_gets_one_naming_the_fields():
 
 
 def test_field_note_handles_optional_nested_and_long_descriptions():
-    from training.engine.output_format import MAX_DESCRIPTION_CHARS, fields_note
+    from training.engine.language_models.output_format import MAX_DESCRIPTION_CHARS, fields_note
 
     class Inner(synalinks.DataModel):
         x: int

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 import training.engine as synalinks
-from training.engine.cache import RedisCache, make_cache
+from training.engine.language_models.cache import RedisCache, make_cache
 from training.engine.testing import FakeLanguageModel
 
 redis = pytest.importorskip("redis")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from training.engine.data_adapter import as_object_array
 from training.engine.data_model import DataModel, schema_signature
 from training.engine.modules.module import Module, SchemaMismatchError, field_list
 from training.engine.saving import program_saving, register_synalinks_serializable
 from training.engine.symbolic import Node, SymbolicDataModel
-from training.engine.trainer import Trainer
+from training.engine.trainers.data_adapter import as_object_array
+from training.engine.trainers.trainer import Trainer
 from training.engine.utils.summary import program_summary
 from training.engine.variables import Variable, VariableMismatchError
 
@@ -44,7 +44,7 @@ class Program(Trainer, Module):
 
     Built with the functional API: await modules on an ``Input`` to get symbolic outputs, then
     wrap inputs and outputs. Training (``compile`` / ``fit`` / ``evaluate`` / ``predict``)
-    comes from :class:`~training.engine.trainer.Trainer`; saving from
+    comes from :class:`~training.engine.trainers.trainer.Trainer`; saving from
     :mod:`training.engine.saving.program_saving`.
 
     Args:

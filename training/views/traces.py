@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from training import selectors_traces as selectors
-from training.engine.tracing import ROLES
+from training.engine.language_models.tracing import ROLES
 from training.views.runs import owned_run
 
 

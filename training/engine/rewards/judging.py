@@ -18,7 +18,7 @@ import pydantic
 from pydantic import Field
 
 from training.engine.data_model import DataModel
-from training.engine.errors import (
+from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine import tracing
+from training.engine.language_models import tracing
 from training.engine.masking import MaskedDataModel
 from training.engine.scoring import MaskedScorer, default_name, is_batch
 

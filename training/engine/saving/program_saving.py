@@ -173,7 +173,7 @@ def program_from_config(
             metrics=[deserialize(m, custom_objects) for m in compile_config.get("metrics", [])],
         )
     if config.get("history"):
-        from training.engine.history import History
+        from training.engine.trainers.history import History
 
         program.history = History.from_dict(config["history"])
     return program

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from training.engine.embedding_model import EmbeddingModel
+from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.saving import register_synalinks_serializable
 
 _WORD = re.compile(r"\w+")

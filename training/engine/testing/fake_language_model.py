@@ -17,8 +17,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.engine.errors import TransientError
-from training.engine.language_model import LanguageModel, RawCompletion
+from training.engine.language_models.errors import TransientError
+from training.engine.language_models.language_model import LanguageModel, RawCompletion
 from training.engine.saving import (
     UnknownObjectError,
     get_registered_name,

@@ -1,5 +1,5 @@
 """Trainer: compile / evaluate / fit, mixed into Program (``predict`` and the concurrent batch
-of predictions are in :mod:`training.engine.predicting`).
+of predictions are in :mod:`training.engine.trainers.predicting`).
 
 - Predictions of a batch run concurrently; one that fails (LM error after retries, output that
   never parses) becomes ``None`` and is counted — it never crashes the batch. The program
@@ -33,21 +33,22 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from training.engine import output_bounds, tracing
-from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
-from training.engine.data_adapter import (
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.metrics.metric import Metric
+from training.engine.optimizers.selection import mean as _mean
+from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.trainers import output_bounds
+from training.engine.trainers.data_adapter import (
     FitData,
     check_fit_arguments,
     prepare_fit_data,
 )
-from training.engine.epoch_iterator import EpochIterator
-from training.engine.history import History
-from training.engine.metrics.metric import Metric
-from training.engine.optimizers.selection import mean as _mean
-from training.engine.predicting import Predicting, _Interrupted
-from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.trainers.epoch_iterator import EpochIterator
+from training.engine.trainers.history import History
+from training.engine.trainers.predicting import Predicting, _Interrupted
 from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
@@ -314,9 +315,9 @@ class Trainer(Predicting):
         """Train the program's variables (instructions, few-shot examples) with its optimizer.
 
         Three steps, as in Keras: the data are checked and the validation set is set apart
-        (:func:`~training.engine.data_adapter.prepare_fit_data`); the epoch loop
+        (:func:`~training.engine.trainers.data_adapter.prepare_fit_data`); the epoch loop
         (:meth:`_train_epochs`) runs :meth:`_train_step` on each batch of an
-        :class:`~training.engine.epoch_iterator.EpochIterator`; every moment reaches the
+        :class:`~training.engine.trainers.epoch_iterator.EpochIterator`; every moment reaches the
         callbacks through :class:`~training.engine.callbacks.training_events.TrainingEvents`.
 
         Args:
@@ -334,7 +335,7 @@ class Trainer(Predicting):
             verbose: 1 adds a progress bar.
             bound_outputs: hold each string output the targets fill to twice the longest
                 target (at least 32 characters) while fit predicts
-                (:mod:`~training.engine.output_bounds`): exact-match rewards are unchanged
+                (:mod:`~training.engine.trainers.output_bounds`): exact-match rewards are unchanged
                 and rambling candidates cost a fraction of the time. False for a reward that
                 values long answers (an LM judge of explanations, say).
 

@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from training.engine import bounds, tracing
-from training.engine import usage as usage_mod
-from training.engine.data_adapter import as_object_array
-from training.engine.errors import (
+from training.engine import bounds
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelUnreachable,
     short_message,
 )
 from training.engine.modules.module import TRACE
+from training.engine.trainers.data_adapter import as_object_array
 
 logger = logging.getLogger(__name__)
 
