@@ -100,7 +100,7 @@ class FunctionWrapper:
         super().__init__(name=name or function_name(fn), in_mask=in_mask, out_mask=out_mask)
 
     @property
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"custom {self.kind} function {function_name(self.fn)!r}"
 
     def _prepare(self, y_true: Any, y_pred: Any) -> tuple[Any, Any]:

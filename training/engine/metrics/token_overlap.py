@@ -41,7 +41,7 @@ class TokenOverlapMetric(Metric):
 
     async def score(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         if y_true is None:
-            raise ValueError(f"{self._where} needs a ground truth, but y_true is None")
+            raise ValueError(f"{self.where} needs a ground truth, but y_true is None")
         fields = list(y_true) or list(y_pred)
         if not fields:
             return 1.0

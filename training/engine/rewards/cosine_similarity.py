@@ -60,7 +60,7 @@ class CosineSimilarity(Reward):
             prepared.append(self._prepare(truth, pred))
             positions.append(index)
         for index, score in zip(positions, await self._score_prepared(prepared), strict=True):
-            scores[index] = check_score(score, self._where)
+            scores[index] = check_score(score, self.where)
         return scores
 
     async def _score_prepared(
@@ -79,7 +79,7 @@ class CosineSimilarity(Reward):
 
         for y_true, y_pred in pairs:
             if y_true is None:
-                raise ValueError(f"{self._where} needs a ground truth, but y_true is None")
+                raise ValueError(f"{self.where} needs a ground truth, but y_true is None")
             plan: list[tuple[int, int] | float] = []
             for field in compared_fields(y_true, y_pred):
                 true_text = field_text(y_true.get(field))
@@ -118,13 +118,13 @@ class CosineSimilarity(Reward):
             result = result.embeddings
         if result is None or is_batch(result) is False:
             raise TypeError(
-                f"{self._where}: the embedding model returned {type(result).__name__}; "
+                f"{self.where}: the embedding model returned {type(result).__name__}; "
                 "expected one vector per text"
             )
         vectors = np.asarray(result, dtype=float)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(
-                f"{self._where}: expected {len(texts)} embedding vectors, got shape {vectors.shape}"
+                f"{self.where}: expected {len(texts)} embedding vectors, got shape {vectors.shape}"
             )
         return vectors
 

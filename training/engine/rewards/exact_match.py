@@ -21,5 +21,5 @@ class ExactMatch(Reward):
 
     async def call(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         if y_true is None:
-            raise ValueError(f"{self._where} needs a ground truth, but y_true is None")
+            raise ValueError(f"{self.where} needs a ground truth, but y_true is None")
         return 1.0 if dict(y_true) == dict(y_pred) else 0.0

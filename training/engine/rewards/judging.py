@@ -137,11 +137,11 @@ class JudgeReward(Reward):
         except (LanguageModelUnreachable, LanguageModelConfigError):
             raise  # no judge at all is not a judgement: stop rather than score everything 0
         except (LanguageModelError, pydantic.ValidationError) as exc:
-            return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
+            return self.stats.record(None, self.where, f"{type(exc).__name__}: {exc}")
         if verdict is None:
-            return self.stats.record(None, self._where, self.no_output)
+            return self.stats.record(None, self.where, self.no_output)
         raw, label = self._read_score(verdict)
-        return self.stats.record(clamp_score(raw), self._where, f"unusable {label} {raw!r:.40}")
+        return self.stats.record(clamp_score(raw), self.where, f"unusable {label} {raw!r:.40}")
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

@@ -46,7 +46,7 @@ class ProgramAsJudge(JudgeReward):
         field = next((name for name in SCORE_FIELDS if name in fields), None)
         if field is None:
             raise ValueError(
-                f"{self._where}: the judge program's output has no 'reward' or 'score' field; "
+                f"{self.where}: the judge program's output has no 'reward' or 'score' field; "
                 f"its fields are {sorted(fields)}"
             )
         return fields[field], field

@@ -36,7 +36,7 @@ STOP_CHECK_SECONDS = 0.2
 NO_OUTPUT = "the program gave no output"
 
 
-class _Interrupted(BaseException):
+class Interrupted(BaseException):
     """Unwinds ``fit`` / ``evaluate`` / ``predict`` after ``program.interrupt()``.
 
     A BaseException (like ``asyncio.CancelledError``) so that code which survives ordinary
@@ -67,7 +67,7 @@ class Predicting:
 
     def _check_interrupted(self) -> None:
         if self.interrupted:
-            raise _Interrupted
+            raise Interrupted
 
     # -- predictions -----------------------------------------------------------------------
     def _memo_key(self, item: Any) -> tuple:
@@ -145,7 +145,7 @@ class Predicting:
         """Predict ``items`` concurrently; ``first_index`` (the position of the first item in
         its split, or each item's position) is what their traces call ``example_index``.
         ``errors``, when given, is extended with each item's error (None when it succeeded).
-        Raises ``_Interrupted`` (after cancelling the predictions not done yet) as soon as
+        Raises ``Interrupted`` (after cancelling the predictions not done yet) as soon as
         ``interrupt()`` is seen."""
         if isinstance(first_index, int):
             indices = list(range(first_index, first_index + len(items)))
@@ -224,7 +224,7 @@ class Predicting:
                 )
                 outputs.extend(batch_out)
                 failures += batch_failures
-        except _Interrupted:
+        except Interrupted:
             pass  # interrupt(): the outputs of the completed batches
         self.last_failures = failures
         await callback_list.on_predict_end({"failures": failures})
