@@ -211,6 +211,11 @@ class trace_context:  # noqa: N801 (used like the function-style context manager
     Fields given as None are left as the outer context set them. A class rather than a
     generator-based context manager: the trainer enters one per traced prediction.
 
+    Args:
+        **fields: what the calls inside are for, as :class:`CallTrace` names it (``role``,
+            ``epoch``, ``split``, ``candidate_id``, ``example_index``, ...); an unknown name
+            is a TypeError.
+
     Example:
 
     ```python

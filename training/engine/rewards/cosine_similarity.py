@@ -37,7 +37,21 @@ def compared_fields(y_true: MaskedDataModel, y_pred: MaskedDataModel) -> list[st
 
 @register_synalinks_serializable(package="synalinks")
 class CosineSimilarity(Reward):
-    """Mean over compared fields of ``(cosine(embed(true), embed(pred)) + 1) / 2``."""
+    """Mean over compared fields of ``(cosine(embed(true), embed(pred)) + 1) / 2``.
+
+    Args:
+        embedding_model: the :class:`~training.engine.EmbeddingModel` that embeds both
+            sides (required); a batch's texts go in one call.
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+
+    Example:
+
+    ```python
+    synalinks.rewards.CosineSimilarity(embedding_model=em, in_mask=["answer"])
+    ```
+    """
 
     def __init__(self, embedding_model=None, in_mask=None, out_mask=None, name=None):
         if embedding_model is None:

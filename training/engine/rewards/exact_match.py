@@ -14,6 +14,17 @@ class ExactMatch(Reward):
     Values are compared as JSON values (``18 == 18.0``; strings exactly, case
     and whitespace included). Use ``in_mask=["answer"]`` to compare only the
     answer, or ``out_mask=["thinking"]`` to ignore the reasoning.
+
+    Args:
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+
+    Example:
+
+    ```python
+    reward = synalinks.rewards.ExactMatch(in_mask=["answer"])
+    ```
     """
 
     def __init__(self, in_mask=None, out_mask=None, name=None):

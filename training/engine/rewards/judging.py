@@ -101,6 +101,12 @@ class JudgeReward(Reward):
     Subclasses say how to ask (``_ask_judge``) and where the verdict keeps its
     score (``_read_score``). No judge at all (unreachable, misconfigured) stops
     the run; a failed or unusable judgement scores 0.0 and is counted.
+
+    Args:
+        criteria: what the judge is asked to judge by (``"accuracy and completeness"``).
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
     """
 
     # the warning logged when the judge gives nothing back
