@@ -41,16 +41,33 @@ async def test_short_local_fit_end_to_end():
         history = await program.fit(
             x, y, validation_split=0.34, epochs=2, batch_size=2, seed=0, callbacks=[recorder]
         )
-    assert len(history.history["val_reward"]) == 2
-    candidates = [e for e in recorder.events if e["type"] == "candidate"]
-    errors = [e for e in recorder.events if e["type"] == "optimizer_error"]
-    seed = next(e for e in candidates if e["operation"] == "seed" and e["status"] == "scored")
-    best = [e for e in candidates if e["status"] == "best"]
-    assert len(best) == 1 and best[0]["reward"] >= seed["reward"]  # never worse than the start
-    made = {e["candidate_id"] for e in candidates if e["operation"] != "seed"}
-    assert made or errors  # each of the 4 batches made a candidate, or reported why not
-    assert usage.by_model["local/smollm2"]["calls"] > 4 + 2 * 2  # predictions + the optimizer's
-    if len([e for e in candidates if e["status"] in ("kept", "dropped")]) > 1:
-        assert usage.embedding_calls >= 1
+    # temperature 0 and seed 0 throughout: the run repeats exactly (checked twice on the
+    # same machine), so its course is stated as it is, event by event.
+    assert history.history == {"reward": [0.0, 1.0], "val_reward": [1.0, 1.0]}
+    candidates = [
+        (e["candidate_id"], e["operation"], e["status"], e["reward"])
+        for e in recorder.events
+        if e["type"] == "candidate"
+    ]
+    assert candidates == [
+        ("c1", "seed", "scored", 0.0),
+        ("c2", "mutation", "scored", 1.0),  # epoch 0: a candidate per batch
+        ("c3", "mutation", "scored", 1.0),
+        ("c1", "seed", "dropped", 0.0),  # epoch 0's end: the DNS competition
+        ("c2", "mutation", "kept", 1.0),
+        ("c3", "mutation", "kept", 1.0),
+        ("c4", "mutation", "scored", 1.0),  # epoch 1
+        ("c5", "mutation", "scored", 1.0),
+        ("c2", "mutation", "kept", 1.0),  # epoch 1's end: population_size 4 kept
+        ("c3", "mutation", "kept", 1.0),
+        ("c4", "mutation", "kept", 1.0),
+        ("c5", "mutation", "kept", 1.0),
+        ("c2", "mutation", "best", 1.0),
+    ]
+    assert [e for e in recorder.events if e["type"] == "optimizer_error"] == []
+    # every LM call of the run (predictions, candidates' scoring, the 4 mutations) and the
+    # embeddings of the two competitions
+    assert usage.by_model["local/smollm2"]["calls"] == 22
+    assert usage.embedding_calls == 2
     variable = program.trainable_variables[0]
     variable.assign(variable.value)  # still valid against its schema

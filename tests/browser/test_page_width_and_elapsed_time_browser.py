@@ -1,4 +1,4 @@
-"""Issue 12 items 10 and 7 in Chromium: every main page fits 1280 px and 390 px wide screens
+"""In Chromium: every main page fits 1280 px and 390 px wide screens
 (no horizontal page scroll), and a running run's elapsed time ticks and its duration arrives
 live with the last update."""
 
