@@ -161,7 +161,7 @@ class Run(models.Model):
     current_epoch = models.IntegerField(default=0)  # epochs completed
     current_batch = models.IntegerField(default=0)  # batches completed in the current epoch
     batches_per_epoch = models.IntegerField(default=0)
-    # Usage totals (training.engine.usage.Usage.to_dict(), summed over attempts).
+    # Usage totals (training.engine.language_models.usage.Usage.to_dict(), summed over attempts).
     usage = models.JSONField(default=dict)
     lm_calls = models.IntegerField(default=0)
     lm_failures = models.IntegerField(default=0)
@@ -372,7 +372,7 @@ class Evaluation(models.Model):
 
 
 class LMCallTrace(models.Model):
-    """One LM or embedding call of a run (:class:`training.engine.tracing.CallTrace`).
+    """One LM or embedding call of a run (:class:`training.engine.language_models.tracing.CallTrace`).
 
     Written in bulk by :mod:`training.execution.traces`; bounded per run by
     ``TRAINBOARD_TRACE_MAX_CALLS`` (later calls are counted in ``Run.traces_dropped``) and per

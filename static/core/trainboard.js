@@ -1,4 +1,30 @@
-// Trainboard's own JS. htmx sends the CSRF token from <body hx-headers>; nothing else yet.
+// Trainboard's own JS, shared by every page's scripts. htmx sends the CSRF token from
+// <body hx-headers>.
 document.addEventListener("htmx:responseError", (event) => {
   console.warn("htmx request failed", event.detail.xhr.status, event.detail.pathInfo);
 });
+
+window.Trainboard = {
+  // The element `id` when `elt` (what htmx.onLoad hands a script: the body at page load,
+  // then each swapped-in element) is it or holds it, else null. A script redraws only what
+  // a swap brought: `htmx.onLoad((elt) => { const x = Trainboard.within(elt, "x"); ... })`.
+  within(elt, id) {
+    if (!elt || elt.nodeType !== Node.ELEMENT_NODE) return null;
+    if (elt.id === id) return elt;
+    return elt.querySelector(`#${CSS.escape(id)}`);
+  },
+
+  // "1h 02m", "3m 05s", "45s": the browser's one duration format (run_timing.js ticks with
+  // it), the same as the server's `duration` template filter that renders the first figures
+  // (training/templatetags/training_extras.py); a browser test holds the two together.
+  formatDuration(total) {
+    const seconds = Math.max(0, Math.floor(total));
+    const hours = Math.floor(seconds / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    const rest = seconds % 60;
+    const pad = (value) => String(value).padStart(2, "0");
+    if (hours) return `${hours}h ${pad(minutes)}m`;
+    if (minutes) return `${minutes}m ${pad(rest)}s`;
+    return `${rest}s`;
+  },
+};

@@ -1,6 +1,7 @@
-// Upload page: drag-and-drop onto the drop zone, a size check before sending anything,
-// and an XMLHttpRequest upload whose progress events drive the progress bar. Without
-// JavaScript the form still posts normally.
+// Upload page: drag-and-drop onto the drop zone, a size check before sending anything, and
+// the upload itself through htmx (the form's hx-post), whose htmx:xhr:progress events drive
+// the progress bar. The server answers an htmx upload in JSON (a redirect to the preview, or
+// the error to show). Without JavaScript the form still posts normally.
 (function () {
   "use strict";
 
@@ -10,16 +11,14 @@
     return bytes + " bytes";
   }
 
-  function init() {
-    var form = document.getElementById("upload-form");
-    if (!form) return;
+  function wire(form) {
     var input = form.querySelector("input[type=file]");
-    var zone = document.getElementById("dropzone");
-    var chosen = document.getElementById("chosen-file");
-    var progress = document.getElementById("upload-progress");
-    var status = document.getElementById("upload-status");
-    var errorBox = document.getElementById("upload-error");
-    var submit = document.getElementById("upload-submit");
+    var zone = form.querySelector("#dropzone");
+    var chosen = form.querySelector("#chosen-file");
+    var progress = form.querySelector("#upload-progress");
+    var status = form.querySelector("#upload-status");
+    var errorBox = form.querySelector("#upload-error");
+    var submit = form.querySelector("#upload-submit");
     var maxBytes = parseInt(form.dataset.maxBytes, 10);
 
     function showChosen() {
@@ -55,49 +54,52 @@
       submit.disabled = false;
     }
 
-    form.addEventListener("submit", function (event) {
-      event.preventDefault();
+    form.addEventListener("htmx:beforeRequest", function (event) {
       var file = input.files && input.files[0];
-      if (!file) return fail("Choose a file to upload.");
+      if (!file) {
+        event.preventDefault();
+        return fail("Choose a file to upload.");
+      }
       if (maxBytes && file.size > maxBytes) {
         // Refused here, before a single byte is sent.
+        event.preventDefault();
         return fail("The file is " + formatBytes(file.size) + ", over the upload limit of " +
           formatBytes(maxBytes) + ".");
       }
-      var xhr = new XMLHttpRequest();
-      xhr.open("POST", form.action);
-      xhr.setRequestHeader("Accept", "application/json");
-      var token = form.querySelector("input[name=csrfmiddlewaretoken]");
-      if (token) xhr.setRequestHeader("X-CSRFToken", token.value);
-      xhr.upload.addEventListener("progress", function (e) {
-        if (!e.lengthComputable) return;
-        var percent = Math.round((e.loaded / e.total) * 100);
-        progress.value = percent;
-        status.textContent = percent < 100 ? "Uploading… " + percent + "%" : "Checking the file…";
-      });
-      xhr.addEventListener("load", function () {
-        var body = null;
-        try { body = JSON.parse(xhr.responseText); } catch (ignored) { body = null; }
-        if (xhr.status === 200 && body && body.redirect) {
-          progress.value = 100;
-          status.textContent = "Done. Opening the preview…";
-          window.location.assign(body.redirect);
-        } else {
-          fail((body && body.error) || "The upload failed (HTTP " + xhr.status + ").");
-        }
-      });
-      xhr.addEventListener("error", function () {
-        fail("The upload was interrupted. If the file is over the limit the server stops reading it.");
-      });
       errorBox.textContent = "";
       progress.hidden = false;
       progress.value = 0;
       submit.disabled = true;
       status.textContent = "Uploading…";
-      xhr.send(new FormData(form));
+    });
+    form.addEventListener("htmx:configRequest", function (event) {
+      event.detail.headers["Accept"] = "application/json";
+    });
+    form.addEventListener("htmx:xhr:progress", function (event) {
+      if (!event.detail.lengthComputable) return;
+      var percent = Math.round((event.detail.loaded / event.detail.total) * 100);
+      progress.value = percent;
+      status.textContent = percent < 100 ? "Uploading… " + percent + "%" : "Checking the file…";
+    });
+    form.addEventListener("htmx:afterRequest", function (event) {
+      var xhr = event.detail.xhr;
+      if (!xhr.status) {
+        return fail("The upload was interrupted. If the file is over the limit the server stops reading it.");
+      }
+      var body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (ignored) { body = null; }
+      if (xhr.status === 200 && body && body.redirect) {
+        progress.value = 100;
+        status.textContent = "Done. Opening the preview…";
+        window.location.assign(body.redirect);
+      } else {
+        fail((body && body.error) || "The upload failed (HTTP " + xhr.status + ").");
+      }
     });
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
+  htmx.onLoad(function (elt) {
+    var form = Trainboard.within(elt, "upload-form");
+    if (form) wire(form);
+  });
 })();

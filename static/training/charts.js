@@ -2,8 +2,8 @@
  *
  * The server sends the whole history as JSON in #run-chart-data (data-history) and the
  * before/after rows in #run-evaluations (data-before-after), both swapped in by the htmx
- * WebSocket extension. After every WebSocket message we re-read them and update the
- * charts in place, so the history chart grows point by point without a reload.
+ * WebSocket extension. When one of them is swapped in (htmx.onLoad) its chart is updated in
+ * place, so the history chart grows point by point without a reload.
  */
 (function () {
   "use strict";
@@ -16,11 +16,6 @@
     const raw = element.getAttribute(attribute);
     if (!raw) return null;
     try { return JSON.parse(raw); } catch (error) { return null; }
-  }
-
-  function colorFor(key, index) {
-    const base = key.replace(/^val_/, "");
-    return PALETTE[index % PALETTE.length] || PALETTE[0];
   }
 
   // Every reward names its split: fit logs training batches as "reward", validation as "val_".
@@ -193,13 +188,11 @@
     }
   }
 
-  function renderAll() {
-    renderHistory();
-    renderBeforeAfter();
-    renderCompare();
-  }
-
-  document.addEventListener("DOMContentLoaded", renderAll);
-  document.addEventListener("htmx:wsAfterMessage", renderAll);
-  document.addEventListener("htmx:afterSettle", renderAll);
+  // Each chart is redrawn when what feeds it arrives: the page at load, then the fragment a
+  // live update swapped in (the others are left as they are).
+  htmx.onLoad((elt) => {
+    if (Trainboard.within(elt, "run-chart-data")) renderHistory();
+    if (Trainboard.within(elt, "run-evaluations")) renderBeforeAfter();
+    if (Trainboard.within(elt, "compare-data")) renderCompare();
+  });
 })();

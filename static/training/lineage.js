@@ -1,6 +1,7 @@
 /* Trainboard lineage tree (SVG): the server lays it out (training/services/lineage.py), this
  * only draws it: one row per generation, edges coloured by operation, the best path thick.
- * Redrawn after every WebSocket message; candidate text goes through textContent only.
+ * Redrawn when a live update swaps #run-lineage in (and on resize); candidate text goes
+ * through textContent only.
  */
 (function () {
   "use strict";
@@ -79,9 +80,6 @@
     svg.dataset.nodes = String(data.nodes.length);
   }
 
-  document.addEventListener("DOMContentLoaded", draw);
-  document.addEventListener("htmx:wsAfterMessage", draw);
-  document.addEventListener("htmx:afterSettle", draw);
+  htmx.onLoad((elt) => { if (Trainboard.within(elt, "run-lineage")) draw(); });
   window.addEventListener("resize", draw);
-  if (document.readyState !== "loading") draw();
 })();

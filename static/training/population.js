@@ -1,7 +1,7 @@
 /* Trainboard population map: candidates placed by a PCA of their embeddings (SVG).
  *
  * The server sends the points in #run-population (data-map, JSON), swapped in by the htmx
- * WebSocket extension as candidates arrive; we redraw after every message. The slider picks
+ * WebSocket extension as candidates arrive; we redraw when it is swapped in (htmx.onLoad). The slider picks
  * an epoch: the points born up to it, marked kept or dropped as the competitions up to it
  * left them. It follows the newest epoch until the user moves it back. Text from candidates
  * (LM output) only ever goes through textContent.
@@ -141,8 +141,8 @@
     draw();
   }
 
-  document.addEventListener("DOMContentLoaded", wire);
-  document.addEventListener("htmx:wsAfterMessage", draw);
-  document.addEventListener("htmx:afterSettle", draw);
-  if (document.readyState !== "loading") wire();
+  htmx.onLoad((elt) => {
+    if (Trainboard.within(elt, "population-epoch")) wire();
+    else if (Trainboard.within(elt, "run-population")) draw();
+  });
 })();

@@ -3,8 +3,8 @@
 // the form with ?preset=..., which the server fills the same way).
 (function () {
   "use strict";
-  function sync(select) {
-    document.querySelectorAll("#run-form .optimizer-params").forEach(function (box) {
+  function sync(form, select) {
+    form.querySelectorAll(".optimizer-params").forEach(function (box) {
       box.hidden = box.dataset.optimizer !== select.value;
     });
   }
@@ -17,19 +17,24 @@
       input.dispatchEvent(new Event("change", { bubbles: true }));
     });
   }
-  document.addEventListener("DOMContentLoaded", function () {
-    var select = document.getElementById("id_optimizer");
-    if (select) select.addEventListener("change", function () { sync(select); });
+  htmx.onLoad(function (elt) {
+    var form = Trainboard.within(elt, "run-form");
+    if (!form) return;
+    var select = form.querySelector("#id_optimizer");
+    if (select) select.addEventListener("change", function () { sync(form, select); });
     var data = document.getElementById("run-presets");
     if (!data) return;
     var presets = JSON.parse(data.textContent);
-    document.querySelectorAll("#presets a[data-preset]").forEach(function (link) {
+    var links = document.querySelectorAll("#presets a[data-preset]");
+    links.forEach(function (link) {
+      if (link.dataset.wired) return;  // a form swapped in again: its links still listen
+      link.dataset.wired = "1";
       link.addEventListener("click", function (event) {
         var preset = presets[link.dataset.preset];
         if (!preset) return;
         event.preventDefault();
         applyPreset(preset.values);
-        document.querySelectorAll("#presets a[data-preset]").forEach(function (other) {
+        links.forEach(function (other) {
           other.setAttribute("aria-pressed", other === link ? "true" : "false");
         });
       });

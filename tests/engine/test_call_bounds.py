@@ -5,8 +5,8 @@ import time
 import pytest
 
 from tests.engine.helpers_engine import Answer
-from training.engine import retry
-from training.engine.errors import LanguageModelError
+from training.engine.language_models import retry
+from training.engine.language_models.errors import LanguageModelError
 from training.engine.testing import FakeLanguageModel
 
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]

@@ -4,8 +4,8 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import Answer, build_program, dataset
-from training.engine.errors import LanguageModelConfigError, call_error
-from training.engine.redaction import redact
+from training.engine.language_models.errors import LanguageModelConfigError, call_error
+from training.engine.language_models.redaction import redact
 from training.engine.testing import FakeLanguageModel
 
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]

@@ -7,6 +7,8 @@ import pytest
 import training.engine as synalinks
 from tests.engine.helpers_engine import (
     TRUTH,
+    Answer,
+    Query,
     build_program,
     dataset,
     few_shot_learner,
@@ -217,7 +219,10 @@ async def test_progress_bar_and_checkpoint_and_early_stopping(tmp_path, capsys):
     assert len(history.epoch) == 3  # no improvement after epoch 0: stops after patience 1
     assert checkpoint.saved == [str(tmp_path / "best_model.json")]
     restored = synalinks.Program.load(tmp_path / "best_model.json")
-    assert restored.get_variables() == program.get_variables() or restored.trainable_variables
+    # The oracle scores 1.0 from the first batch, so no candidate beats the initial variables:
+    # the checkpoint of epoch 0 and the program after fit hold the same, untouched state.
+    assert restored.get_variables() == program.get_variables()
+    assert [v.value for v in program.trainable_variables] == [{"instructions": "", "examples": []}]
     err = capsys.readouterr().err
     assert "Epoch 1/10" in err and "val_reward" in err
 
@@ -284,3 +289,23 @@ async def test_usage_track_around_fit():
     # 10 training predictions with the starting variables + one new candidate scored on the 10
     # examples per epoch; the seed's scoring and epoch 2's training predictions are memoised
     assert usage.calls == 30 and usage.memo_hits == 20 and usage.prompt_tokens == 300
+
+
+async def test_fit_runs_an_overridden_train_step_once_per_batch():
+    """``train_step`` is fit's public override point (as Keras's): a subclass sees every batch
+    and what it returns makes the epoch's reward."""
+    seen = []
+
+    class HalvedProgram(synalinks.Program):
+        async def train_step(self, batch, batch_x, batch_y, indices=None):
+            rewards, failures = await super().train_step(batch, batch_x, batch_y, indices)
+            seen.append((batch, list(indices)))
+            return [reward / 2 for reward in rewards], failures
+
+    inputs = synalinks.Input(data_model=Query)
+    outputs = await synalinks.Generator(data_model=Answer, language_model=oracle_lm())(inputs)
+    program = compiled(HalvedProgram(inputs=inputs, outputs=outputs))
+    x, y = dataset()
+    history = await program.fit(x, y, epochs=1, batch_size=4, shuffle=False)
+    assert seen == [(0, [0, 1, 2, 3]), (1, [4, 5, 6, 7]), (2, [8, 9])]
+    assert history.history["reward"] == [0.5]

@@ -8,7 +8,6 @@ the process, and the fakes raise litellm's own exception classes.
 from __future__ import annotations
 
 import json
-import sys
 from types import SimpleNamespace
 from typing import Literal
 
@@ -16,8 +15,8 @@ import pytest
 from pydantic import Field
 
 import training.engine as synalinks
-from training.engine.errors import LanguageModelConfigError, LanguageModelError
-from training.engine.litellm_loader import get_litellm
+from training.engine.language_models.errors import LanguageModelConfigError, LanguageModelError
+from training.engine.language_models.litellm_loader import get_litellm
 from training.engine.testing import FakeLanguageModel
 
 litellm = get_litellm()
@@ -149,7 +148,7 @@ async def test_direct_call_without_system_message_gets_one_naming_the_fields():
 
 
 def test_field_note_handles_optional_nested_and_long_descriptions():
-    from training.engine.output_format import MAX_DESCRIPTION_CHARS, fields_note
+    from training.engine.language_models.output_format import MAX_DESCRIPTION_CHARS, fields_note
 
     class Inner(synalinks.DataModel):
         x: int
@@ -199,6 +198,7 @@ def test_local_construction_checks_availability_without_loading(monkeypatch):
     import training.engine.local as local
     from training.engine.local import smollm2
 
+    pool, instances = smollm2._pool, list(smollm2._instances)  # what earlier tests loaded
     checked = []
     original = local.check_available
     monkeypatch.setattr(local, "check_available", lambda model: checked.append(model))
@@ -213,9 +213,8 @@ def test_local_construction_checks_availability_without_loading(monkeypatch):
     with pytest.raises(LanguageModelConfigError, match="requirements-local.txt"):
         synalinks.LanguageModel(model="local/smollm2")
     monkeypatch.setattr(local, "check_available", original)
-    if "llama_cpp" in sys.modules:  # the real check imports the runtime but loads no weights
-        synalinks.LanguageModel(model="local/smollm2")
-    assert smollm2._pool is None or smollm2._instances
+    synalinks.LanguageModel(model="local/smollm2")  # the real check: imports, finds the weights
+    assert smollm2._pool is pool and smollm2._instances == instances  # and loads nothing
 
 
 # -- 4. non-transient errors fail fast ------------------------------------------------------

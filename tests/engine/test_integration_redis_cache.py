@@ -13,12 +13,11 @@ import os
 import uuid
 
 import pytest
+import redis
 
 import training.engine as synalinks
-from training.engine.cache import RedisCache, make_cache
+from training.engine.language_models.cache import RedisCache, make_cache
 from training.engine.testing import FakeLanguageModel
-
-redis = pytest.importorskip("redis")
 
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]
 

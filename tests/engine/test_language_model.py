@@ -4,8 +4,8 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import Answer
-from training.engine.errors import LanguageModelError, LanguageModelUnreachable
-from training.engine.parsing import OutputParseError, extract_json, parse_output
+from training.engine.language_models.errors import LanguageModelError, LanguageModelUnreachable
+from training.engine.language_models.parsing import OutputParseError, extract_json, parse_output
 from training.engine.testing import FakeLanguageModel
 
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]
@@ -133,7 +133,7 @@ async def test_semaphore_limits_concurrency():
 
 
 def test_schema_in_prompt_when_provider_lacks_response_format():
-    from training.engine.output_format import output_note, with_output_note
+    from training.engine.language_models.output_format import output_note, with_output_note
 
     lm = synalinks.LanguageModel(model="ollama/llama3")
     assert lm.supports_response_schema() is False

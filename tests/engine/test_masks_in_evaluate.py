@@ -1,4 +1,4 @@
-"""Issue 12 item 9: the guide's ``ExactMatch(out_mask=["thinking"])`` on a plain Generator.
+"""The guide's ``ExactMatch(out_mask=["thinking"])`` on a plain Generator.
 
 Excluding a field that is not there is harmless: ``evaluate`` scores (with one warning);
 an ``in_mask`` typo still stops with a message naming the field.

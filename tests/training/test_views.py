@@ -217,7 +217,10 @@ def test_metric_checkboxes_are_not_nested_in_one_label(client_user, program):
     start = html.index('id="field-metrics"')
     block = html[start : html.index("</div>", start)]
     assert block.count("<label") == block.count("</label>")
-    assert '<label for="id_metrics' in block or "<label>Metrics</label>" in block
+    assert "<label>Metrics</label>" in block  # the group's own label, wrapping no checkbox
+    assert (
+        '<label for="id_metrics_0"><input type="checkbox" name="metrics" value="F1Score"' in block
+    )
     # each checkbox has its own label, none of them wraps the others
     assert block.index("Metrics</label>") < block.index('value="F1Score"')
 

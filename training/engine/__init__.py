@@ -17,8 +17,6 @@ from training.engine import (  # noqa: E402
     rewards,
     saving,
     testing,
-    tracing,
-    usage,
     utils,
 )
 from training.engine.data_model import (  # noqa: E402
@@ -26,9 +24,9 @@ from training.engine.data_model import (  # noqa: E402
     create_data_model,
     data_model_from_schema,
 )
-from training.engine.embedding_model import EmbeddingModel  # noqa: E402
-from training.engine.history import History  # noqa: E402
-from training.engine.language_model import (  # noqa: E402
+from training.engine.language_models import tracing, usage  # noqa: E402
+from training.engine.language_models.embedding_model import EmbeddingModel  # noqa: E402
+from training.engine.language_models.language_model import (  # noqa: E402
     LanguageModel,
     LanguageModelConfigError,
     LanguageModelError,
@@ -37,6 +35,7 @@ from training.engine.language_model import (  # noqa: E402
 from training.engine.modules import ChainOfThought, Generator, Module  # noqa: E402
 from training.engine.program import Program, Sequential  # noqa: E402
 from training.engine.symbolic import Input  # noqa: E402
+from training.engine.trainers.history import History  # noqa: E402
 from training.engine.variables import Variable  # noqa: E402
 
 __all__ = [

@@ -32,6 +32,16 @@ class ParameterError(ValueError):
 
     It is a ``ValueError``, so code that catches those keeps working; callers that report on
     a form read ``errors`` to put each message on its own field.
+
+    Args:
+        errors: each parameter's name mapped to what is wrong with its value.
+        owner: what the parameters belong to (``"OMEGA"``), put before the message.
+
+    Example:
+
+    ```python
+    raise ParameterError({"population_size": "must be at most 64"}, owner="OMEGA")
+    ```
     """
 
     def __init__(self, errors: dict[str, str], owner: str | None = None):

@@ -84,6 +84,13 @@ class FunctionWrapper:
     ``fn``, reports errors as coming from the custom function, hands ``fn`` the
     original DataModels when no mask is set, and saves ``fn`` by its registered
     name (``"fn": "Custom>my_reward"``) next to the base's config.
+
+    Args:
+        fn: the async ``fn(y_true, y_pred) -> float``, registered with
+            ``register_synalinks_serializable`` so a saved program can name it.
+        name: the scorer's name (None: ``fn``'s registered name).
+        in_mask: the only fields handed to ``fn`` (None: the DataModels as they are).
+        out_mask: fields taken out before ``fn`` sees them.
     """
 
     fn: Callable
@@ -100,7 +107,7 @@ class FunctionWrapper:
         super().__init__(name=name or function_name(fn), in_mask=in_mask, out_mask=out_mask)
 
     @property
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"custom {self.kind} function {function_name(self.fn)!r}"
 
     def _prepare(self, y_true: Any, y_pred: Any) -> tuple[Any, Any]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from training.engine.data_adapter import as_object_array
 from training.engine.data_model import DataModel, schema_signature
 from training.engine.modules.module import Module, SchemaMismatchError, field_list
 from training.engine.saving import program_saving, register_synalinks_serializable
 from training.engine.symbolic import Node, SymbolicDataModel
-from training.engine.trainer import Trainer
+from training.engine.trainers.data_adapter import as_object_array
+from training.engine.trainers.trainer import Trainer
 from training.engine.utils.summary import program_summary
 from training.engine.variables import Variable, VariableMismatchError
 
@@ -44,7 +44,7 @@ class Program(Trainer, Module):
 
     Built with the functional API: await modules on an ``Input`` to get symbolic outputs, then
     wrap inputs and outputs. Training (``compile`` / ``fit`` / ``evaluate`` / ``predict``)
-    comes from :class:`~training.engine.trainer.Trainer`; saving from
+    comes from :class:`~training.engine.trainers.trainer.Trainer`; saving from
     :mod:`training.engine.saving.program_saving`.
 
     Args:
@@ -84,8 +84,8 @@ class Program(Trainer, Module):
             raise ValueError(
                 "Program(inputs=..., outputs=...) needs both (use Sequential for a chain)"
             )
-        self._single_input = not isinstance(inputs, list | tuple)
-        self._single_output = not isinstance(outputs, list | tuple)
+        self.single_input = not isinstance(inputs, list | tuple)
+        self.single_output = not isinstance(outputs, list | tuple)
         self.inputs: list[SymbolicDataModel] = _as_list(inputs)
         self.outputs: list[SymbolicDataModel] = _as_list(outputs)
         for symbol in self.inputs + self.outputs:
@@ -97,7 +97,7 @@ class Program(Trainer, Module):
         for symbol in self.inputs:
             if symbol.node is not None:
                 raise ValueError(f"Program {self.name!r}: {symbol!r} is not an Input(...)")
-        self._nodes = self._topological_nodes()
+        self.nodes = self._topological_nodes()
         self.modules = self._unique_modules()
         self.input_data_models = [symbol.data_model for symbol in self.inputs]
         self.built = True
@@ -133,7 +133,7 @@ class Program(Trainer, Module):
     def _unique_modules(self) -> list[Module]:
         modules: list[Module] = []
         names: dict[str, Module] = {}
-        for node in self._nodes:
+        for node in self.nodes:
             module = node.module
             if module.name in names and names[module.name] is not module:
                 raise ValueError(
@@ -169,7 +169,7 @@ class Program(Trainer, Module):
         else:
             for symbol, value in zip(self.inputs, inputs, strict=True):
                 values[id(symbol)] = value
-        for node in self._nodes:
+        for node in self.nodes:
             args = [values[id(symbol)] for symbol in node.inputs]
             if any(arg is None for arg in args):
                 output = None
@@ -179,7 +179,7 @@ class Program(Trainer, Module):
                 )
             values[id(node.output)] = output
         results = [values[id(symbol)] for symbol in self.outputs]
-        return results[0] if self._single_output else results
+        return results[0] if self.single_output else results
 
     # -- data checks -----------------------------------------------------------------------
     def _coerce(self, item: Any, expected: type[DataModel], where: str) -> DataModel:
@@ -239,7 +239,7 @@ class Program(Trainer, Module):
                 raise InputMismatchError(
                     f"{name}[{index}] must be a DataModel, got {type(item).__name__}"
                 )
-        if self._single_output and len(array):
+        if self.single_output and len(array):
             fields = set(self.outputs[0].data_model.model_fields)
             missing = set(type(array[0]).model_fields) - fields
             if missing:
@@ -255,7 +255,7 @@ class Program(Trainer, Module):
     ) -> list[tuple[str, dict]]:
         """(module name, example) pairs where the ground truth is a valid output demonstration."""
         examples = []
-        if y_item is None or not self._single_output or self.outputs[0].node is None:
+        if y_item is None or not self.single_output or self.outputs[0].node is None:
             return examples
         node = self.outputs[0].node
         module = node.module

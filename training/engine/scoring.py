@@ -62,7 +62,7 @@ class MaskedScorer:
         self._out_mask_checked = False
 
     @property
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"{self.kind} {self.name!r} ({type(self).__name__})"
 
     def _pairs(self, y_true: Any, y_pred: Any) -> tuple[list, list]:
@@ -73,7 +73,7 @@ class MaskedScorer:
             trues = [None] * len(preds)
         if len(trues) != len(preds):
             raise ValueError(
-                f"{self._where}: y_true has {len(trues)} samples but y_pred has {len(preds)}"
+                f"{self.where}: y_true has {len(trues)} samples but y_pred has {len(preds)}"
             )
         return trues, preds
 
@@ -83,7 +83,7 @@ class MaskedScorer:
         try:
             pair = mask_pair(y_true, y_pred, self.in_mask, self.out_mask)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{self._where}: {exc}") from exc
+            raise type(exc)(f"{self.where}: {exc}") from exc
         if self.out_mask and not self._out_mask_checked and None not in (y_true, y_pred):
             self._warn_unknown_out_mask(y_true, y_pred)
         return pair
@@ -96,7 +96,7 @@ class MaskedScorer:
         """
         self._out_mask_checked = True
         available = set(to_dict(y_true) or {}) | set(to_dict(y_pred) or {})
-        warn_unknown_out_mask(self.out_mask, available, self._where)
+        warn_unknown_out_mask(self.out_mask, available, self.where)
 
     def get_config(self) -> dict[str, Any]:
         return {"name": self.name, "in_mask": self.in_mask, "out_mask": self.out_mask}

@@ -32,7 +32,18 @@ class VariableMismatchError(VariableError):
 
 @register_synalinks_serializable(package="synalinks")
 class Variable:
-    """A trainable JSON object with a schema and a description of what it is for."""
+    """A trainable JSON object with a schema and a description of what it is for.
+
+    Args:
+        initializer: the first value (a JSON object; None: ``{}``).
+        name: the variable's name (``"generator/state"``), unique in its program.
+        schema: the JSON schema every value must meet (None: any JSON object).
+        description: what the variable is for, told to optimizers that rewrite it.
+        trainable: whether optimizers may change it.
+        data_model: a DataModel whose schema is used when ``schema`` is None.
+        value: the value to start from, taking precedence over ``initializer`` (what a
+            saved program restores).
+    """
 
     def __init__(
         self,

@@ -32,9 +32,9 @@ from datasets.services import get_split
 from training import conf
 from training.engine import forecast as engine_forecast
 from training.engine.data_model import create_data_model
+from training.engine.language_models.redaction import redact
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
-from training.engine.redaction import redact
 from training.programs.lm import ModelStringError, make_language_model
 from training.programs.programs import ProgramError, program_from_json
 

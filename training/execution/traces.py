@@ -1,8 +1,8 @@
 """Storing a run's LM call traces: the engine records them, this writes them in bulk.
 
 ``recording(run_id, attempt, superseded)`` wraps one attempt of a run (see
-``attempt._train_then_close``). Inside it the engine's :func:`training.engine.tracing.record`
-hands every call's bounded, scrubbed :class:`~training.engine.tracing.CallTrace` to a
+``attempt._train_then_close``). Inside it the engine's :func:`training.engine.language_models.tracing.record`
+hands every call's bounded, scrubbed :class:`~training.engine.language_models.tracing.CallTrace` to a
 :class:`TraceWriter`, which buffers them and writes them with one ``bulk_create`` every
 :data:`FLUSH_RECORDS` records or :data:`FLUSH_SECONDS` seconds (so an open run page sees
 them while the run trains), and once more when the attempt ends.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from training.engine.usage import Usage
+from training.engine.language_models.usage import Usage
 
 # Every numeric counter of the engine's Usage (so a new one is summed too), plus total_tokens.
 SUMMED = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from training.engine.tracing import ROLES
+from training.engine.language_models.tracing import ROLES
 from training.models import Run
 
 ROLE_LABELS = {

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet
 
-from training.engine.tracing import ROLES
+from training.engine.language_models.tracing import ROLES
 from training.models import LMCallTrace, Run
 from training.query_filters import one_of
 from training.runs import selectors as candidate_selectors

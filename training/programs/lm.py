@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import training.engine as synalinks
-from training.engine.litellm_loader import get_litellm
-from training.engine.redaction import is_secret_name
+from training.engine.language_models.litellm_loader import get_litellm
+from training.engine.language_models.redaction import is_secret_name
 from training.engine.saving import get_registered_object
 from training.programs import endpoints
 

@@ -35,7 +35,8 @@ def sign_class(value) -> str:
 
 @register.filter
 def duration(value) -> str:
-    """``1h 02m``, ``3m 05s``, ``45s`` from a timedelta or seconds (``run_timing.js`` too)."""
+    """``1h 02m``, ``3m 05s``, ``45s`` from a timedelta or seconds (the browser ticks live
+    figures on with ``Trainboard.formatDuration``, static/core/trainboard.js: the same format)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):

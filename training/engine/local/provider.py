@@ -18,9 +18,9 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
+from training.engine.language_models.concurrency import semaphore
 from training.engine.local import minilm, smollm2
 from training.engine.local.errors import LocalModelError, unknown_model
-from training.engine.retry import semaphore
 
 PROVIDER = "local"
 CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}

@@ -29,7 +29,7 @@ class MeanMetricWrapper(FunctionWrapper, Metric):
             value = float(value)
         if not isinstance(value, numbers.Real) or math.isnan(float(value)):
             raise TypeError(
-                f"{self._where} returned {value!r:.80} ({type(value).__name__}); expected a number"
+                f"{self.where} returned {value!r:.80} ({type(value).__name__}); expected a number"
             )
         return float(value)
 

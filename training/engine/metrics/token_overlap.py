@@ -30,7 +30,13 @@ def overlap_counts(true_value, pred_value) -> tuple[int, int, int]:
 
 
 class TokenOverlapMetric(Metric):
-    """Shared per-field loop; subclasses turn the counts into a score."""
+    """Shared per-field loop; subclasses turn the counts into a score.
+
+    Args:
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+    """
 
     def __init__(self, in_mask=None, out_mask=None, name=None):
         super().__init__(name=name, in_mask=in_mask, out_mask=out_mask)
@@ -41,7 +47,7 @@ class TokenOverlapMetric(Metric):
 
     async def score(self, y_true: MaskedDataModel | None, y_pred: MaskedDataModel) -> float:
         if y_true is None:
-            raise ValueError(f"{self._where} needs a ground truth, but y_true is None")
+            raise ValueError(f"{self.where} needs a ground truth, but y_true is None")
         fields = list(y_true) or list(y_pred)
         if not fields:
             return 1.0

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from training.engine import output_bounds
 from training.engine.data_model import DataModel, data_model_from_schema
-from training.engine.language_model import LanguageModel
+from training.engine.language_models.language_model import LanguageModel
 from training.engine.modules.module import TRACE, Module, field_list
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
+from training.engine.trainers import output_bounds
 
 PREAMBLE = (
     "You are given an input JSON object. Respond with the output JSON object that the task "

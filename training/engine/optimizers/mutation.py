@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import Field
 
 from training.engine.data_model import DataModel, data_model_from_schema, extend_data_model
+from training.engine.language_models.tracing import trace_context
 from training.engine.modules.chain_of_thought import THINKING_DESCRIPTION, ChainOfThought
-from training.engine.tracing import trace_context
 
 #: Fields the LM never writes (see the module docstring).
 FROZEN_FIELDS = ("examples",)

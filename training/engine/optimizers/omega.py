@@ -37,6 +37,7 @@ import jsonschema
 import numpy as np
 
 from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, with_help
+from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import dns
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.mutation import (
@@ -47,7 +48,6 @@ from training.engine.optimizers.mutation import (
 )
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
-from training.engine.tracing import trace_context
 from training.engine.utils.projection import compact_embedding
 from training.engine.variables import Variable
 

@@ -39,9 +39,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
+from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import selection as sel
 from training.engine.saving import register_synalinks_serializable
-from training.engine.tracing import trace_context
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)

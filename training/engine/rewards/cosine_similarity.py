@@ -37,7 +37,21 @@ def compared_fields(y_true: MaskedDataModel, y_pred: MaskedDataModel) -> list[st
 
 @register_synalinks_serializable(package="synalinks")
 class CosineSimilarity(Reward):
-    """Mean over compared fields of ``(cosine(embed(true), embed(pred)) + 1) / 2``."""
+    """Mean over compared fields of ``(cosine(embed(true), embed(pred)) + 1) / 2``.
+
+    Args:
+        embedding_model: the :class:`~training.engine.EmbeddingModel` that embeds both
+            sides (required); a batch's texts go in one call.
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+
+    Example:
+
+    ```python
+    synalinks.rewards.CosineSimilarity(embedding_model=em, in_mask=["answer"])
+    ```
+    """
 
     def __init__(self, embedding_model=None, in_mask=None, out_mask=None, name=None):
         if embedding_model is None:
@@ -60,7 +74,7 @@ class CosineSimilarity(Reward):
             prepared.append(self._prepare(truth, pred))
             positions.append(index)
         for index, score in zip(positions, await self._score_prepared(prepared), strict=True):
-            scores[index] = check_score(score, self._where)
+            scores[index] = check_score(score, self.where)
         return scores
 
     async def _score_prepared(
@@ -79,7 +93,7 @@ class CosineSimilarity(Reward):
 
         for y_true, y_pred in pairs:
             if y_true is None:
-                raise ValueError(f"{self._where} needs a ground truth, but y_true is None")
+                raise ValueError(f"{self.where} needs a ground truth, but y_true is None")
             plan: list[tuple[int, int] | float] = []
             for field in compared_fields(y_true, y_pred):
                 true_text = field_text(y_true.get(field))
@@ -118,13 +132,13 @@ class CosineSimilarity(Reward):
             result = result.embeddings
         if result is None or is_batch(result) is False:
             raise TypeError(
-                f"{self._where}: the embedding model returned {type(result).__name__}; "
+                f"{self.where}: the embedding model returned {type(result).__name__}; "
                 "expected one vector per text"
             )
         vectors = np.asarray(result, dtype=float)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(
-                f"{self._where}: expected {len(texts)} embedding vectors, got shape {vectors.shape}"
+                f"{self.where}: expected {len(texts)} embedding vectors, got shape {vectors.shape}"
             )
         return vectors
 

@@ -169,7 +169,7 @@ class HumanMarks(Reward):
                 [trues[i] for i in rest], [preds[i] for i in rest]
             )
             for i, value in zip(rest, fallback, strict=True):
-                scores[i] = check_score(value, self.fallback._where)
+                scores[i] = check_score(value, self.fallback.where)
         return [float(score) for score in scores]
 
     async def __call__(self, y_true: Any, y_pred: Any) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.engine import usage as usage_mod
+from training.engine.language_models import usage as usage_mod
 
 
 def _failure_count(reward: Any) -> int | None:

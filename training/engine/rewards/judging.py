@@ -18,7 +18,7 @@ import pydantic
 from pydantic import Field
 
 from training.engine.data_model import DataModel
-from training.engine.errors import (
+from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,
@@ -101,6 +101,12 @@ class JudgeReward(Reward):
     Subclasses say how to ask (``_ask_judge``) and where the verdict keeps its
     score (``_read_score``). No judge at all (unreachable, misconfigured) stops
     the run; a failed or unusable judgement scores 0.0 and is counted.
+
+    Args:
+        criteria: what the judge is asked to judge by (``"accuracy and completeness"``).
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
     """
 
     # the warning logged when the judge gives nothing back
@@ -137,11 +143,11 @@ class JudgeReward(Reward):
         except (LanguageModelUnreachable, LanguageModelConfigError):
             raise  # no judge at all is not a judgement: stop rather than score everything 0
         except (LanguageModelError, pydantic.ValidationError) as exc:
-            return self.stats.record(None, self._where, f"{type(exc).__name__}: {exc}")
+            return self.stats.record(None, self.where, f"{type(exc).__name__}: {exc}")
         if verdict is None:
-            return self.stats.record(None, self._where, self.no_output)
+            return self.stats.record(None, self.where, self.no_output)
         raw, label = self._read_score(verdict)
-        return self.stats.record(clamp_score(raw), self._where, f"unusable {label} {raw!r:.40}")
+        return self.stats.record(clamp_score(raw), self.where, f"unusable {label} {raw!r:.40}")
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

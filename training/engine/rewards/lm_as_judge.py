@@ -23,6 +23,20 @@ class LMAsJudge(JudgeReward):
     :class:`JudgeInput` (criteria, reference JSON, prediction JSON). Its score is
     clamped to [0, 1]; a failed judgement (no output, no usable number, an LM
     error) scores 0.0 and is counted in ``failed_judgements``.
+
+    Args:
+        language_model: the judge's :class:`~training.engine.LanguageModel` (required).
+        criteria: what the judge scores by, a non-empty string.
+        instructions: the judge's instructions (None: the built-in ones).
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+
+    Example:
+
+    ```python
+    synalinks.rewards.LMAsJudge(language_model=lm, criteria="accuracy and completeness")
+    ```
     """
 
     def __init__(

@@ -22,7 +22,7 @@ class MeanRewardWrapper(FunctionWrapper, Reward):
     """
 
     async def call(self, y_true: Any, y_pred: Any) -> float:
-        return check_score(await self._call_fn(y_true, y_pred), self._where)
+        return check_score(await self._call_fn(y_true, y_pred), self.where)
 
     def __repr__(self) -> str:
         return f"<MeanRewardWrapper fn={function_name(self.fn)!r}>"

@@ -21,6 +21,21 @@ class ProgramAsJudge(JudgeReward):
     is clamped to [0, 1]; a failed run scores 0.0 and is counted in
     ``failed_judgements``. An output without either field is a configuration
     error and raises.
+
+    Args:
+        program: the judge :class:`~training.engine.Program` (required, one input).
+        criteria: what the judge scores by (empty: correctness with respect to the
+            reference).
+        in_mask: the only fields compared (None: every field of the ground truth).
+        out_mask: fields left out of the comparison (``["thinking"]``: not the reasoning).
+        name: the name in logs and history (None: the class name in snake_case).
+
+    Example:
+
+    ```python
+    judge = synalinks.Program(...)
+    synalinks.rewards.ProgramAsJudge(program=judge)
+    ```
     """
 
     no_output = "the judge program returned no output"
@@ -46,7 +61,7 @@ class ProgramAsJudge(JudgeReward):
         field = next((name for name in SCORE_FIELDS if name in fields), None)
         if field is None:
             raise ValueError(
-                f"{self._where}: the judge program's output has no 'reward' or 'score' field; "
+                f"{self.where}: the judge program's output has no 'reward' or 'score' field; "
                 f"its fields are {sorted(fields)}"
             )
         return fields[field], field

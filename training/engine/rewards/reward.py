@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine import tracing
+from training.engine.language_models import tracing
 from training.engine.masking import MaskedDataModel
 from training.engine.scoring import MaskedScorer, default_name, is_batch
 
@@ -72,7 +72,7 @@ class Reward(MaskedScorer):
             return 0.0
         masked_true, masked_pred = self._prepare(y_true, y_pred)
         value = await self.call(masked_true, masked_pred)
-        return check_score(value, self._where)
+        return check_score(value, self.where)
 
     async def score_batch(self, y_true: Any, y_pred: Any) -> list[float]:
         """One reward per sample, computed concurrently (overridden to batch API calls)."""

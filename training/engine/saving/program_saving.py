@@ -57,7 +57,7 @@ def _graph_config(program: Any) -> dict[str, Any]:
         names[id(symbol)] = name
         inputs.append({"name": name, "data_model": symbol.data_model.get_schema()})
     nodes = []
-    for index, node in enumerate(program._nodes):
+    for index, node in enumerate(program.nodes):
         output_name = f"{node.module.name}:{index}"
         names[id(node.output)] = output_name
         nodes.append(
@@ -72,8 +72,8 @@ def _graph_config(program: Any) -> dict[str, Any]:
         "modules": [serialize(module) for module in program.modules],
         "nodes": nodes,
         "outputs": [names[id(symbol)] for symbol in program.outputs],
-        "single_input": program._single_input,
-        "single_output": program._single_output,
+        "single_input": program.single_input,
+        "single_output": program.single_output,
     }
 
 
@@ -173,7 +173,7 @@ def program_from_config(
             metrics=[deserialize(m, custom_objects) for m in compile_config.get("metrics", [])],
         )
     if config.get("history"):
-        from training.engine.history import History
+        from training.engine.trainers.history import History
 
         program.history = History.from_dict(config["history"])
     return program

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from training.engine.embedding_model import EmbeddingModel
+from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.saving import register_synalinks_serializable
 
 _WORD = re.compile(r"\w+")
@@ -28,7 +28,15 @@ def hashed_vector(text: str, dimensions: int) -> list[float]:
 
 @register_synalinks_serializable(package="synalinks")
 class FakeEmbeddingModel(EmbeddingModel):
-    """Same text → same vector; texts sharing words → high cosine similarity."""
+    """Same text → same vector; texts sharing words → high cosine similarity.
+
+    Args:
+        model: the model string it reports (in usage and traces).
+        dimensions: the length of every vector.
+        latency: seconds each request waits, to play a slow provider.
+        **kwargs: the :class:`~training.engine.EmbeddingModel` options (``batch_size``,
+            ``retries``...); ``backoff`` defaults to 0.
+    """
 
     def __init__(
         self,

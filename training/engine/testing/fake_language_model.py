@@ -17,8 +17,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.engine.errors import TransientError
-from training.engine.language_model import LanguageModel, RawCompletion
+from training.engine.language_models.errors import TransientError
+from training.engine.language_models.language_model import LanguageModel, RawCompletion
 from training.engine.saving import (
     UnknownObjectError,
     get_registered_name,
@@ -71,7 +71,34 @@ def default_output(schema: dict | None, inputs: dict[str, Any]) -> dict[str, Any
 
 @register_synalinks_serializable(package="synalinks")
 class FakeLanguageModel(LanguageModel):
-    """``FakeLanguageModel(responses={"What is 2+2?": {"answer": "4"}}, latency=0.1)``."""
+    """A scripted LM that goes through the real :class:`LanguageModel` pipeline.
+
+    Args:
+        model: the model string it reports (in usage and traces).
+        responses: answers keyed by the input's first field value or its canonical JSON.
+        responder: ``responder(request: FakeRequest) -> dict`` (sync or async), asked first;
+            a registered name is looked up.
+        latency: seconds each request waits, to play a slow provider.
+        failure_rate: the share of requests that fail (drawn from ``seed``).
+        failure: how they fail: ``"error"`` (transient, retried), ``"garbage"`` (unparsable
+            output), ``"unreachable"`` or ``"fatal"``.
+        seed: seeds the failure draws.
+        prompt_tokens: the prompt tokens each call reports.
+        completion_tokens: the completion tokens each call reports.
+        cost_per_call: the cost each call reports (None: unknown).
+        backoff: seconds before the first retry (0: retries at once).
+        structured_output: as :class:`LanguageModel`'s, but ``"response_format"`` by
+            default (the fake honours the schema).
+        holds_to_schema: play a grammar-constrained model (the output bound then applies;
+            the responder must keep to the schema's ``maxLength`` itself).
+        **kwargs: the other :class:`LanguageModel` options.
+
+    Example:
+
+    ```python
+    lm = FakeLanguageModel(responses={"What is 2+2?": {"answer": "4"}}, latency=0.1)
+    ```
+    """
 
     def __init__(
         self,

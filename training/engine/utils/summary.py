@@ -36,7 +36,7 @@ def program_summary(program: Any, print_fn: Any = print) -> str:
         if _AUTO_INPUT_NAME.fullmatch(name or ""):
             name = symbol.data_model.__name__
         lines.append(f"{name + ' (Input)':<36}{'':<28}{symbol.data_model.__name__:<24}{0:>9}")
-    for node in program._nodes:
+    for node in program.nodes:
         ins = ", ".join(s.data_model.__name__ for s in node.inputs)
         lines.append(
             f"{node.module.name + ' (' + type(node.module).__name__ + ')':<36}{ins:<28}"

@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from training.engine.tracing import ROLES
+from training.engine.language_models.tracing import ROLES
 from training.insight import trace_reads as selectors
 from training.runs.views.runs import owned_run
 

@@ -44,6 +44,12 @@ class ResponseCache:
 
 
 class MemoryCache(ResponseCache):
+    """An in-process LRU cache (tests, one-off scripts): gone when the process ends.
+
+    Args:
+        max_entries: how many responses it keeps; the least recently used goes first.
+    """
+
     spec = "memory"
 
     def __init__(self, max_entries: int = 100_000):
@@ -63,6 +69,14 @@ class MemoryCache(ResponseCache):
 
 
 class DiskCache(ResponseCache):
+    """Responses kept on disk through ``diskcache`` (the default), shared by the processes
+    of one machine and kept across runs.
+
+    Args:
+        directory: where the cache lives (made when missing); ``TRAINBOARD_LM_CACHE_DIR``
+            or ``~/.cache/trainboard/lm`` by default.
+    """
+
     def __init__(self, directory: str = DEFAULT_CACHE_DIR):
         import diskcache
 
@@ -83,6 +97,12 @@ class RedisCache(ResponseCache):
 
     A cache is an optimisation: when Redis is down or refuses a command, the call goes to the
     LM as if the entry were missing (logged once per outage), never a failed prediction.
+
+    Args:
+        url: the Redis server (``redis://host:6379/1``).
+        prefix: put before every key, so one Redis can serve other things too.
+        ttl: seconds an entry lives (None: until Redis evicts it).
+        socket_timeout: seconds to connect or answer before the cache counts as down.
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """LM call traces: what every LM and embedding call of a run was asked and answered.
 
-Two contextvars, in the style of :func:`training.engine.usage.track`:
+Two contextvars, in the style of :func:`training.engine.language_models.usage.track`:
 
 - :func:`trace_context` says *why* calls happen: the role (task ``prediction``, ``mutation``,
   ``crossover``, ``judge``, ``embedding``), the candidate being scored, the example, the split
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.engine.redaction import REDACTED, redact  # noqa: F401  (re-exported)
+from training.engine.language_models.redaction import REDACTED, redact  # noqa: F401  (re-exported)
 
 #: Why a call was made.
 ROLES = ("prediction", "mutation", "crossover", "judge", "embedding")
@@ -210,6 +210,11 @@ class trace_context:  # noqa: N801 (used like the function-style context manager
 
     Fields given as None are left as the outer context set them. A class rather than a
     generator-based context manager: the trainer enters one per traced prediction.
+
+    Args:
+        **fields: what the calls inside are for, as :class:`CallTrace` names it (``role``,
+            ``epoch``, ``split``, ``candidate_id``, ``example_index``, ...); an unknown name
+            is a TypeError.
 
     Example:
 

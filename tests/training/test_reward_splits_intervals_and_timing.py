@@ -1,5 +1,6 @@
-"""Issue 12 items 4, 5 and 7: every reward names its split, the test difference comes with a
-paired bootstrap interval over stored per-example rewards, and time is shown live."""
+"""Every reward a page shows names its split (test before is paired with test after, never
+with the best validation reward), the test difference comes with a paired bootstrap interval
+over stored per-example rewards, and a running run shows its elapsed time and an ETA."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Trainer: compile / evaluate / fit, mixed into Program (``predict`` and the concurrent batch
-of predictions are in :mod:`training.engine.predicting`).
+of predictions are in :mod:`training.engine.trainers.predicting`).
 
 - Predictions of a batch run concurrently; one that fails (LM error after retries, output that
   never parses) becomes ``None`` and is counted — it never crashes the batch. The program
@@ -33,21 +33,22 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from training.engine import output_bounds, tracing
-from training.engine import usage as usage_mod
 from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
-from training.engine.data_adapter import (
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.metrics.metric import Metric
+from training.engine.optimizers.selection import mean as _mean
+from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.trainers import output_bounds
+from training.engine.trainers.data_adapter import (
     FitData,
     check_fit_arguments,
     prepare_fit_data,
 )
-from training.engine.epoch_iterator import EpochIterator
-from training.engine.history import History
-from training.engine.metrics.metric import Metric
-from training.engine.optimizers.selection import mean as _mean
-from training.engine.predicting import Predicting, _Interrupted
-from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.trainers.epoch_iterator import EpochIterator
+from training.engine.trainers.history import History
+from training.engine.trainers.predicting import Interrupted, Predicting
 from training.engine.variables import assigned
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ class Trainer(Predicting):
         partial: bool = False,
     ) -> dict[str, float]:
         """Score ``items`` batch by batch. After ``interrupt()`` it returns the logs of the
-        completed batches when ``partial`` (``evaluate``), else lets ``_Interrupted`` through
+        completed batches when ``partial`` (``evaluate``), else lets ``Interrupted`` through
         (``fit``'s validation: the epoch is abandoned)."""
         self._reset_metrics()
         rewards: list[float] = []
@@ -207,7 +208,7 @@ class Trainer(Predicting):
                 outputs, _, batch_failures = await self._predict_batch(
                     items[start : start + batch_size], first_index=start, errors=batch_errors
                 )
-            except _Interrupted:
+            except Interrupted:
                 if not partial:
                     raise
                 break
@@ -314,9 +315,9 @@ class Trainer(Predicting):
         """Train the program's variables (instructions, few-shot examples) with its optimizer.
 
         Three steps, as in Keras: the data are checked and the validation set is set apart
-        (:func:`~training.engine.data_adapter.prepare_fit_data`); the epoch loop
-        (:meth:`_train_epochs`) runs :meth:`_train_step` on each batch of an
-        :class:`~training.engine.epoch_iterator.EpochIterator`; every moment reaches the
+        (:func:`~training.engine.trainers.data_adapter.prepare_fit_data`); the epoch loop
+        (:meth:`_train_epochs`) runs :meth:`train_step` on each batch of an
+        :class:`~training.engine.trainers.epoch_iterator.EpochIterator`; every moment reaches the
         callbacks through :class:`~training.engine.callbacks.training_events.TrainingEvents`.
 
         Args:
@@ -334,7 +335,7 @@ class Trainer(Predicting):
             verbose: 1 adds a progress bar.
             bound_outputs: hold each string output the targets fill to twice the longest
                 target (at least 32 characters) while fit predicts
-                (:mod:`~training.engine.output_bounds`): exact-match rewards are unchanged
+                (:mod:`~training.engine.trainers.output_bounds`): exact-match rewards are unchanged
                 and rambling candidates cost a fraction of the time. False for a reward that
                 values long answers (an LM judge of explanations, say).
 
@@ -443,7 +444,7 @@ class Trainer(Predicting):
             try:
                 with tracing.trace_context(epoch=epoch):  # every call of the epoch names it
                     logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
-            except _Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
+            except Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
                 self.stop_training = True
                 break
             if not completed:
@@ -454,7 +455,7 @@ class Trainer(Predicting):
                 break
         try:
             await self.optimizer.on_train_end()  # the best candidates so far are assigned
-        except _Interrupted:
+        except Interrupted:
             pass  # an optimizer that scores at the end: interrupted like the rest
         await events.train_end(logs, stopped=bool(self.stop_training))
 
@@ -479,7 +480,7 @@ class Trainer(Predicting):
         for batch, batch_x, batch_y in iterator.batches(epoch):
             await events.batch_begin(batch)
             with tracing.trace_context(split="train"):
-                batch_rewards, failures = await self._train_step(
+                batch_rewards, failures = await self.train_step(
                     batch, batch_x, batch_y, iterator.batch_indices(epoch, batch)
                 )
             rewards.extend(batch_rewards)
@@ -499,13 +500,38 @@ class Trainer(Predicting):
                 )
         return logs, True
 
-    async def _train_step(
+    async def train_step(
         self, batch: int, batch_x: list, batch_y: list, indices: list[int] | None = None
     ) -> tuple[list[float], int]:
-        """Predict a batch (with traces), score it, update the metrics, let the optimizer learn.
+        """One training step: predict a batch (with traces), score it, update the metrics,
+        let the optimizer learn.
 
-        ``indices`` are the examples' positions in the training set (what LM call traces
-        name). Returns the batch's rewards and how many of its predictions failed.
+        The override point of ``fit``, as Keras's ``Model.train_step``: ``fit`` calls it once
+        per batch (inside ``trace_context(split="train")``), between the callbacks'
+        ``on_batch_begin`` and ``on_batch_end``. A subclass of ``Program`` that
+        trains differently overrides it and returns the same two things; the batch's rewards
+        make the epoch's ``reward`` log.
+
+        Args:
+            batch: the batch's number within the epoch (from 0).
+            batch_x: the batch's inputs, one DataModel (or list of them) per example.
+            batch_y: the batch's targets, one DataModel per example.
+            indices: the examples' positions in the training set (what LM call traces
+                name); None counts them from 0.
+
+        Returns:
+            The batch's rewards (one float per example) and how many of its predictions
+            failed.
+
+        Example:
+
+        ```python
+        class LoggedProgram(synalinks.Program):
+            async def train_step(self, batch, batch_x, batch_y, indices=None):
+                rewards, failures = await super().train_step(batch, batch_x, batch_y, indices)
+                print(f"batch {batch}: mean reward {sum(rewards) / len(rewards):.2f}")
+                return rewards, failures
+        ```
         """
         optimizer = self.optimizer
         await optimizer.on_batch_begin(batch)

@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from training.engine import bounds, tracing
-from training.engine import usage as usage_mod
-from training.engine.data_adapter import as_object_array
-from training.engine.errors import (
+from training.engine import bounds
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelUnreachable,
     short_message,
 )
 from training.engine.modules.module import TRACE
+from training.engine.trainers.data_adapter import as_object_array
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ STOP_CHECK_SECONDS = 0.2
 NO_OUTPUT = "the program gave no output"
 
 
-class _Interrupted(BaseException):
+class Interrupted(BaseException):
     """Unwinds ``fit`` / ``evaluate`` / ``predict`` after ``program.interrupt()``.
 
     A BaseException (like ``asyncio.CancelledError``) so that code which survives ordinary
@@ -66,7 +67,7 @@ class Predicting:
 
     def _check_interrupted(self) -> None:
         if self.interrupted:
-            raise _Interrupted
+            raise Interrupted
 
     # -- predictions -----------------------------------------------------------------------
     def _memo_key(self, item: Any) -> tuple:
@@ -144,7 +145,7 @@ class Predicting:
         """Predict ``items`` concurrently; ``first_index`` (the position of the first item in
         its split, or each item's position) is what their traces call ``example_index``.
         ``errors``, when given, is extended with each item's error (None when it succeeded).
-        Raises ``_Interrupted`` (after cancelling the predictions not done yet) as soon as
+        Raises ``Interrupted`` (after cancelling the predictions not done yet) as soon as
         ``interrupt()`` is seen."""
         if isinstance(first_index, int):
             indices = list(range(first_index, first_index + len(items)))
@@ -223,7 +224,7 @@ class Predicting:
                 )
                 outputs.extend(batch_out)
                 failures += batch_failures
-        except _Interrupted:
+        except Interrupted:
             pass  # interrupt(): the outputs of the completed batches
         self.last_failures = failures
         await callback_list.on_predict_end({"failures": failures})

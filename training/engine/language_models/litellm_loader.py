@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from training.engine.errors import LanguageModelConfigError
+from training.engine.language_models.errors import LanguageModelConfigError
 
 _LITELLM_LOCK = threading.Lock()
 _LITELLM_READY = False

@@ -1,6 +1,6 @@
-"""Issue 12 items 10 and 7 in Chromium: every main page fits 1280 px and 390 px wide screens
+"""In Chromium: every main page fits 1280 px and 390 px wide screens
 (no horizontal page scroll), and a running run's elapsed time ticks and its duration arrives
-live with the last update."""
+live with the last update, in the server's own duration format."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import time
 
 import pytest
 from helpers_runs import create_program, demo_dataset_id, launch_run, run_field, shell
+
+from training.templatetags.training_extras import duration
 
 pytestmark = pytest.mark.browser
 
@@ -108,3 +110,12 @@ def test_elapsed_time_ticks_and_the_duration_arrives_with_the_last_update(
     assert re.fullmatch(r"(\d+m \d\ds|\d+s)", duration.inner_text())
     assert page.locator("#run-timing").get_attribute("data-ticking") == "false"
     assert page.locator('#run-status .status-badge[data-status="succeeded"]').count() == 1
+
+
+def test_the_browser_ticks_durations_in_the_servers_format(logged_in_page):
+    """The live figures the browser writes (Trainboard.formatDuration) read as the server's
+    ``duration`` filter renders them, at each boundary of the format."""
+    samples = [0, 0.4, 9.9, 59, 60, 65, 599, 3599, 3600, 3660, 3725, 86399, 90061]
+    logged_in_page.goto("/")
+    shown = logged_in_page.evaluate("(s) => s.map((v) => Trainboard.formatDuration(v))", samples)
+    assert shown == [duration(value) for value in samples]

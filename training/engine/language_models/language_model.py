@@ -1,7 +1,7 @@
 """LanguageModel: structured JSON generation over ``litellm.acompletion``.
 
 One object per model configuration. Each call:
-1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.retry`);
+1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.language_models.retry`);
 2. answers from the opt-in response cache when the call is deterministic (temperature 0);
 3. asks for structured output — ``response_format`` json_schema when litellm says the provider
    supports it, otherwise the (compact) schema is spelled out in the prompt; either way the
@@ -9,7 +9,7 @@ One object per model configuration. Each call:
 4. retries transient errors (timeouts, 429, 5xx, connection) with exponential backoff, and
    never retries requests that cannot succeed (400 bad request, 401/403 authentication, 404
    unknown model, context window exceeded, unknown provider): those fail at once with a
-   message saying what to fix (the rules and error types: :mod:`training.engine.errors`);
+   message saying what to fix (the rules and error types: :mod:`training.engine.language_models.errors`);
 5. parses forgivingly and validates strictly; a deterministic call whose output does not parse
    is retried at a small temperature (never identically), then counted as failed;
 6. records usage (tokens, cost when litellm knows it, latency) into ``usage``.
@@ -23,19 +23,19 @@ from typing import Any
 
 import pydantic
 
-from training.engine import tracing
-from training.engine import usage as usage_mod
-from training.engine.cache import ResponseCache, cache_spec, make_cache, request_key
-from training.engine.errors import (
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
+from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,
     short_message,
 )
-from training.engine.litellm_loader import get_litellm, load_local_provider
-from training.engine.output_format import output_note, with_output_note
-from training.engine.parsing import OutputParseError, parse_output
-from training.engine.retry import call_with_retries
+from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
+from training.engine.language_models.output_format import output_note, with_output_note
+from training.engine.language_models.parsing import OutputParseError, parse_output
+from training.engine.language_models.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
 
 #: Re-exported: callers (the trainer, the dashboard's services, tests) long imported these here.
@@ -77,7 +77,7 @@ class LanguageModel:
         backoff: seconds before the first retry; doubles after each.
         timeout: seconds one request may take (litellm's timeout); each attempt is also
             cancelled a few seconds after it, and never runs past
-            :data:`~training.engine.retry.MAX_ATTEMPT_SECONDS` (:mod:`training.engine.retry`).
+            :data:`~training.engine.language_models.retry.MAX_ATTEMPT_SECONDS` (:mod:`training.engine.language_models.retry`).
         cache: False (default), True/"disk", "disk:/dir", "memory", or "redis://…".
         parse_retry_temperature: the temperature of the one retry of a deterministic call
             whose output did not parse.

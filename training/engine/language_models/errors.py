@@ -4,7 +4,7 @@ One home for what a failed provider request means, shared by :class:`LanguageMod
 :class:`EmbeddingModel`:
 
 - timeouts, 408, 429, 5xx and connection errors are *transient*: retried with backoff
-  (:mod:`training.engine.retry`);
+  (:mod:`training.engine.language_models.retry`);
 - 400/401/403/404/422, context-window and unknown-provider errors are *non-transient*: the same
   request fails the same way every time, so it fails at once with a message saying what to fix;
 - :func:`call_error` turns the last provider exception into the engine's error types, which the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 
-from training.engine.redaction import redact
+from training.engine.language_models.redaction import redact
 
 
 class LanguageModelError(RuntimeError):

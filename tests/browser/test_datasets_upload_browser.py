@@ -2,9 +2,12 @@
 bar, see the preview, map fields and watch the stored-rows preview update, create the
 dataset, see it in the list; and a file over the limit is refused in the page."""
 
+from pathlib import Path
+
 import pytest
 
-from .conftest import FIXTURES
+#: The dataset files the datasets tests share.
+FIXTURES = Path(__file__).resolve().parents[1] / "datasets" / "fixtures"
 
 pytestmark = pytest.mark.browser
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from training.engine import tracing
-from training.engine import usage as usage_mod
-from training.engine.errors import short_message
-from training.engine.litellm_loader import get_litellm, load_local_provider
-from training.engine.retry import call_with_retries
+from training.engine.language_models import tracing
+from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.errors import short_message
+from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
+from training.engine.language_models.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
 
 
@@ -17,8 +17,8 @@ from training.engine.saving import register_synalinks_serializable
 class EmbeddingModel:
     """Text embeddings through litellm, batched ``batch_size`` texts a request.
 
-    Shares the language model's retry rules (:mod:`training.engine.errors`) and per-model
-    concurrency limit (:mod:`training.engine.retry`); usage is recorded as ``embedding_calls``.
+    Shares the language model's retry rules (:mod:`training.engine.language_models.errors`) and per-model
+    concurrency limit (:mod:`training.engine.language_models.retry`); usage is recorded as ``embedding_calls``.
 
     Args:
         model: ``"provider/name"`` as litellm knows it, or ``"local/minilm"`` (offline).

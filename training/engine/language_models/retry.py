@@ -2,7 +2,7 @@
 retries with backoff.
 
 Shared by :class:`LanguageModel` and :class:`EmbeddingModel`; which errors are retried is decided
-in :mod:`training.engine.errors`.
+in :mod:`training.engine.language_models.errors`.
 
 Every attempt is bounded here, whatever the provider does: litellm's own ``timeout`` is a
 request option a provider (or a custom one, or a test fake) may not honour, so each attempt also
@@ -15,15 +15,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from training.engine.errors import LanguageModelError, call_error, is_transient
+from training.engine.language_models.concurrency import semaphore
+from training.engine.language_models.errors import LanguageModelError, call_error, is_transient
 
 T = TypeVar("T")
-
-_SEMAPHORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: The longest one attempt may take, whatever the model's own ``timeout`` says (None included).
 MAX_ATTEMPT_SECONDS = 600.0
@@ -42,17 +40,6 @@ def attempt_deadline(timeout: float | None) -> float:
     else:
         limit = min(float(timeout), MAX_ATTEMPT_SECONDS)
     return limit + DEADLINE_GRACE_SECONDS
-
-
-def semaphore(key: tuple, limit: int) -> asyncio.Semaphore:
-    """One semaphore per ``key`` (e.g. (model, api_base)) per running event loop (semaphores
-    bind to a loop); ``limit`` applies when the semaphore is first made."""
-    loop = asyncio.get_running_loop()
-    per_loop = _SEMAPHORES.setdefault(loop, {})
-    sem = per_loop.get(key)
-    if sem is None:
-        sem = per_loop[key] = asyncio.Semaphore(limit)
-    return sem
 
 
 async def call_with_retries(
@@ -78,7 +65,7 @@ async def call_with_retries(
 
     Args:
         request: makes one provider request.
-        where: names the model in error messages (see :func:`training.engine.errors.call_error`).
+        where: names the model in error messages (see :func:`training.engine.language_models.errors.call_error`).
         semaphore_key: which concurrency limit this request counts against.
         max_concurrency: the limit, applied when the key's semaphore is first made.
         retries: how many more attempts after the first, for transient errors.

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from training.engine import tracing
+from training.engine.language_models import tracing
 
 #: The counters kept per role in ``Usage.by_role``.
 ROLE_COUNTERS = (
