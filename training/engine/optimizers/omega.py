@@ -37,7 +37,7 @@ import jsonschema
 import numpy as np
 
 from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, with_help
-from training.engine.optimizers import dns
+from training.engine.optimizers import dns, label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.mutation import (
     FROZEN_FIELDS,
@@ -507,19 +507,39 @@ class OMEGA(Optimizer):
 
     def sample_examples(self, variable_name: str) -> list[dict[str, Any]] | None:
         """``nb_min..nb_max`` pooled examples, drawn by a softmax at ``sampling_temperature``
-        over how hard each input was (the ones the program got wrong teach the most)."""
+        over how hard each input was (the ones the program got wrong teach the most). When the
+        output is a label set the draw is stratified: one example of each label (in a seeded
+        random order) before any label repeats, each picked by that softmax within its label
+        (``label_balance.py``)."""
         pool = self.example_pool.get(variable_name) or []
         if not pool or self.nb_max_examples == 0:
             return None
         weights = self.example_weights.get(variable_name, {})
-        return sel.sample_examples(
-            pool,
-            [weights.get(canonical(e["inputs"]), 0.0) for e in pool],
-            self.nb_min_examples,
-            self.nb_max_examples,
-            self.sampling_temperature,
-            self.rng,
-        )
+        difficulty = [weights.get(canonical(e["inputs"]), 0.0) for e in pool]
+        labels = self.example_labels(variable_name)
+        if labels is None:
+            return sel.sample_examples(
+                pool,
+                difficulty,
+                self.nb_min_examples,
+                self.nb_max_examples,
+                self.sampling_temperature,
+                self.rng,
+            )
+        # A label set: stratified (every label shown before one repeats), and within a label
+        # the same difficulty softmax.
+        high = min(self.nb_max_examples, len(pool))
+        count = self.rng.randint(min(self.nb_min_examples, high), high)
+
+        def pick(remaining: list[int]) -> int:
+            return sel.select_index(
+                [difficulty[i] for i in remaining],
+                "softmax",
+                self.sampling_temperature,
+                self.rng,
+            )
+
+        return [pool[i] for i in label_balance.balanced_indices(labels, count, self.rng, pick)]
 
     # -- saving ----------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
