@@ -287,10 +287,10 @@ class Generator(Module):
                 input_json, leave_out_own_row=training or retrieval.leave_out_active()
             )
         messages = self.format_messages(input_json, retrieved, hint)
-        if retrieved:  # what the prompt shows (a scripted fake LM reads it)
+        if retrieved:  # what the prompt shows, in its order (a scripted fake LM reads it)
             state = {
                 "instructions": state.get("instructions", ""),
-                "examples": [*state.get("examples", []), *retrieved],
+                "examples": [*state.get("examples", []), *reversed(retrieved)],
             }
         output = await self.language_model(
             messages,

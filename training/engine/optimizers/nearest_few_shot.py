@@ -144,8 +144,8 @@ class NearestFewShot(Optimizer):
                 "vote": self.vote,
                 "pool": pool,
             }
-            if value == variable.value:
-                continue
+            if value == variable.value or any(c["value"] == value for c in variable.candidates):
+                continue  # the same pool again (a later epoch): nothing new to score
             parent = self.champion(variable)
             candidate = self.add_candidate(
                 variable,
