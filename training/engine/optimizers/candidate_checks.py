@@ -33,7 +33,7 @@ SHORTER_RATIO = 0.35
 #: Parents shorter than this are not compared (a short instruction may get shorter).
 MIN_COMPARED_CHARS = 40
 #: A repeated sentence counts when it has at least this many words (``repeats``).
-MIN_SENTENCE_WORDS = 3
+MIN_SENTENCE_WORDS = 2
 #: A phrase of NGRAM words said NGRAM_REPEATS times is a repetition (``repeats``).
 NGRAM = 3
 NGRAM_REPEATS = 3
@@ -200,6 +200,7 @@ def refusal(
     Returns:
         A :class:`Refusal`, or None.
     """
+
     def same(value: Any, other: Any) -> bool:
         if isinstance(value, str) and isinstance(other, str):
             return _spaced(value) == _spaced(other)
