@@ -10,8 +10,7 @@ import numpy as np
 
 import training.engine as synalinks
 from tests.engine.helpers_events import EventRecorder
-from training.engine.optimizers import OMEGA, RandomFewShot
-from training.engine.optimizers import label_balance
+from training.engine.optimizers import OMEGA, RandomFewShot, label_balance
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
 
 
