@@ -113,6 +113,8 @@ async def test_fit_keeps_a_pool_that_retrieves_the_nearest_examples_and_raises_t
     assert [e["operation"] for e in scored] == ["seed", "few_shot"]
     best = [e for e in recorder.of("candidate") if e["status"] == "best"]
     assert best[0]["candidate_id"] == scored[1]["candidate_id"]
+    summary = program.summary(print_fn=None)
+    assert "3 nearest of 12 pooled example(s) by fake/embedding" in summary
 
 
 async def test_the_prompt_shows_the_k_nearest_nearest_last_and_a_vote_hint():
@@ -223,7 +225,7 @@ def test_vectors_are_base64_float16_and_malformed_ones_are_refused():
     assert len(text) == 8  # 2 dimensions x 2 bytes, base64
     for bad in (
         "not base64!",
-        "AA==",  # not base64; one byte: half a float16
+        "AA==",  # one byte: half a float16
         "A" * (retrieval.MAX_VECTOR_CHARS + 4),
     ):
         with pytest.raises(retrieval.RetrievalError):
