@@ -301,3 +301,29 @@ async def test_the_forecast_counts_its_lm_and_embedding_calls(validation_split):
     known = forecast.count_calls(shape, scored=1, best_changes=changed)
     assert usage.calls == known.total.low == known.total.high
     assert history.usage["embedding_calls"] == known.embeddings.low  # the fit's part is exact
+
+
+async def test_omega_after_nearest_few_shot_keeps_the_pool_and_rewrites_only_the_instructions():
+    """Combined: the pool from NearestFewShot, instructions from OMEGA (the pool is frozen)."""
+    em = FakeEmbeddingModel()
+    program = await program_on(copier(), NearestFewShot(embedding_model=em, k=3, seed=0))
+    x, y = arrays(TRAIN)
+    await program.fit(x, y, epochs=1, batch_size=4, seed=0)
+    pool = program.trainable_variables[0].value["retrieval"]
+    mutation_lm = FakeLanguageModel(
+        responder=lambda request: {
+            "thinking": "name the teams",
+            "instructions": "Route the message to money, bug or box.",
+        }
+    )
+    mutation_lm.record_requests = True
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["team"]),
+        optimizer=synalinks.optimizers.OMEGA(language_model=mutation_lm, embedding_model=em),
+    )
+    recorder = EventRecorder()
+    await program.fit(x, y, epochs=1, batch_size=4, seed=0, callbacks=[recorder])
+    assert "retrieval" not in mutation_lm.requests[0].schema["properties"]
+    assert "retrieval" not in mutation_lm.requests[0].inputs["current_variable"]
+    mutations = [e for e in recorder.of("candidate") if e["operation"] == "mutation"]
+    assert mutations and all(e["value"]["retrieval"] == pool for e in mutations)

@@ -79,6 +79,16 @@ def _is_async_callable(function: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+def embedding_text(value: dict[str, Any]) -> str:
+    """What DNS embeds of a candidate: its canonical JSON, a NearestFewShot pool summarised
+    (its base64 vectors say nothing a text embedding can read, and would fill its window)."""
+    retrieval = value.get("retrieval")
+    if isinstance(retrieval, dict) and retrieval.get("pool"):
+        pool = retrieval["pool"]
+        value = {**value, "retrieval": {"k": retrieval.get("k"), "pool_size": len(pool)}}
+    return canonical(value)
+
+
 def _embedding_key(value: Any) -> str:
     """The embedding cache's key for a candidate value (its canonical JSON's digest)."""
     return hashlib.sha1(canonical(value).encode()).hexdigest()
@@ -499,7 +509,7 @@ class OMEGA(Optimizer):
         missing: dict[str, str] = {}
         for key, value in zip(keys, values, strict=True):
             if key not in self._embeddings and key not in missing:
-                missing[key] = canonical(value)
+                missing[key] = embedding_text(value)
         if missing:
             vectors = await self.embedding_model(list(missing.values()))
             if len(vectors) != len(missing):
