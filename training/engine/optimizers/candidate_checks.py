@@ -30,8 +30,9 @@ from typing import Any
 
 #: A text shorter than this share of its (shortest) parent is refused (``shorter``).
 SHORTER_RATIO = 0.35
-#: Parents shorter than this are not compared (a short instruction may get shorter).
-MIN_COMPARED_CHARS = 40
+#: Parents shorter than this are not compared (a short instruction may get shorter); the
+#: default "Classify the sentiment of the tweet." (36) is compared: "The task" is a stub.
+MIN_COMPARED_CHARS = 20
 #: A repeated sentence counts when it has at least this many words (``repeats``).
 MIN_SENTENCE_WORDS = 2
 #: A phrase of NGRAM words said NGRAM_REPEATS times is a repetition (``repeats``).
