@@ -51,6 +51,8 @@ MAX_K = 32
 MAX_QUERY_CHARS = 2_000
 #: Similarities are rounded to this many decimals before ranking (deterministic ties).
 SIMILARITY_DECIMALS = 6
+#: Decoded pools a Generator keeps (the candidates being scored at once, not every one).
+POOL_CACHE_SIZE = 4
 #: Query vectors a Generator remembers (one embedding call per distinct input).
 QUERY_CACHE_SIZE = 4_096
 

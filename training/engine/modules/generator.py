@@ -19,6 +19,7 @@ import numpy as np
 
 from training.engine import output_bounds
 from training.engine.data_model import DataModel, data_model_from_schema
+from training.engine.embedding_model import EmbeddingModel
 from training.engine.language_model import LanguageModel
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.modules.module import TRACE, Module, field_list
@@ -210,8 +211,6 @@ class Generator(Module):
             return self.embedding_model
         name = settings.get("embedding_model") or ""
         if name.startswith("local/"):  # offline and free: safe to make from a saved name
-            from training.engine.embedding_model import EmbeddingModel
-
             self.embedding_model = EmbeddingModel(model=name)
             return self.embedding_model
         raise retrieval.RetrievalError(
@@ -225,7 +224,7 @@ class Generator(Module):
         if matrix is None:
             matrix = retrieval.pool_matrix(pool)
             self._pool_cache[key] = matrix
-            while len(self._pool_cache) > 4:  # the candidates being scored, not every one
+            while len(self._pool_cache) > retrieval.POOL_CACHE_SIZE:
                 self._pool_cache.popitem(last=False)
         return matrix
 
