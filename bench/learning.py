@@ -28,7 +28,9 @@ fit: validation split 0.25, batch size 8, fit seed = optimizer seed = the run's 
   training part (the rows NearestFewShot pools) by MiniLM cosine (ties: the nearest's label).
 
 Per optimizer: test reward before -> after (mean and per seed), LM calls of the fit
-(``history.usage``), embedding calls, fit seconds; OMEGA's refused junk mutations.
+(``history.usage``: calls plus response-cache hits, i.e. what the fit would pay on its own:
+the runs share one in-memory cache, so a later run finds the seed's predictions there and its
+fit seconds are lower), embedding calls, fit seconds; OMEGA's refused junk mutations by rule.
 
 Run: nice -n 5 .venv/bin/python bench/learning.py [--seeds 0 1 2] [--only nearest knn]
 Last line: ``learning: nearest A (kNN vote K), rfs B, omega C, zero-shot Z; refused junk J``
@@ -175,10 +177,11 @@ async def run_one(kind, task, train, test, seed, lm, em, args) -> dict:
     return {
         "before": before,
         "after": after,
-        "calls": history.usage["calls"],
+        "calls": history.usage["calls"] + history.usage["cache_hits"],
         "embedding_calls": history.usage["embedding_calls"],
         "seconds": seconds,
         "refused": sum(getattr(optimizer, "refusals", {}).values()),
+        "refusals": dict(getattr(optimizer, "refusals", {})),
         "kept_pool": bool(state.get("retrieval")),
         "instructions": state.get("instructions", "")[:80],
     }
@@ -217,7 +220,7 @@ async def main(args) -> None:
                 print(
                     f"  {kind:8}: seed {seed}: {result['before']:.3f} -> {result['after']:.3f}; "
                     f"{result['calls']} LM calls, {result['embedding_calls']} embedding calls, "
-                    f"fit {result['seconds']:.0f} s; refused {result['refused']}; "
+                    f"fit {result['seconds']:.0f} s; refused {result['refusals'] or 0}; "
                     f"instructions {result['instructions']!r}"
                     + ("; pool kept" if result["kept_pool"] else ""),
                     flush=True,
