@@ -170,7 +170,9 @@ def numbered_mutations(same_value=False):
     def respond(request):
         counter["calls"] += 1
         if request.module.startswith("omega_crossover"):
-            return {"thinking": "merge", "instructions": f"merged {counter['calls']}"}
+            # as long as its parents: a much shorter text would be refused as junk
+            text = f"Answer precisely, merged version {counter['calls']}."
+            return {"thinking": "merge", "instructions": text}
         text = "Route it." if same_value else f"Answer precisely, version {counter['calls']}."
         return {"thinking": "be precise", "instructions": text}
 

@@ -96,8 +96,13 @@ async def test_mutations_that_find_the_phrase_raise_the_reward():
             assert len(event["parent_ids"]) == 1
     best = [e for e in candidates if e["status"] == "best"]
     assert len(best) == 1 and best[0]["reward"] == 1.0
-    kept = [e for e in candidates if e["status"] == "kept"]
-    assert all(isinstance(e["novelty"], float) for e in kept)
+    # The first competition had three candidates, so DNS measured each one's novelty; later
+    # ones only the best ("Be brief." again is much shorter than it: refused, never scored).
+    kept = [e for e in candidates if e["status"] == "kept" and e["competition_epoch"] == 0]
+    assert kept and all(isinstance(e["novelty"], float) for e in kept)
+    refused = recorder.of("candidate_refused")
+    assert {e["rule"] for e in refused} == {"shorter", "unchanged"}
+    assert optimizer.refusals == {"shorter": 2, "unchanged": 2}
 
 
 async def test_no_crossover_at_epoch_zero_then_merging_rate_times_epoch():

@@ -19,6 +19,13 @@ its data, and a range where it depends on what the model answers:
 - OMEGA makes one mutation or crossover call per training batch (when a variable can be
   edited) and scores the new candidate at once, unless the call failed or gave a value
   already in the population (``low``: no step scored; ``high``: every step scored).
+- NearestFewShot proposes one candidate (the pool of embedded training examples) at the first
+  epoch end and makes no LM call of its own; a later epoch proposes the same pool, never
+  scored again, so at most one epoch starts under a new best. Its embedding calls (the
+  ``embeddings`` part, not LM calls): the pool once per fit, batched ``embedding_batch_size``
+  texts a request; then one per distinct input predicted with the pool, each remembered by
+  the Generator (the scoring set, the training inputs of an epoch under the pool, the test
+  inputs after fit — ``low``: the pool is not kept, no test query).
 - The test evaluations (``evaluations_before`` / ``evaluations_after`` passes over the
   test split) and the trained program's sample answers are outside ``fit``: no memo.
 - An LM judge (``LMAsJudge``) makes ``judge_calls`` calls per reward scored, memo hits
@@ -54,7 +61,7 @@ RUN_OVERHEAD_SECONDS = 3.0
 #: Spread of the time range around the calls' range (latency varies call to call).
 TIME_SPREAD = 0.2
 
-OPTIMIZERS = ("RandomFewShot", "OMEGA")
+OPTIMIZERS = ("RandomFewShot", "OMEGA", "NearestFewShot")
 
 
 def canonical(item: Any) -> str:
@@ -80,11 +87,12 @@ class RunShape:
             objects or DataModels; duplicates matter (the memo).
         test_size: rows of the test split (each evaluation predicts all of them).
         epochs, batch_size, validation_split: ``fit``'s arguments.
-        optimizer: ``"RandomFewShot"`` or ``"OMEGA"``.
+        optimizer: ``"RandomFewShot"``, ``"OMEGA"`` or ``"NearestFewShot"``.
         nb_candidates: RandomFewShot's candidates per epoch.
         nb_min_examples, nb_max_examples: how many examples a candidate samples.
         proposes: RandomFewShot has examples to sample (a variable with ``examples`` and
-            ``nb_max_examples > 0``); OMEGA has a variable its LM can edit.
+            ``nb_max_examples > 0``); OMEGA has a variable its LM can edit; NearestFewShot
+            has a Generator state to hold a pool.
         proposes_certain: False when that depends on the answers (a ChainOfThought's
             examples come only from full-reward predictions): ``low`` then counts none.
         lm_modules: LM calls per prediction (the program's generators).
@@ -92,6 +100,8 @@ class RunShape:
         evaluations_before, evaluations_after: test passes around ``fit``.
         samples: answers of the trained program shown on the run page (predictions).
         judge_calls: LM calls per reward scored (1 for ``LMAsJudge``, else 0).
+        pool_size: NearestFewShot's most pooled examples.
+        embedding_batch_size: texts per request of NearestFewShot's embedding model.
 
     Example:
 
@@ -119,6 +129,8 @@ class RunShape:
     evaluations_after: int = 1
     samples: int = 0
     judge_calls: int = 0
+    pool_size: int = 256
+    embedding_batch_size: int = 64
 
 
 @dataclass(frozen=True)
@@ -152,7 +164,8 @@ class CallForecast:
     """LM calls of a run, by part (each a :class:`Span`).
 
     ``predictions``: the program's calls in ``fit``; ``optimizer``: mutations/crossovers;
-    ``judge``: an LM judge's calls; ``evaluations``: the test passes and sample answers.
+    ``judge``: an LM judge's calls; ``evaluations``: the test passes and sample answers;
+    ``embeddings``: embedding requests of NearestFewShot (not LM calls: not in ``total``).
     ``steps``: training batches per epoch (``epochs`` of them); ``candidates``: new candidates scored (OMEGA's
     steps that score, RandomFewShot's proposals).
     """
@@ -164,6 +177,7 @@ class CallForecast:
     steps: int
     epochs: int
     candidates: Span
+    embeddings: Span = field(default_factory=lambda: Span.exact(0))
 
     @property
     def total(self) -> Span:
@@ -177,6 +191,7 @@ class CallForecast:
             "judge": self.judge.rounded(),
             "evaluations": self.evaluations.rounded(),
             "candidates": self.candidates.rounded(),
+            "embeddings": self.embeddings.rounded(),
             "steps": self.steps,
             "epochs": self.epochs,
         }
@@ -226,6 +241,10 @@ def count_calls(
             low = 0
         candidates = Span(low, distinct, proposed)
         optimizer_calls = Span.exact(0)
+    elif shape.optimizer == "NearestFewShot":
+        proposed = 1 if shape.proposes and epochs and train else 0
+        candidates = Span(proposed if shape.proposes_certain else 0, proposed, proposed)
+        optimizer_calls = Span.exact(0)
     else:
         stepped = epochs * steps if shape.proposes else 0
         candidates = Span(0, stepped * EXPECTED_STEP_SCORED, stepped)
@@ -233,10 +252,13 @@ def count_calls(
     if scored is not None:
         candidates = Span.exact(scored)
     # Epochs (after the first) that may start under a new best: only after a candidate.
+    later = max(0, epochs - 1)
+    if shape.optimizer == "NearestFewShot":  # one pool, proposed once: at most one change
+        later = min(1, later)
     changes = Span(
         0,
-        EXPECTED_BEST_CHANGE * max(0, epochs - 1) if candidates.expected else 0,
-        max(0, epochs - 1) if candidates.high else 0,
+        EXPECTED_BEST_CHANGE * later if candidates.expected else 0,
+        later if candidates.high else 0,
     )
     if best_changes is not None:
         changes = Span.exact(best_changes)
@@ -268,6 +290,9 @@ def count_calls(
     )
     judge = scored.scaled(shape.judge_calls)
     evaluations = Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules)
+    embeddings = Span.exact(0)
+    if shape.optimizer == "NearestFewShot":
+        embeddings = _nearest_embeddings(shape, train, scoring, candidates, changes)
     return CallForecast(
         predictions=predictions,
         optimizer=optimizer_calls,
@@ -276,6 +301,33 @@ def count_calls(
         steps=steps,
         epochs=epochs,
         candidates=candidates,
+        embeddings=embeddings,
+    )
+
+
+def _nearest_embeddings(
+    shape: RunShape, train: list, scoring: list, candidates: Span, changes: Span
+) -> Span:
+    """NearestFewShot's embedding requests (see the module docstring)."""
+    train_keys = {canonical(item) for item in train}
+    scoring_keys = {canonical(item) for item in scoring}
+    pool = min(len(train_keys), shape.pool_size)
+    batch = max(1, int(shape.embedding_batch_size))
+
+    def fit_requests(has_candidate: float, changed: float) -> float:
+        if not has_candidate:
+            return 0.0
+        # the pool, then each scored input once, then the training inputs of an epoch under it
+        return (
+            math.ceil(pool / batch) + len(scoring_keys) + changed * len(train_keys - scoring_keys)
+        )
+
+    after = shape.test_size if shape.evaluations_after else 0
+    uncached = shape.evaluations_after * shape.test_size + shape.samples
+    return Span(
+        fit_requests(candidates.low, changes.low),
+        fit_requests(candidates.expected, changes.expected) + (after if candidates.expected else 0),
+        fit_requests(candidates.high, changes.high) + (uncached if candidates.high else 0),
     )
 
 

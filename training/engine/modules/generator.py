@@ -1,8 +1,10 @@
 """Generator: one structured LM call, input JSON → output DataModel.
 
 Its trainable variable ``state`` holds ``{"instructions": str, "examples": [{"inputs",
-"outputs"}]}``. The prompt is: a system message (fixed preamble, the instructions), the few-shot
-examples as user/assistant turns, then the input JSON. The LanguageModel appends the output
+"outputs"}]}`` and, once ``NearestFewShot`` trained it, a ``retrieval`` pool
+(``example_retrieval.py``). The prompt is: a system message (fixed preamble, the instructions),
+the few-shot examples as user/assistant turns, then the ``k`` pool examples nearest to the input
+(the nearest last, next to the input), then the input JSON. The LanguageModel appends the output
 fields (names, types, descriptions) to the system message on every call, and sends the schema
 as ``response_format`` or in the prompt (see LanguageModel and output_format.py).
 """
@@ -10,10 +12,15 @@ as ``response_format`` or in the prompt (see LanguageModel and output_format.py)
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
+import numpy as np
+
 from training.engine.data_model import DataModel, data_model_from_schema
+from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.language_models.language_model import LanguageModel
+from training.engine.modules import example_retrieval as retrieval
 from training.engine.modules.module import TRACE, Module, field_list
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.trainers import output_bounds
@@ -51,7 +58,12 @@ def _merge_inputs(inputs: Any) -> dict[str, Any] | None:
 
 @register_synalinks_serializable(package="synalinks")
 class Generator(Module):
-    """``await Generator(data_model=Answer, language_model=lm)(inputs)``."""
+    """``await Generator(data_model=Answer, language_model=lm)(inputs)``.
+
+    ``embedding_model`` embeds each input to retrieve the nearest pool examples, when the state
+    has a ``retrieval`` pool (``NearestFewShot`` sets it to its own when the Generator has
+    none). Without one, a pool made by a ``local/`` model uses that model.
+    """
 
     def __init__(
         self,
@@ -64,6 +76,7 @@ class Generator(Module):
         name: str | None = None,
         description: str | None = None,
         trainable: bool = True,
+        embedding_model: Any = None,
     ):
         super().__init__(name=name, description=description, trainable=trainable)
         if data_model is None:
@@ -80,11 +93,16 @@ class Generator(Module):
             raise ValueError(f"{type(self).__name__} {self.name!r} needs language_model=...")
         self.data_model = data_model
         self.language_model = language_model
+        self.embedding_model = embedding_model
         self.temperature = temperature
         self.initial_instructions = instructions or ""
         self.initial_examples = [self._normalize_example(e) for e in (examples or [])]
         self.output_data_model = self.compute_output_data_model([])
         self._prefix_cache: tuple[str, list[dict]] | None = None
+        #: {state hash: the pool's (N, D) matrix}: decoded once per pool, not per call.
+        self._pool_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        #: {(embedding model, text): vector}: one embedding call per distinct input.
+        self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self.state = None
 
     # -- structure -------------------------------------------------------------------------
@@ -107,6 +125,7 @@ class Generator(Module):
         inputs_schema = {"type": "object"}
         if self.input_data_models and len(self.input_data_models) == 1:
             inputs_schema = _plain(self.input_data_models[0].get_schema())
+        outputs_schema = _plain(self.output_data_model.get_schema())
         return {
             "type": "object",
             "properties": {
@@ -118,11 +137,13 @@ class Generator(Module):
                         "type": "object",
                         "properties": {
                             "inputs": inputs_schema,
-                            "outputs": _plain(self.output_data_model.get_schema()),
+                            "outputs": outputs_schema,
                         },
                         "required": ["inputs", "outputs"],
                     },
                 },
+                # optional: only a NearestFewShot-trained state has one
+                "retrieval": retrieval.retrieval_schema(inputs_schema, outputs_schema),
             },
             "required": ["instructions", "examples"],
         }
@@ -162,11 +183,92 @@ class Generator(Module):
         self._prefix_cache = (key, messages)
         return messages
 
-    def format_messages(self, input_json: dict[str, Any]) -> list[dict[str, str]]:
-        return [
-            *self.prompt_prefix(),
-            {"role": "user", "content": json.dumps(input_json, ensure_ascii=False)},
-        ]
+    def format_messages(
+        self,
+        input_json: dict[str, Any],
+        retrieved: list[dict[str, Any]] | None = None,
+        hint: str = "",
+    ) -> list[dict[str, str]]:
+        """The prompt for ``input_json``: the prefix, the ``retrieved`` examples (nearest
+        first; shown nearest last), then the input. ``hint`` ends the system message."""
+        messages = list(self.prompt_prefix())
+        if hint:
+            messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{hint}"}
+        for example in reversed(retrieved or []):
+            messages.append(
+                {"role": "user", "content": json.dumps(example["inputs"], ensure_ascii=False)}
+            )
+            messages.append(
+                {"role": "assistant", "content": json.dumps(example["outputs"], ensure_ascii=False)}
+            )
+        messages.append({"role": "user", "content": json.dumps(input_json, ensure_ascii=False)})
+        return messages
+
+    # -- retrieval -------------------------------------------------------------------------
+    def retrieval_embedding_model(self, settings: dict[str, Any]) -> Any:
+        """The model that embeds inputs for ``settings`` (the state's ``retrieval``)."""
+        if self.embedding_model is not None:
+            return self.embedding_model
+        name = settings.get("embedding_model") or ""
+        if name.startswith("local/"):  # offline and free: safe to make from a saved name
+            self.embedding_model = EmbeddingModel(model=name)
+            return self.embedding_model
+        raise retrieval.RetrievalError(
+            f"{type(self).__name__} {self.name!r} retrieves examples made by embedding model "
+            f"{name!r}: give it embedding_model=... (the same model)"
+        )
+
+    def _pool(self, pool: list[dict[str, Any]]) -> np.ndarray:
+        key = self.state.hash
+        matrix = self._pool_cache.get(key)
+        if matrix is None:
+            matrix = retrieval.pool_matrix(pool)
+            self._pool_cache[key] = matrix
+            while len(self._pool_cache) > retrieval.POOL_CACHE_SIZE:
+                self._pool_cache.popitem(last=False)
+        return matrix
+
+    async def query_vector(self, embedding_model: Any, text: str) -> np.ndarray:
+        """The input's embedding: one embedding call per distinct text (then remembered)."""
+        key = (getattr(embedding_model, "model", repr(embedding_model)), text)
+        vector = self._query_cache.get(key)
+        if vector is None:
+            vectors = await embedding_model([text])
+            if len(vectors) != 1:
+                raise retrieval.RetrievalError(
+                    f"embedding model returned {len(vectors)} vectors for 1 text"
+                )
+            vector = retrieval.decode_vector(retrieval.encode_vector(vectors[0]))
+            self._query_cache[key] = vector
+            while len(self._query_cache) > retrieval.QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        else:
+            self._query_cache.move_to_end(key)
+        return vector
+
+    async def retrieve(
+        self, input_json: dict[str, Any], leave_out_own_row: bool = False
+    ) -> tuple[list[dict[str, Any]], str]:
+        """(the ``k`` pool examples nearest to ``input_json``, nearest first; the vote hint
+        or ""). Nothing without a pool. ``leave_out_own_row``: never the same inputs."""
+        settings = self.state.value.get("retrieval") or {}
+        pool = settings.get("pool") or []
+        if not pool:
+            return [], ""
+        matrix = self._pool(pool)
+        query = await self.query_vector(
+            self.retrieval_embedding_model(settings), retrieval.retrieval_text(input_json)
+        )
+        exclude: list[int] = []
+        if leave_out_own_row:
+            own = retrieval.same_inputs_key(input_json)
+            exclude = [
+                i for i, e in enumerate(pool) if retrieval.same_inputs_key(e["inputs"]) == own
+            ]
+        picks = retrieval.nearest_indices(matrix, query, int(settings.get("k", 1)), exclude)
+        examples = [{"inputs": pool[i]["inputs"], "outputs": pool[i]["outputs"]} for i in picks]
+        hint = retrieval.vote_hint([e["outputs"] for e in examples]) if settings.get("vote") else ""
+        return examples, hint
 
     # -- run -------------------------------------------------------------------------------
     async def call(self, inputs: Any, training: bool = False) -> DataModel | None:
@@ -176,13 +278,25 @@ class Generator(Module):
         if not self.built:
             items = inputs if isinstance(inputs, list | tuple) else [inputs]
             self._ensure_built([type(item) for item in items])
-        messages = self.format_messages(input_json)
+        state = self.state.value
+        retrieved, hint = [], ""
+        if state.get("retrieval"):
+            # while fitting, a training row never retrieves itself (example_retrieval.py)
+            retrieved, hint = await self.retrieve(
+                input_json, leave_out_own_row=training or retrieval.leave_out_active()
+            )
+        messages = self.format_messages(input_json, retrieved, hint)
+        if retrieved:  # what the prompt shows, in its order (a scripted fake LM reads it)
+            state = {
+                "instructions": state.get("instructions", ""),
+                "examples": [*state.get("examples", []), *reversed(retrieved)],
+            }
         output = await self.language_model(
             messages,
             # within fit, at most OUTPUT_LENGTH_FACTOR × the longest target (output_bounds.py)
             output_bounds.bounded(self, self.output_data_model),
             temperature=self.temperature,
-            context={"module": self.name, "inputs": input_json, "state": self.state.value},
+            context={"module": self.name, "inputs": input_json, "state": state},
         )
         trace = TRACE.get()
         if trace is not None:
@@ -208,6 +322,8 @@ class Generator(Module):
                 "temperature": self.temperature,
             }
         )
+        if self.embedding_model is not None:  # only when used: older documents unchanged
+            config["embedding_model"] = serialize(self.embedding_model)
         return config
 
     @classmethod
@@ -215,4 +331,6 @@ class Generator(Module):
         config = dict(config)
         schema = config.pop("data_model")
         language_model = deserialize(config.pop("language_model"), custom_objects)
+        if config.get("embedding_model") is not None:
+            config["embedding_model"] = deserialize(config["embedding_model"], custom_objects)
         return cls(schema=schema, language_model=language_model, **config)

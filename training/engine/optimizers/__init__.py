@@ -1,7 +1,8 @@
 """Optimizers: update trainable variables to maximise the reward."""
 
+from training.engine.optimizers.nearest_few_shot import NearestFewShot
 from training.engine.optimizers.omega import OMEGA
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.optimizers.random_few_shot import RandomFewShot
 
-__all__ = ["OMEGA", "Optimizer", "RandomFewShot"]
+__all__ = ["OMEGA", "NearestFewShot", "Optimizer", "RandomFewShot"]

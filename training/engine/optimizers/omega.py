@@ -11,7 +11,11 @@ How a fit goes (the hooks of :class:`Optimizer`):
   value constrained to the variable's JSON schema (see ``mutation.py``). With
   ``few_shot_learning`` the new value also gets freshly sampled examples. The candidate is
   scored on the validation data at once, so the next batch can already build on it. A failed
-  LM call is logged, reported as an ``optimizer_error`` event and skipped.
+  LM call is logged, reported as an ``optimizer_error`` event and skipped. Junk text (empty,
+  punctuation only, much shorter than its parent, repeating itself, naming labels outside the
+  label set, or the parent's unchanged: ``candidate_checks.py``) is refused before it is
+  scored: counted in ``refusals`` by rule and reported as a ``candidate_refused`` event; with
+  fresh examples the step still proposes the parent's few-shot variant.
 - ``on_epoch_end``: the competition. ``algorithm="dns"``: Dominated Novelty Search over each
   variable's population (``dns.py``); distances are cosine distances between candidate
   embeddings, each distinct value embedded once (cached by content hash) and all pairs computed
@@ -38,7 +42,7 @@ import numpy as np
 
 from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, with_help
 from training.engine.language_models.tracing import trace_context
-from training.engine.optimizers import dns
+from training.engine.optimizers import candidate_checks, dns, label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.mutation import (
     FROZEN_FIELDS,
@@ -64,6 +68,8 @@ TEMPERATURES = (
 #: Every temperature must be above 0 (0 breaks the softmax). The bound is closed at 0.01 so a
 #: browser can enforce it exactly; below it the softmax already picks the best every time.
 TEMPERATURE = FloatRange(0.01)
+#: Characters of a refused text carried by its ``candidate_refused`` event.
+REFUSED_TEXT_CHARS = 200
 
 
 def _is_async_callable(function: Any) -> bool:
@@ -71,6 +77,16 @@ def _is_async_callable(function: Any) -> bool:
         return True
     call = getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def embedding_text(value: dict[str, Any]) -> str:
+    """What DNS embeds of a candidate: its canonical JSON, a NearestFewShot pool summarised
+    (its base64 vectors say nothing a text embedding can read, and would fill its window)."""
+    retrieval = value.get("retrieval")
+    if isinstance(retrieval, dict) and retrieval.get("pool"):
+        pool = retrieval["pool"]
+        value = {**value, "retrieval": {"k": retrieval.get("k"), "pool_size": len(pool)}}
+    return canonical(value)
 
 
 def _embedding_key(value: Any) -> str:
@@ -197,6 +213,9 @@ class OMEGA(Optimizer):
         self.failed_operations = 0
         #: Mutations/crossovers whose LM call gave a parent's editable value back unchanged.
         self.unchanged_operations = 0
+        #: {rule: count} of mutations/crossovers refused before scoring (candidate_checks.py;
+        #: ``unchanged`` among them).
+        self.refusals: dict[str, int] = {}
         #: Texts sent to the embedding model over this optimizer's life (each value once).
         self.texts_embedded = 0
         #: Measurements of the last competitions (bench/omega.py reads them).
@@ -333,18 +352,20 @@ class OMEGA(Optimizer):
                 await self._failed(variable, operation, exc)
                 return None
             value.update(edited)
-            same = [
-                p
-                for p in parents
-                if evolver.editable_part(p["value"]) == evolver.editable_part(value)
-            ]
-            if same:
-                # The LM gave a parent back unchanged (a small model often does): only new
-                # examples can make this a candidate, and then it is that parent's few-shot
-                # variant.
-                self.unchanged_operations += 1
-                operation, parents = "few_shot", same[:1]
-                value = dict(same[0]["value"])
+            refused = candidate_checks.refusal(
+                evolver.editable_part(value),
+                [evolver.editable_part(p["value"]) for p in parents],
+                self.label_set(variable),
+            )
+            if refused is not None:
+                # Junk text (or a parent's, unchanged: a small model often gives it back) is
+                # never scored. Only new examples can still make a candidate, and then it is
+                # the parent's few-shot variant.
+                await self._refused(variable, operation, parents, value, refused)
+                if plan["examples"] is None:
+                    return None
+                operation, parents = "few_shot", parents[:1]
+                value = dict(parents[0]["value"])
         elif operation == "mutation":
             operation = "few_shot"
         if plan["examples"] is not None:
@@ -369,6 +390,38 @@ class OMEGA(Optimizer):
         )
         await self.score_candidates([(variable, candidate)])
         return candidate
+
+    def label_set(self, variable: Variable) -> list[str] | None:
+        """The labels of the output's label fields of ``variable``'s module (None: none)."""
+        fields = label_balance.output_labels(self.program, variable.name)
+        return [label for labels in fields.values() for label in labels] or None
+
+    async def _refused(
+        self,
+        variable: Variable,
+        operation: str,
+        parents: list[dict[str, Any]],
+        value: dict[str, Any],
+        refused: candidate_checks.Refusal,
+    ) -> None:
+        """Count a refused mutation/crossover (``refusals`` by rule) and emit a
+        ``candidate_refused`` event: the rule, its reason, the field and a clipped text."""
+        self.refusals[refused.rule] = self.refusals.get(refused.rule, 0) + 1
+        if refused.rule == "unchanged":
+            self.unchanged_operations += 1
+        text = value.get(refused.field)
+        logger.debug("OMEGA: %s of %s refused: %s", operation, variable.name, refused.reason)
+        await self.emit(
+            {
+                "type": "candidate_refused",
+                "epoch": self.epoch,
+                "variable": variable.name,
+                "operation": operation,
+                "parent_ids": [p["id"] for p in parents],
+                **refused.to_dict(),
+                "text": text[:REFUSED_TEXT_CHARS] if isinstance(text, str) else None,
+            }
+        )
 
     async def _failed(self, variable: Variable, operation: str, error: Any) -> None:
         self.failed_operations += 1
@@ -456,7 +509,7 @@ class OMEGA(Optimizer):
         missing: dict[str, str] = {}
         for key, value in zip(keys, values, strict=True):
             if key not in self._embeddings and key not in missing:
-                missing[key] = canonical(value)
+                missing[key] = embedding_text(value)
         if missing:
             vectors = await self.embedding_model(list(missing.values()))
             if len(vectors) != len(missing):
@@ -507,19 +560,39 @@ class OMEGA(Optimizer):
 
     def sample_examples(self, variable_name: str) -> list[dict[str, Any]] | None:
         """``nb_min..nb_max`` pooled examples, drawn by a softmax at ``sampling_temperature``
-        over how hard each input was (the ones the program got wrong teach the most)."""
+        over how hard each input was (the ones the program got wrong teach the most). When the
+        output is a label set the draw is stratified: one example of each label (in a seeded
+        random order) before any label repeats, each picked by that softmax within its label
+        (``label_balance.py``)."""
         pool = self.example_pool.get(variable_name) or []
         if not pool or self.nb_max_examples == 0:
             return None
         weights = self.example_weights.get(variable_name, {})
-        return sel.sample_examples(
-            pool,
-            [weights.get(canonical(e["inputs"]), 0.0) for e in pool],
-            self.nb_min_examples,
-            self.nb_max_examples,
-            self.sampling_temperature,
-            self.rng,
-        )
+        difficulty = [weights.get(canonical(e["inputs"]), 0.0) for e in pool]
+        labels = self.example_labels(variable_name)
+        if labels is None:
+            return sel.sample_examples(
+                pool,
+                difficulty,
+                self.nb_min_examples,
+                self.nb_max_examples,
+                self.sampling_temperature,
+                self.rng,
+            )
+        # A label set: stratified (every label shown before one repeats), and within a label
+        # the same difficulty softmax.
+        high = min(self.nb_max_examples, len(pool))
+        count = self.rng.randint(min(self.nb_min_examples, high), high)
+
+        def pick(remaining: list[int]) -> int:
+            return sel.select_index(
+                [difficulty[i] for i in remaining],
+                "softmax",
+                self.sampling_temperature,
+                self.rng,
+            )
+
+        return [pool[i] for i in label_balance.balanced_indices(labels, count, self.rng, pick)]
 
     # -- saving ----------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
@@ -554,12 +627,14 @@ class OMEGA(Optimizer):
         state = super().get_state()
         state["example_weights"] = {k: dict(v) for k, v in self.example_weights.items()}
         state["failed_operations"] = self.failed_operations
+        state["refusals"] = dict(self.refusals)
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)
         self.example_weights = {k: dict(v) for k, v in (state.get("example_weights") or {}).items()}
         self.failed_operations = int(state.get("failed_operations", 0))
+        self.refusals = {str(k): int(v) for k, v in (state.get("refusals") or {}).items()}
 
 
 __all__ = ["ALGORITHMS", "FROZEN_FIELDS", "OMEGA", "SELECTIONS", "TEMPERATURES"]

@@ -40,6 +40,7 @@ from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
 from training.engine.language_models.tracing import trace_context
+from training.engine.optimizers import label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.saving import register_synalinks_serializable
 from training.engine.variables import Variable
@@ -340,13 +341,29 @@ class Optimizer:
         if not any(existing["inputs"] == example["inputs"] for existing in pool):
             pool.append(copy.deepcopy(example))
 
+    def example_labels(self, variable_name: str) -> list[str] | None:
+        """Each pooled example's label when the variable's module answers a label set (a
+        ``Literal`` field), else None (see ``label_balance.py``)."""
+        fields = label_balance.output_labels(self.program, variable_name)
+        if not fields:
+            return None
+        label = label_balance.example_label(list(fields))
+        return [label(example) for example in self.example_pool.get(variable_name) or []]
+
     def sample_examples(self, variable_name: str) -> list[dict[str, Any]] | None:
+        """``nb_min..nb_max`` distinct pooled examples (a seeded draw). When the output is a
+        label set, the draw is stratified: it covers as many labels as it has examples
+        (``label_balance.balanced_indices``); else a plain random sample."""
         pool = self.example_pool.get(variable_name) or []
         if not pool or self.nb_max_examples == 0:
             return None
         high = min(self.nb_max_examples, len(pool))
         low = min(self.nb_min_examples, high)
-        return self.rng.sample(pool, self.rng.randint(low, high))
+        count = self.rng.randint(low, high)
+        labels = self.example_labels(variable_name)
+        if labels is None:
+            return self.rng.sample(pool, count)
+        return [pool[i] for i in label_balance.balanced_indices(labels, count, self.rng)]
 
     # -- saving ----------------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:

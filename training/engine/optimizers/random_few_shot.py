@@ -5,6 +5,10 @@ reward (see ``Optimizer.collect_examples``). Each epoch it proposes ``nb_candida
 example sets (for every variable at once), scores them on the validation data, and keeps the
 champion (``Optimizer.champion``: the starting variables unless a candidate beats them by one
 validation example's worth), so the validation reward never ends below where it began. It makes no LM call of its own.
+
+When the Generator's output is a label set (a ``Literal`` field), each draw is stratified: it
+shows as many different labels as it has examples (``label_balance.py``), seeded like the
+rest, so a skewed training set does not teach a small model to answer its majority label.
 """
 
 from __future__ import annotations

@@ -47,10 +47,17 @@ def program_summary(program: Any, print_fn: Any = print) -> str:
     lines.append(f"Total variables: {len(program.variables)} (trainable: {len(trainable)})")
     for variable in trainable:
         value = variable.value
-        lines.append(
+        line = (
             f"  {variable.name}: {len(value.get('instructions', '') or '')} chars of instructions, "
             f"{len(value.get('examples', []))} example(s)"
         )
+        retrieval = value.get("retrieval") or {}
+        if retrieval.get("pool"):  # NearestFewShot's pool (modules/example_retrieval.py)
+            line += (
+                f", {retrieval.get('k')} nearest of {len(retrieval['pool'])} pooled example(s)"
+                f" by {retrieval.get('embedding_model') or 'its embedding model'}"
+            )
+        lines.append(line)
     text = "\n".join(lines)
     if print_fn is not None:
         print_fn(text)
