@@ -1,6 +1,6 @@
 """Benchmark: how long ``make run`` takes to set up on a fresh clone, cold and warm.
 
-    nice -n 5 .venv/bin/python bench/setup_time.py [--rev HEAD] [--installer uv|pip]
+    nice -n 5 python3 bench/setup_time.py [--rev HEAD] [--installer uv|pip|both]
         [--keep-wheelhouse] [--no-run]
 
 In a temporary folder, with every cache the install uses pointed inside it
@@ -14,8 +14,12 @@ neither used nor touched (pip's configuration, i.e. where packages come from, st
 2. warm: a second fresh clone with a new ``.venv``, ``make setup`` with the caches filled;
 3. stamp: ``make setup`` again in that clone (the install skipped);
 4. run: ``make run`` in the warm clone until it says "Trainboard is up" (its own count),
-   then the first answer of the local model (``local/smollm2`` through litellm, in a new
-   process: imports, model load and one short completion), then Ctrl-C.
+   what ``/healthz`` says of the worker until it is up (``starting`` while it loads the
+   models), then the first answer of the local model (``local/smollm2`` through litellm, in
+   a new process: imports, model load and one short completion), then Ctrl-C.
+
+``--installer both`` runs each case with uv then with pip (caches of their own), one after
+the other, so the two meet the same load.
 
 Each ``make setup`` prints its phases (``setup: phase ...``); they are repeated here with
 the 1-minute load average before and after (the machine is shared: read the figures
@@ -94,6 +98,30 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def worker_states(port: str, timeout: float = 120.0) -> str:
+    """What /healthz says of the worker, each change with its time, until "up"."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    started, seen = time.monotonic(), []
+    while time.monotonic() - started < timeout:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+                code, body = reply.status, json.load(reply)
+        except urllib.error.HTTPError as error:
+            code, body = error.code, json.load(error)
+        except OSError:
+            code, body = None, {}
+        state = f"{code} {body.get('worker')}"
+        if not seen or seen[-1][1] != state:
+            seen.append((time.monotonic() - started, state))
+        if body.get("worker") == "up":
+            break
+        time.sleep(0.5)
+    return ", ".join(f"{state} at +{at:.1f} s" for at, state in seen)
+
+
 def run_until_up(checkout: Path, env: dict[str, str]) -> tuple[float, float]:
     """``make run`` in ``checkout``: (seconds until up by its own count, first answer s)."""
     env = {**env, "TRAINBOARD_PORT": str(free_port())}
@@ -120,6 +148,7 @@ def run_until_up(checkout: Path, env: dict[str, str]) -> tuple[float, float]:
                 break
         if up is None:
             raise SystemExit("bench: make run did not come up")
+        print(f"run: /healthz worker: {worker_states(env['TRAINBOARD_PORT'])}")
         answer = subprocess.run(
             [str(checkout / ".venv" / "bin" / "python"), "-c", FIRST_ANSWER],
             cwd=checkout,
@@ -142,10 +171,34 @@ def run_until_up(checkout: Path, env: dict[str, str]) -> tuple[float, float]:
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def caches(tmp: Path, installer: str, keep_wheelhouse: bool) -> dict[str, str]:
+    """An environment whose caches all lie in ``tmp/cache-<installer>`` (empty at first)."""
+    cache = tmp / f"cache-{installer}"
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(cache),
+        "PIP_CACHE_DIR": str(cache / "pip"),
+        "npm_config_cache": str(cache / "npm"),
+        "TRAINBOARD_INSTALLER": installer,
+    }
+    for name in ("UV_CACHE_DIR", "TRAINBOARD_WHEELHOUSE", "VIRTUAL_ENV"):
+        env.pop(name, None)
+    if keep_wheelhouse:
+        machine = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        source = os.environ.get("TRAINBOARD_WHEELHOUSE") or machine / "trainboard" / "wheels"
+        shutil.copytree(source, cache / "trainboard" / "wheels")
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD)")
-    parser.add_argument("--installer", choices=["uv", "pip"], default="uv")
+    parser.add_argument(
+        "--installer",
+        choices=["uv", "pip", "both"],
+        default="uv",
+        help="both: uv and pip case by case, alternately (same load), caches of their own",
+    )
     parser.add_argument(
         "--keep-wheelhouse",
         action="store_true",
@@ -159,37 +212,44 @@ def main() -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    print(f"setup_time: rev {rev}, installer {args.installer}, {os.cpu_count()} cores")
+    installers = ["uv", "pip"] if args.installer == "both" else [args.installer]
+    print(f"setup_time: rev {rev}, installers {', '.join(installers)}, {os.cpu_count()} cores")
+    results: dict[str, dict[str, float]] = {name: {} for name in installers}
     with tempfile.TemporaryDirectory(prefix="tb-setup-bench-") as tmp:
         tmp = Path(tmp)
-        cache = tmp / "cache"
-        env = {
-            **os.environ,
-            "XDG_CACHE_HOME": str(cache),
-            "PIP_CACHE_DIR": str(cache / "pip"),
-            "npm_config_cache": str(cache / "npm"),
-            "TRAINBOARD_INSTALLER": args.installer,
-        }
-        for name in ("UV_CACHE_DIR", "TRAINBOARD_WHEELHOUSE", "VIRTUAL_ENV"):
-            env.pop(name, None)
-        if args.keep_wheelhouse:
-            machine = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-            source = os.environ.get("TRAINBOARD_WHEELHOUSE") or machine / "trainboard" / "wheels"
-            shutil.copytree(source, cache / "trainboard" / "wheels")
-        cold = make_setup(clone(rev, tmp / "cold"), env, "cold")
-        warm_clone = clone(rev, tmp / "warm")
-        warm = make_setup(warm_clone, env, "warm")
-        stamp = make_setup(warm_clone, env, "stamp")
-        first = float("nan")
+        envs = {name: caches(tmp, name, args.keep_wheelhouse) for name in installers}
+        for name in installers:
+            checkout = clone(rev, tmp / f"cold-{name}")
+            results[name]["cold"] = make_setup(checkout, envs[name], f"cold-{name}")
+        warm_clones = {}
+        for name in installers:
+            warm_clones[name] = clone(rev, tmp / f"warm-{name}")
+            results[name]["warm"] = make_setup(warm_clones[name], envs[name], f"warm-{name}")
+        for name in installers:
+            results[name]["stamp"] = make_setup(warm_clones[name], envs[name], f"stamp-{name}")
+        for name in installers:
+            results[name]["first"] = float("nan")
         if not args.no_run:
-            up, first = run_until_up(warm_clone, env)
-            print(f"make run: cold {cold + up:.0f} s, warm {warm + up:.0f} s until up")
-        venv_size = subprocess.run(
-            ["du", "-sh", str(warm_clone / ".venv")], capture_output=True, text=True, check=False
-        ).stdout.split()[:1]
-        print(f"venv size: {' '.join(venv_size)}; load now {load()}")
+            name = installers[0]
+            up, results[name]["first"] = run_until_up(warm_clones[name], envs[name])
+            cold, warm = results[name]["cold"], results[name]["warm"]
+            print(f"make run ({name}): cold {cold + up:.0f} s, warm {warm + up:.0f} s until up")
+        for name in installers:
+            size = subprocess.run(
+                ["du", "-sh", str(warm_clones[name] / ".venv")],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.split()[:1]
+            print(f"venv size ({name}): {' '.join(size)}")
+        print(f"load now {load()}")
+    for name in installers:
+        r = results[name]
+        print(f"{name}: cold {r['cold']:.0f} s, warm {r['warm']:.0f} s, stamp {r['stamp']:.1f} s")
+    r = results[installers[0]]
     print(
-        f"setup: cold {cold:.0f} s, warm {warm:.0f} s, stamp {stamp:.1f} s; first answer {first:.1f} s"
+        f"setup: cold {r['cold']:.0f} s, warm {r['warm']:.0f} s, stamp {r['stamp']:.1f} s; "
+        f"first answer {r['first']:.1f} s"
     )
 
 
