@@ -170,6 +170,19 @@ def local_lm_binding(environ: dict[str, str]) -> Binding:
     return Binding("source", pin, prebuilt)
 
 
+def project_name(requirement: str) -> str:
+    """``"llama-cpp-prebuilt==1.0  # local-lm-binding"`` -> ``"llama-cpp-prebuilt"``."""
+    return re.split(r"[\s=<>!~;\[#@]", requirement.strip(), maxsplit=1)[0]
+
+
+def other_binding(binding: Binding) -> str | None:
+    """The binding not chosen, to uninstall: both install the ``llama_cpp`` module, and a
+    switch (a requirements edit, ``TRAINBOARD_LOCAL_LM_BUILD``) must not leave the other."""
+    if binding.build == "prebuilt":
+        return SOURCE_BINDING
+    return project_name(binding.prebuilt_line) if binding.prebuilt_line else None
+
+
 def llama_cpp_pin() -> str:
     """The ``llama-cpp-python==X`` that a source build compiles."""
     pin = local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "source"}).source_pin
@@ -461,7 +474,13 @@ def install_with_uv(
     """``uv pip install`` of the requirements (and the wheelhouse's wheel), then NO_DEPS."""
     sources = pip_sources(env)
     env = uv_environment(env, sources)
-    base = [str(uv), "pip", "install", "--python", str(python), *uv_source_args(sources)]
+    if other_binding(binding):
+        uninstall = [str(uv), "pip", "uninstall", "-q", "--python", str(python)]
+        run_step([*uninstall, other_binding(binding)], env, progress)
+    # --compile-bytecode: pip's default; without .pyc files every process compiles what it
+    # imports, every time where PYTHONDONTWRITEBYTECODE is set (14 s of a start went there).
+    base = [str(uv), "pip", "install", "--compile-bytecode", "--python", str(python)]
+    base += uv_source_args(sources)
     with tempfile.TemporaryDirectory(prefix="trainboard-setup-") as scratch:
         files = requirement_files(binding, Path(scratch))
         args = base + [arg for path in files for arg in ("-r", str(path))]
@@ -478,6 +497,9 @@ def install_with_pip(python: Path, binding: Binding, env: dict[str, str], progre
     if subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True).returncode:
         subprocess.run([str(python), "-m", "ensurepip", "-q"], check=True)  # a uv-made venv
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    if other_binding(binding):
+        uninstall = [str(python), "-m", "pip", "uninstall", "-y", "-q", other_binding(binding)]
+        subprocess.run(uninstall, env=env, capture_output=True, check=False)  # if installed
     with tempfile.TemporaryDirectory(prefix="trainboard-setup-") as scratch:
         files = requirement_files(binding, Path(scratch))
         args = pip + [arg for path in files for arg in ("-r", str(path))]

@@ -182,6 +182,7 @@ def test_llama_cpp_python_in_the_requirements_is_built_from_source(tree):
     binding = setup_env.local_lm_binding({})
 
     assert binding == setup_env.Binding("source", "llama-cpp-python==0.3.36", None)
+    assert setup_env.other_binding(binding) is None
     assert setup_env.requirement_files(binding, tree / "scratch")[1] == (
         tree / "requirements-local.txt"
     )
@@ -208,6 +209,9 @@ def test_a_prebuilt_binding_installs_as_named_and_source_build_swaps_it_out(tree
     (tree / "requirements.txt").write_text("")
     (tree / "requirements-dev.txt").write_text("")
     assert setup_env.digest(prebuilt) != setup_env.digest(source)  # a switch reinstalls
+    # and uninstalls the binding not chosen (both install the llama_cpp module)
+    assert setup_env.other_binding(prebuilt) == "llama-cpp-python"
+    assert setup_env.other_binding(source) == "llama-cpp-prebuilt"
 
 
 def test_a_source_build_without_a_pin_or_a_bad_choice_says_what_is_missing(tree):
