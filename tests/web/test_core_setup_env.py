@@ -221,3 +221,8 @@ def test_a_source_build_without_a_pin_or_a_bad_choice_says_what_is_missing(tree)
         setup_env.local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "source"})
     with pytest.raises(SystemExit, match="TRAINBOARD_LOCAL_LM_BUILD must be one of"):
         setup_env.local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "compile"})
+
+
+def test_bytecode_is_compiled_at_install_only_where_python_cannot_cache_it():
+    assert setup_env.compile_bytecode({"PYTHONDONTWRITEBYTECODE": "1"}) is True
+    assert setup_env.compile_bytecode({}) is False
