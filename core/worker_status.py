@@ -111,21 +111,29 @@ def starting_workers(names: list[str]) -> list[str]:
     ]
 
 
+def _in_pool_process(command: str, *args) -> None:
+    """One Redis command from a pool process, on a connection of its own: the process was
+    forked from the worker's main one, whose beacon thread was using the shared client."""
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=PING_TIMEOUT, socket_connect_timeout=PING_TIMEOUT
+    )
+    try:
+        getattr(client, command)(*args)
+    except redis.RedisError as exc:
+        logger.warning("model loading not noted (%s): %s: %s", command, type(exc).__name__, exc)
+    finally:
+        client.close()
+
+
 def loading_started(worker: str, pid: int) -> None:
     """A pool process of ``worker`` starts loading the local models (the worker is
     "starting" until :func:`loading_finished`, or :data:`LOADING_AT_MOST` seconds)."""
-    try:
-        _client(settings.REDIS_URL).zadd(LOADING_KEY.format(worker=worker), {str(pid): time.time()})
-    except redis.RedisError as exc:
-        logger.warning("model loading not registered: %s: %s", type(exc).__name__, exc)
+    _in_pool_process("zadd", LOADING_KEY.format(worker=worker), {str(pid): time.time()})
 
 
 def loading_finished(worker: str, pid: int) -> None:
     """That pool process has loaded its models (or failed to: the run says why)."""
-    try:
-        _client(settings.REDIS_URL).zrem(LOADING_KEY.format(worker=worker), str(pid))
-    except redis.RedisError as exc:
-        logger.warning("model loading not unregistered: %s: %s", type(exc).__name__, exc)
+    _in_pool_process("zrem", LOADING_KEY.format(worker=worker), str(pid))
 
 
 class Beacon(threading.Thread):
