@@ -2,6 +2,11 @@
 PYTHON ?= python3
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
+# pytest-xdist processes for `make test` (0: one process). The live-stack tests and the
+# real-model tests each stay on one process (conftest.py), so 2 is safe; on a 2-core machine
+# it did not pay (README, "Tests"), hence 0.
+PYTEST_WORKERS ?= 0
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 .PHONY: run test setup lint format
 
@@ -13,7 +18,7 @@ run: setup
 	@$(VENV_PY) scripts/run.py
 
 test: setup
-	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 lint:
 	.venv/bin/lint-imports

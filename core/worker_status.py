@@ -18,6 +18,14 @@ starts one background refresh (unless one is already running) and returns the an
 has. Only the very first request of a process waits, at most :data:`FIRST_ANSWER_WAIT`
 seconds, for the first read. A worker counts as alive while it beat within :func:`max_age`
 seconds, so a stopped (or killed) worker shows as down within ``max_age`` seconds.
+
+A worker that has started but still loads its local models is "starting", not down: its
+beacon starts on ``worker_init`` (before the pool forks, seconds after the process starts)
+saying ``starting``, each pool process registers in :data:`LOADING_KEY` while it preloads
+the models (:func:`loading_started` / :func:`loading_finished`, from ``project/celery.py``),
+and the beat says ``ready`` once the worker is ready (``worker_ready``) and no pool process
+of it is loading. ``/healthz`` answers 200 with ``worker: starting`` meanwhile, and the
+header says "worker: starting (loading models)".
 """
 
 from __future__ import annotations
@@ -42,6 +50,16 @@ PING_TIMEOUT = 2.0
 FIRST_ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
 #: Beats older than this are removed by the beating workers (names of workers long gone).
 FORGET_AFTER = 24 * 3600
+#: What each beating worker last said it is: :data:`STARTING` or :data:`READY` (a hash).
+STATES_KEY = "trainboard:workers:states"
+#: Per worker, its pool processes that are loading models (sorted set: pid -> since when).
+LOADING_KEY = "trainboard:workers:loading:{worker}"
+#: A pool process killed while loading never says it finished: it counts this long at most.
+LOADING_AT_MOST = 600.0
+STARTING = "starting"
+READY = "ready"
+#: Seconds between two beats of a starting worker.
+STARTING_BEAT = 1.0
 
 _lock = threading.Lock()  # guards the three names below
 _first_answer = threading.Event()
@@ -69,21 +87,70 @@ def beating_workers() -> list[str]:
     except redis.RedisError as exc:  # Redis down or stalled: no worker can be reached either
         logger.warning("worker beats not read: %s: %s", type(exc).__name__, exc)
         return []
-    return sorted(name.decode() if isinstance(name, bytes) else name for name in names)
+    return sorted(_text(name) for name in names)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def starting_workers(names: list[str]) -> list[str]:
+    """Those of ``names`` whose last beat said :data:`STARTING` ([] if Redis could not be
+    asked; a worker that never said, an older one, counts as ready)."""
+    if not names:
+        return []
+    try:
+        states = _client(settings.REDIS_URL).hmget(STATES_KEY, names)
+    except redis.RedisError as exc:
+        logger.warning("worker states not read: %s: %s", type(exc).__name__, exc)
+        return []
+    return [
+        name
+        for name, state in zip(names, states, strict=True)
+        if state and _text(state) == STARTING
+    ]
+
+
+def _in_pool_process(command: str, *args) -> None:
+    """One Redis command from a pool process, on a connection of its own: the process was
+    forked from the worker's main one, whose beacon thread was using the shared client."""
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=PING_TIMEOUT, socket_connect_timeout=PING_TIMEOUT
+    )
+    try:
+        getattr(client, command)(*args)
+    except redis.RedisError as exc:
+        logger.warning("model loading not noted (%s): %s: %s", command, type(exc).__name__, exc)
+    finally:
+        client.close()
+
+
+def loading_started(worker: str, pid: int) -> None:
+    """A pool process of ``worker`` starts loading the local models (the worker is
+    "starting" until :func:`loading_finished`, or :data:`LOADING_AT_MOST` seconds)."""
+    _in_pool_process("zadd", LOADING_KEY.format(worker=worker), {str(pid): time.time()})
+
+
+def loading_finished(worker: str, pid: int) -> None:
+    """That pool process has loaded its models (or failed to: the run says why)."""
+    _in_pool_process("zrem", LOADING_KEY.format(worker=worker), str(pid))
 
 
 class Beacon(threading.Thread):
     """A worker's proof of life: its name and the time, in :data:`BEACON_KEY`, every
-    ``TRAINBOARD_WORKER_STATUS_TTL`` seconds until :meth:`stop` (which removes the name).
+    ``TRAINBOARD_WORKER_STATUS_TTL`` seconds until :meth:`stop` (which removes the name),
+    and its state in :data:`STATES_KEY`: :data:`STARTING` until :meth:`mark_ready` and
+    while a pool process of it loads models, :data:`READY` after.
 
     Args:
         name: the worker's name (``celery@host``), as the indicator lists it.
 
     Example:
         >>> beacon = Beacon("celery@host")
-        >>> beacon.start()
-        >>> beating_workers()
+        >>> beacon.start()  # on worker_init: "starting"
+        >>> starting_workers(beating_workers())
         ['celery@host']
+        >>> beacon.mark_ready()  # on worker_ready, no model loading left: "ready"
         >>> beacon.stop()
     """
 
@@ -91,13 +158,28 @@ class Beacon(threading.Thread):
         super().__init__(name="worker-beacon", daemon=True)
         self.worker = name
         self.stopped = threading.Event()
+        self.ready = threading.Event()
+        self.last_state = STARTING
+
+    def state(self, client: redis.Redis, now: float) -> str:
+        """:data:`READY` once marked ready with no pool process of it loading models."""
+        if not self.ready.is_set():
+            return STARTING
+        loading = client.zcount(
+            LOADING_KEY.format(worker=self.worker), now - LOADING_AT_MOST, "+inf"
+        )
+        return STARTING if loading else READY
 
     def beat(self) -> None:
         now = time.time()
         try:
             client = _client(settings.REDIS_URL)
-            client.zadd(BEACON_KEY, {self.worker: now})
-            client.zremrangebyscore(BEACON_KEY, "-inf", now - FORGET_AFTER)
+            state = self.last_state = self.state(client, now)
+            with client.pipeline(transaction=False) as pipe:
+                pipe.zadd(BEACON_KEY, {self.worker: now})
+                pipe.hset(STATES_KEY, self.worker, state)
+                pipe.zremrangebyscore(BEACON_KEY, "-inf", now - FORGET_AFTER)
+                pipe.execute()
         except redis.RedisError as exc:  # the next beat tries again
             logger.warning("worker beat not written: %s: %s", type(exc).__name__, exc)
 
@@ -107,15 +189,29 @@ class Beacon(threading.Thread):
         super().start()
 
     def run(self) -> None:
-        while not self.stopped.wait(settings.TRAINBOARD_WORKER_STATUS_TTL):
+        while not self.stopped.wait(self._period()):
             self.beat()
+
+    def _period(self) -> float:
+        """Every TTL; while starting, every :data:`STARTING_BEAT` s, so "ready" shows soon."""
+        ttl = settings.TRAINBOARD_WORKER_STATUS_TTL
+        return ttl if self.last_state == READY else min(ttl, STARTING_BEAT)
+
+    def mark_ready(self) -> None:
+        """The worker consumes tasks (``worker_ready``): "ready" from the next beat on, once
+        no pool process of it loads models. Beats at once."""
+        self.ready.set()
+        self.beat()
 
     def stop(self) -> None:
         """Stop beating and remove the name: a stopped worker shows as down at the next read."""
         self.stopped.set()
         self.join(timeout=2 * PING_TIMEOUT)
         try:
-            _client(settings.REDIS_URL).zrem(BEACON_KEY, self.worker)
+            with _client(settings.REDIS_URL).pipeline(transaction=False) as pipe:
+                pipe.zrem(BEACON_KEY, self.worker)
+                pipe.hdel(STATES_KEY, self.worker)
+                pipe.execute()
         except redis.RedisError as exc:
             logger.warning("worker beat not removed (%s); it goes stale by itself", exc)
 
@@ -129,10 +225,11 @@ def _refresh() -> None:
     global _last_read, _last_seen, _refreshing
     try:
         workers = beating_workers()
+        starting = starting_workers(workers)
         with _lock:
             _last_read = time.time()
             if workers:
-                _last_seen = (_last_read, workers)
+                _last_seen = (_last_read, workers, starting)
         _first_answer.set()
     finally:
         with _lock:
@@ -142,8 +239,11 @@ def _refresh() -> None:
 def _start_refresh_if_stale() -> None:
     global _refreshing
     with _lock:
+        # A worker ready to take runs: read again every TTL; none (or only starting ones):
+        # again within a second, so a recovery or the end of a start shows at once.
         found = _last_seen is not None and _last_seen[0] == _last_read
-        period = settings.TRAINBOARD_WORKER_STATUS_TTL if found else RETRY_WHEN_DOWN
+        ready = found and len(_last_seen[2]) < len(_last_seen[1])
+        period = settings.TRAINBOARD_WORKER_STATUS_TTL if ready else RETRY_WHEN_DOWN
         fresh = _last_read and time.time() - _last_read < period
         if fresh or _refreshing:
             return
@@ -152,15 +252,18 @@ def _start_refresh_if_stale() -> None:
 
 
 def worker_status() -> dict:
-    """The shared answer: ``{"alive": bool, "workers": [...], "checked_at": epoch s or None}``.
+    """The shared answer: ``{"state", "alive", "starting", "workers", "checked_at"}``.
 
     Returns:
-        ``alive`` when a worker beat within :func:`max_age` seconds, with the
-        workers that beat; ``checked_at`` is when the last read finished (None: none yet).
+        ``state``: "alive" when a worker that beat within :func:`max_age` seconds is ready
+        to take runs, "starting" when the workers that beat all still load their models,
+        "down" when none beat. ``alive`` and ``starting`` say the same as booleans;
+        ``workers`` are those that beat; ``checked_at`` is when the last read finished
+        (None: none yet).
 
     Example:
-        >>> worker_status()["alive"]
-        True
+        >>> worker_status()["state"]
+        'alive'
     """
     _start_refresh_if_stale()
     if not _first_answer.is_set():
@@ -168,8 +271,17 @@ def worker_status() -> dict:
     with _lock:
         last_read, last_seen = _last_read, _last_seen
     if last_seen is None or time.time() - last_seen[0] > max_age():
-        return {"alive": False, "workers": [], "checked_at": last_read}
-    return {"alive": True, "workers": last_seen[1], "checked_at": last_read}
+        state, workers = "down", []
+    else:
+        _, workers, starting = last_seen
+        state = "starting" if len(starting) == len(workers) else "alive"
+    return {
+        "state": state,
+        "alive": state == "alive",
+        "starting": state == "starting",
+        "workers": workers,
+        "checked_at": last_read,
+    }
 
 
 def forget() -> None:

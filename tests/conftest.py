@@ -21,7 +21,8 @@ Using it from another app's tests
 ---------------------------------
 * ``live_stack.url`` (ends with "/"), ``.username``, ``.password``, ``.user_id``.
 * Seed data in the live database with ``live_stack.manage("loaddata", path)`` or your own
-  management command (``live_stack.manage("shell", "-c", code)`` also works). Do NOT use
+  management command (``live_stack.shell(code)`` runs Python there and returns what it
+  printed, in one Django process for the session: tests/live_shell.py). Do NOT use
   the ``db`` fixture for live data: that is another database.
 * Tasks queued from the test process (``task.delay()``) go to the same broker queue and
   are executed by the live worker, against the live database.
@@ -38,13 +39,14 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from core.local_runtime import launcher
+from tests.live_shell import LiveShell
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TRAINBOARD_CHROMIUM", "/usr/bin/chromium")
@@ -70,10 +72,16 @@ class LiveStack:
     user_id: int
     env: dict
     stack: launcher.Stack
+    live_shell: LiveShell = field(default=None, repr=False)
 
     def manage(self, *args: str, check: bool = True):
         """Run ``manage.py <args>`` against the live database; returns CompletedProcess."""
         return self.stack.manage(*args, check=check)
+
+    def shell(self, code: str) -> str:
+        """What ``manage.py shell -c code`` prints, from one Django process for the session
+        (tests/live_shell.py: not a Django start per call)."""
+        return self.live_shell.run(code)
 
 
 def _postgres_database(url: str):
@@ -124,7 +132,10 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         asgi_application=TEST_ASGI_APPLICATION,
     )
 
+    live_shell = LiveShell(env, BASE_DIR, log=var_dir / "log" / "live_shell.log")
+
     def stop():
+        live_shell.close()
         stack.stop()
         if drop_db:
             drop_db()
@@ -135,21 +146,19 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         stack.start_reaper()  # as make run does: pages only read, the reaper fails lost runs
         stack.start_web()
         user_id = int(
-            stack.manage(
-                "shell",
-                "-c",
+            live_shell.run(
                 "from django.contrib.auth import get_user_model as g;"
-                "print(g().objects.get(username='tester').pk)",
-            )
-            .stdout.strip()
-            .splitlines()[-1]
+                "print(g().objects.get(username='tester').pk)"
+            ).strip()
         )
         stack.wait_until_up(timeout=60)
         stack.wait_for_worker(timeout=60)
     except BaseException:
         stop()
         raise
-    live = LiveStack(stack.url, "tester", env["TRAINBOARD_INITIAL_PASSWORD"], user_id, env, stack)
+    live = LiveStack(
+        stack.url, "tester", env["TRAINBOARD_INITIAL_PASSWORD"], user_id, env, stack, live_shell
+    )
     return live, stop
 
 

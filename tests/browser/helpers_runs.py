@@ -10,8 +10,9 @@ from pathlib import Path
 
 
 def shell(live_stack, code: str) -> str:
-    """Run Python in ``manage.py shell`` against the live database; returns the last line."""
-    out = live_stack.manage("shell", "-c", code).stdout.strip().splitlines()
+    """Run Python against the live database (as ``manage.py shell -c`` would, in the
+    session's one Django process: ``LiveStack.shell``); returns the last line it printed."""
+    out = live_stack.shell(code).strip().splitlines()
     return out[-1] if out else ""
 
 

@@ -9,13 +9,6 @@ import pytest
 from core import health, worker_status
 
 
-@pytest.fixture
-def user_client(client, django_user_model):
-    user = django_user_model.objects.create_user("bob", password="a-long-password-2")
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.smoke
 @pytest.mark.django_db
 def test_settings_page_names_configured_providers_never_values(user_client, monkeypatch, settings):

@@ -64,7 +64,7 @@ def test_progress_prints_elapsed_and_step_until_stopped():
     assert len(lines) == printed  # nothing after the install ended
 
 
-def test_run_pip_echoes_output_and_names_the_current_step(capsys):
+def test_run_step_echoes_output_and_names_the_current_step(capsys):
     script = (
         "print('Collecting Django==5.2 (from -r requirements.txt (line 2))');"
         "print('Building wheel for llama-cpp-python (pyproject.toml): started');"
@@ -72,17 +72,17 @@ def test_run_pip_echoes_output_and_names_the_current_step(capsys):
     )
     progress = setup_env.Progress(interval=60)
 
-    setup_env.run_pip([sys.executable, "-c", script], {}, progress)
+    setup_env.run_step([sys.executable, "-c", script], {}, progress)
 
     assert progress.step == "Building wheel for llama-cpp-python (pyproject.toml)"
     assert "Collecting Django==5.2 (from -r requirements.txt" in capsys.readouterr().out
 
 
-def test_run_pip_failure_raises_with_pips_exit_code():
+def test_run_step_failure_raises_with_pips_exit_code():
     progress = setup_env.Progress(interval=60)
 
     with pytest.raises(subprocess.CalledProcessError) as caught:
-        setup_env.run_pip([sys.executable, "-c", "raise SystemExit(3)"], {}, progress)
+        setup_env.run_step([sys.executable, "-c", "raise SystemExit(3)"], {}, progress)
 
     assert caught.value.returncode == 3
 
@@ -125,3 +125,104 @@ def test_wheelhouse_is_the_same_for_every_clone(tmp_path, monkeypatch):
     monkeypatch.setattr(setup_env, "LLAMA_CPP_CMAKE_ARGS", flags)
     monkeypatch.setattr(setup_env, "BINDINGS_ONLY_CMAKE", other)
     assert setup_env.wheelhouse(environ) == house
+
+
+PIP_CONFIG = """\
+:env:.find-links='/opt/wheels'
+:env:.index-url='https://mirror.example/simple'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.cert='/etc/ssl/certs/ca-certificates.crt'
+global.index-url='https://ignored.example/simple'
+global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
+global.find-links='/opt/wheels /srv/more-wheels'
+global.timeout='60'
+"""
+
+
+def test_pip_configuration_becomes_uvs_sources():
+    """uv reads no pip configuration: the sources pip is configured with are handed over,
+    all indexes counting alike as in pip (so a local CPU torch wins as it does for pip)."""
+    sources = setup_env.parse_pip_config(PIP_CONFIG)
+
+    assert sources == {
+        "find-links": ["/opt/wheels", "/srv/more-wheels"],
+        "index-url": ["https://mirror.example/simple"],  # the environment wins, as in pip
+        "constraint": ["/etc/xdg/pip/constraints.txt"],
+        "cert": ["/etc/ssl/certs/ca-certificates.crt"],
+        "extra-index-url": ["file:///opt/pypi/simple", "file:///opt/pypi-more/simple"],
+    }
+    args = setup_env.uv_source_args(sources)
+    assert args[:2] == ["--index-strategy", "unsafe-best-match"]
+    assert args[2:] == [
+        "--index-url", "https://mirror.example/simple",
+        "--extra-index-url", "file:///opt/pypi/simple",
+        "--extra-index-url", "file:///opt/pypi-more/simple",
+        "--find-links", "/opt/wheels",
+        "--find-links", "/srv/more-wheels",
+        "--constraint", "/etc/xdg/pip/constraints.txt",
+    ]  # fmt: skip
+    assert setup_env.uv_environment({}, sources)["SSL_CERT_FILE"] == sources["cert"][0]
+
+
+def test_no_pip_configuration_means_pypi_alone():
+    assert setup_env.parse_pip_config("") == {}
+    assert setup_env.uv_source_args({}) == ["--index-strategy", "unsafe-best-match"]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A project folder of its own for the requirements files the binding is read from."""
+    monkeypatch.setattr(setup_env, "BASE_DIR", tmp_path)
+    return tmp_path
+
+
+def test_llama_cpp_python_in_the_requirements_is_built_from_source(tree):
+    (tree / "requirements-local.txt").write_text("torch==2.13.0\nllama-cpp-python==0.3.36\n")
+
+    binding = setup_env.local_lm_binding({})
+
+    assert binding == setup_env.Binding("source", "llama-cpp-python==0.3.36", None)
+    assert setup_env.other_binding(binding) is None
+    assert setup_env.requirement_files(binding, tree / "scratch")[1] == (
+        tree / "requirements-local.txt"
+    )
+
+
+def test_a_prebuilt_binding_installs_as_named_and_source_build_swaps_it_out(tree):
+    """Switching the binding is one line of requirements-local.txt;
+    TRAINBOARD_LOCAL_LM_BUILD=source builds requirements-local-source.txt's pin instead."""
+    line = "llama-cpp-prebuilt==1.0  # local-lm-binding"
+    (tree / "requirements-local.txt").write_text(f"torch==2.13.0\n{line}\nnumpy==2.4.6\n")
+    (tree / "requirements-local-source.txt").write_text("llama-cpp-python==0.3.36\n")
+
+    prebuilt = setup_env.local_lm_binding({})
+    source = setup_env.local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "source"})
+
+    assert prebuilt == setup_env.Binding("prebuilt", None, line)
+    assert source == setup_env.Binding("source", "llama-cpp-python==0.3.36", line)
+    assert setup_env.llama_cpp_pin() == "llama-cpp-python==0.3.36"
+    scratch = tree / "scratch"
+    scratch.mkdir()
+    assert setup_env.requirement_files(prebuilt, scratch)[1] == tree / "requirements-local.txt"
+    trimmed = setup_env.requirement_files(source, scratch)[1]
+    assert trimmed.read_text() == "torch==2.13.0\nnumpy==2.4.6\n"
+    (tree / "requirements.txt").write_text("")
+    (tree / "requirements-dev.txt").write_text("")
+    assert setup_env.digest(prebuilt) != setup_env.digest(source)  # a switch reinstalls
+    # and uninstalls the binding not chosen (both install the llama_cpp module)
+    assert setup_env.other_binding(prebuilt) == "llama-cpp-python"
+    assert setup_env.other_binding(source) == "llama-cpp-prebuilt"
+
+
+def test_a_source_build_without_a_pin_or_a_bad_choice_says_what_is_missing(tree):
+    (tree / "requirements-local.txt").write_text("llama-cpp-prebuilt==1.0  # local-lm-binding\n")
+
+    with pytest.raises(SystemExit, match="requirements-local-source.txt"):
+        setup_env.local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "source"})
+    with pytest.raises(SystemExit, match="TRAINBOARD_LOCAL_LM_BUILD must be one of"):
+        setup_env.local_lm_binding({"TRAINBOARD_LOCAL_LM_BUILD": "compile"})
+
+
+def test_bytecode_is_compiled_at_install_only_where_python_cannot_cache_it():
+    assert setup_env.compile_bytecode({"PYTHONDONTWRITEBYTECODE": "1"}) is True
+    assert setup_env.compile_bytecode({}) is False

@@ -94,3 +94,92 @@ def test_a_beat_older_than_the_limit_does_not_count(settings):
         assert name not in worker_status.beating_workers()
     finally:
         client.zrem(worker_status.BEACON_KEY, name)
+
+
+class _StandInWorker:
+    """What Celery's ``worker_init`` sends (the WorkController): its name, and an app of its
+    own, so that Celery's Django fixup leaves the test process alone (it skips workers of
+    other apps)."""
+
+    def __init__(self, hostname: str):
+        from celery import Celery
+
+        self.hostname = hostname
+        self.app = Celery("stand-in", fixups=[])  # no Django fixup of its own either
+
+
+def _until(read, expected, timeout: float = 10.0):
+    """Poll ``read()`` until it gives ``expected``; the last value read."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+        value = read()
+    return value
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_loading_its_models_is_starting_not_down(user_client, settings, private_redis):
+    """From ``worker_init`` on (seconds after the worker process starts, before the pool
+    forks), the worker beats "starting": /healthz answers 200 "worker: starting" and the
+    header says so, not 503 "worker down", while its pool processes load the models; once
+    ready with the models loaded it is "up"; after shutdown "down". The real Celery signals
+    and the receivers in project/celery.py, on a real (private) Redis."""
+    from celery.signals import worker_init, worker_ready, worker_shutdown
+
+    import project.celery  # noqa: F401  (connects the receivers)
+
+    for name, value in private_redis.settings().items():
+        setattr(settings, name, value)
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.5
+    worker_status.forget()
+    health.forget()
+
+    def healthz():
+        health.forget()
+        response = user_client.get("/healthz")
+        return response.status_code, response.json()["worker"], response.json()["status"]
+
+    def indicator():
+        return user_client.get("/status/worker/", headers={"HX-Request": "true"}).content.decode()
+
+    name = f"starting-{time.time_ns()}@test"
+    try:
+        worker_init.send(sender=_StandInWorker(name))
+        assert _until(healthz, (200, "starting", "starting")) == (200, "starting", "starting")
+        assert "worker: starting (loading models)" in indicator()
+        assert 'data-state="starting"' in indicator()
+
+        worker_status.loading_started(name, 4242)  # a pool process preloads the models
+        worker_ready.send(sender=None)
+        time.sleep(3 * settings.TRAINBOARD_WORKER_STATUS_TTL)  # beats go on meanwhile
+        assert healthz() == (200, "starting", "starting")
+
+        worker_status.loading_finished(name, 4242)
+        assert _until(healthz, (200, "up", "up")) == (200, "up", "up")
+        assert "worker: alive" in indicator()
+    finally:
+        worker_shutdown.send(sender=None)
+    status = _until(healthz, (503, "down", "down"))
+    assert status == (503, "down", "down")
+    assert "worker: not running" in indicator()
+    worker_status.forget()
+    health.forget()
+
+
+def test_a_pool_process_killed_while_loading_stops_counting_after_the_bound(settings, monkeypatch):
+    """A killed pool process never says it finished: its entry counts LOADING_AT_MOST s."""
+    import redis
+
+    name = f"killed-loader-{time.time_ns()}@test"
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    key = worker_status.LOADING_KEY.format(worker=name)
+    beacon = worker_status.Beacon(name)
+    beacon.ready.set()
+    try:
+        client.zadd(key, {"999": time.time() - worker_status.LOADING_AT_MOST - 1})
+        assert beacon.state(client, time.time()) == worker_status.READY
+        worker_status.loading_started(name, 1000)
+        assert beacon.state(client, time.time()) == worker_status.STARTING
+    finally:
+        client.delete(key)
