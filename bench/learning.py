@@ -22,7 +22,8 @@ fit: validation split 0.25, batch size 8, fit seed = optimizer seed = the run's 
 
 - ``zero-shot``: the untrained program (the "before" of every row).
 - ``rfs``: RandomFewShot, 1 epoch, 1-3 examples, 4 candidates.
-- ``omega``: OMEGA, 1 epoch, few-shot on (1-3 examples), DNS on ``local/minilm``.
+- ``omega``: OMEGA, 1 epoch, few-shot on (1-3 examples), DNS on ``local/minilm``; its
+  mutations on ``local/smollm2`` with ``max_tokens=384`` (as ``bench/omega.py``).
 - ``nearest``: NearestFewShot (``--k`` neighbours, vote hint on unless ``--no-vote``).
 - ``knn``: the reference: majority label of the ``--k`` nearest training rows of the fit's
   training part (the rows NearestFewShot pools) by MiniLM cosine (ties: the nearest's label).
@@ -118,8 +119,13 @@ def make_optimizer(kind: str, seed: int, lm, em, args):
             nb_min_examples=1, nb_max_examples=3, nb_candidates=4, seed=seed
         )
     if kind == "omega":
+        # its own LM object: the same local model, room for its reasoning and a whole prompt
+        # (the task's 32 tokens cut every rewrite to a stub such as "The task")
+        optimizer_lm = synalinks.LanguageModel(
+            model="local/smollm2", temperature=0.0, max_tokens=384, cache="memory"
+        )
         return synalinks.optimizers.OMEGA(
-            language_model=lm,
+            language_model=optimizer_lm,
             embedding_model=em,
             few_shot_learning=True,
             nb_min_examples=1,
