@@ -116,7 +116,7 @@ class Decoder:
         #: Prompt tokens whose keys/values this instance holds, whole blocks only.
         self.held: list[int] = []
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
-        self._candidates["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        self._ids = np.arange(self._n_vocab, dtype=np.int32)
         self._one = (llama_cpp.llama_token_data * 1)()
 
     # -- the prompt --------------------------------------------------------------------------
@@ -148,6 +148,9 @@ class Decoder:
 
     # -- sampling ----------------------------------------------------------------------------
     def _array(self, logits: np.ndarray) -> Any:
+        """``logits`` as a llama.cpp candidate array (the samplers sort it in place, so every
+        field is written again)."""
+        self._candidates["id"] = self._ids
         self._candidates["logit"] = logits
         self._candidates["p"] = 0.0
         return self._lib.llama_token_data_array(
@@ -160,9 +163,7 @@ class Decoder:
     def _allowed(self, grammar: Any, token: int) -> bool:
         """Whether the grammar accepts ``token`` next (checks this one token only)."""
         self._one[0].id, self._one[0].logit, self._one[0].p = token, 1.0, 0.0
-        single = self._lib.llama_token_data_array(
-            data=self._one, size=1, selected=-1, sorted=False
-        )
+        single = self._lib.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
         self._lib.llama_sampler_apply(grammar, ctypes.byref(single))
         return not math.isinf(self._one[0].logit)
 
@@ -172,11 +173,9 @@ class Decoder:
             return int(np.argmax(logits))
         array = self._array(logits)
         self._lib.llama_sampler_apply(chain, ctypes.byref(array))
-        return int(self._candidates["id"][array.selected]) if array.data else -1
+        return int(array.data[array.selected].id)
 
-    def _sample(
-        self, logits: np.ndarray, chain: Any, grammar: Any | None, counts: Counts
-    ) -> int:
+    def _sample(self, logits: np.ndarray, chain: Any, grammar: Any | None, counts: Counts) -> int:
         token = self._pick(logits, chain)
         if grammar is None:
             return token
@@ -222,9 +221,7 @@ class Decoder:
         prompt = self.prompt_tokens(messages)
         n_ctx = self.llama.n_ctx()
         if len(prompt) >= n_ctx:
-            raise ValueError(
-                f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}"
-            )
+            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}")
         max_tokens = min(max_tokens, n_ctx - len(prompt)) if max_tokens > 0 else n_ctx - len(prompt)
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         stops.append(self._eos_text)
@@ -237,9 +234,7 @@ class Decoder:
             chain = self._chain(float(temperature), top_p, int(seed) & 0xFFFFFFFF)
         sampler = None
         if grammar is not None:
-            sampler = lib.llama_sampler_init_grammar(
-                self._vocab, grammar.encode("utf-8"), b"root"
-            )
+            sampler = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
             if not sampler:
                 raise ValueError("llama.cpp refused the grammar built from the JSON schema")
         generated: list[int] = []
