@@ -40,6 +40,7 @@ import ctypes
 import hashlib
 import json
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,10 @@ BLOCK_TOKENS = 32
 TOP_K = 40
 TOP_P = 0.95
 MIN_P = 0.05
+
+#: Tokens the grammar is applied to when the sampled one is rejected (before the whole
+#: vocabulary): the best ones by logit.
+SHORTLIST = 256
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
@@ -176,18 +181,37 @@ class Decoder:
         return int(array.data[array.selected].id)
 
     def _sample(self, logits: np.ndarray, chain: Any, grammar: Any | None, counts: Counts) -> int:
+        """Sample, then check the one token against the grammar; on a rejection constrain the
+        :data:`SHORTLIST` best tokens, and the whole vocabulary only when too few of them
+        are allowed. Each step picks what the grammar applied to the whole vocabulary would:
+        greedy needs one allowed token in the shortlist (the best allowed one overall is
+        then among them), sampling needs TOP_K of them (then the TOP_K best allowed tokens
+        overall, all that top-k keeps, are among them)."""
         token = self._pick(logits, chain)
         if grammar is None:
             return token
         counts.grammar_checks += 1
         if self._allowed(grammar, token):
             return token
-        counts.grammar_full_passes += 1  # rejected: constrain the whole vocabulary, then pick
-        array = self._array(logits)
+        best = np.argpartition(logits, -SHORTLIST)[-SHORTLIST:]
+        short = np.zeros(SHORTLIST, dtype=_TOKEN_DATA)
+        short["id"], short["logit"] = best, logits[best]
+        array = self._lib.llama_token_data_array(
+            data=short.ctypes.data_as(self._lib.llama_token_data_p),
+            size=SHORTLIST,
+            selected=-1,
+            sorted=False,
+        )
         self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
-        masked = self._candidates["logit"].copy()
-        if chain is None:
-            return int(np.argmax(masked))
+        allowed = np.isfinite(short["logit"])
+        if allowed.sum() >= (1 if chain is None else TOP_K):
+            masked = np.full_like(logits, -np.inf)
+            masked[short["id"][allowed]] = short["logit"][allowed]
+        else:
+            counts.grammar_full_passes += 1  # constrain the whole vocabulary
+            array = self._array(logits)
+            self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
+            masked = self._candidates["logit"].copy()
         return self._pick(masked, chain)
 
     def _chain(self, temperature: float, top_p: float, seed: int) -> Any:
@@ -224,6 +248,7 @@ class Decoder:
             raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}")
         max_tokens = min(max_tokens, n_ctx - len(prompt)) if max_tokens > 0 else n_ctx - len(prompt)
         stops = [stop] if isinstance(stop, str) else list(stop or [])
+        watch = [s for s in stops if s]  # the end-of-turn text is an end-of-generation token
         stops.append(self._eos_text)
         top_p = TOP_P if top_p is None else float(top_p)
         counts = Counts(prompt_tokens=len(prompt))
@@ -239,9 +264,10 @@ class Decoder:
                 raise ValueError("llama.cpp refused the grammar built from the JSON schema")
         generated: list[int] = []
         finish_reason = "length"
-        text = b""
         try:
+            started = time.perf_counter()
             counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt)
+            prompt_seconds = time.perf_counter() - started
             while len(generated) < max_tokens:
                 logits = self._logits()
                 token = self._sample(logits, chain, sampler, counts)
@@ -251,8 +277,10 @@ class Decoder:
                 if sampler is not None:
                     lib.llama_sampler_accept(sampler, token)
                 generated.append(token)
-                text = self.llama.detokenize(generated, prev_tokens=prompt)
-                if any(s and s.encode("utf-8") in text for s in stops):
+                if watch and any(
+                    s.encode("utf-8") in self.llama.detokenize(generated, prev_tokens=prompt)
+                    for s in watch
+                ):
                     finish_reason = "stop"
                     break
                 if len(generated) < max_tokens:
@@ -262,6 +290,8 @@ class Decoder:
                 lib.llama_sampler_free(sampler)
             if chain is not None:
                 lib.llama_sampler_free(chain)
+        generation_seconds = time.perf_counter() - started - prompt_seconds
+        text = self.llama.detokenize(generated, prev_tokens=prompt)
         content = text.decode("utf-8", errors="ignore")
         for s in stops:
             if s and s in content:
@@ -284,4 +314,6 @@ class Decoder:
                 "grammar_checks": counts.grammar_checks,
                 "grammar_full_passes": counts.grammar_full_passes,
             },
+            # where the call's time went (bench/local_throughput.py)
+            "timings": {"prompt_seconds": prompt_seconds, "generation_seconds": generation_seconds},
         }
