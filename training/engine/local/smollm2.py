@@ -99,6 +99,27 @@ def instance_count() -> int:
     return _settings()[0]
 
 
+def threads_per_instance() -> int:
+    """llama.cpp threads one call keeps busy (the core slots it takes, see core_slots.py)."""
+    return _settings()[1]
+
+
+_core_slots: Any = None
+
+
+def core_slots() -> Any:
+    """This machine's :class:`CoreSlots` (one per core), or None when
+    TRAINBOARD_LOCAL_LM_CORE_SLOTS=0 turns the machine-wide limit off."""
+    global _core_slots
+    if os.environ.get("TRAINBOARD_LOCAL_LM_CORE_SLOTS", "1") == "0":
+        return None
+    if _core_slots is None:
+        from training.engine.local.core_slots import CoreSlots
+
+        _core_slots = CoreSlots(os.cpu_count() or 1)
+    return _core_slots
+
+
 def _get_pool() -> Any:
     """The process-wide :class:`InstancePool` of decoders, filled on first call (under a lock).
 
