@@ -48,8 +48,8 @@ import numpy as np
 
 #: Prompt tokens per evaluation block; only whole blocks are kept for the next call. Smaller
 #: blocks keep more of a shared prefix (at most BLOCK_TOKENS - 1 of it is evaluated again) but
-#: make more, smaller llama.cpp batches; 32 measured as fast as one 512-token batch on 2 cores
-#: (bench/local_throughput.py prints the prompt-eval rate).
+#: make more, smaller llama.cpp batches; a 562-token prompt in blocks of 32, 64 or one batch of
+#: 512 evaluated at the same rate within noise on the 2-core machine, one thread.
 BLOCK_TOKENS = 32
 #: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
 #: its repeat penalty defaults to 1.0, i.e. off).
