@@ -142,7 +142,7 @@ def measure_rates() -> dict:
         runs[kind] = {
             "tokens": usage["completion_tokens"],
             "seconds": seconds,
-            # generation only: the prompt's last (partial) block is evaluated again each call
+            # generation only: the prompt's last tokens are evaluated again each call
             "tok_s": usage["completion_tokens"] / result["timings"]["generation_seconds"],
             "evaluated": usage["prompt_tokens_evaluated"],
             "full_passes": usage["grammar_full_passes"],
@@ -252,6 +252,9 @@ async def run_fit(spec: dict) -> dict:
         else max(0, eval_tokens - usage.completion_tokens),
         "evaluated_exact": exact,
         "completion_tokens": usage.completion_tokens,
+        "decode_seconds": round(
+            (totals.get("prompt_ms", 0) + totals.get("generation_ms", 0)) / 1000, 1
+        ),
         "test_reward": after,
     }
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from training.engine.local import smollm2
-from training.engine.local.decoding import BLOCK_TOKENS, Decoder, shared_blocks
+from training.engine.local.decoding import Decoder, batches, shared_prefix
 from training.engine.local.instance_pool import InstancePool
 
 pytestmark = pytest.mark.slow
@@ -108,9 +108,8 @@ def test_the_shared_prefix_is_evaluated_once(instances):
     second = decoder.complete(_messages(QUESTIONS[1]), temperature=0.0, max_tokens=4)["usage"]
     assert first["prompt_tokens_evaluated"] == first["prompt_tokens"]
     question_tokens = len(instances[1].tokenize(QUESTIONS[1].encode(), False, False))
-    # the system prompt's whole blocks are kept: only the question, its template markers and
-    # less than one block of the system prompt are evaluated again
-    assert second["prompt_tokens_evaluated"] < question_tokens + 8 + BLOCK_TOKENS
+    # the system prompt is kept: only the question and its template markers are evaluated
+    assert second["prompt_tokens_evaluated"] <= question_tokens + 8
     assert second["prompt_tokens"] > 4 * second["prompt_tokens_evaluated"]
 
 
@@ -123,7 +122,7 @@ def test_the_pool_hands_a_call_to_the_decoder_holding_its_prefix(instances):
     pool = InstancePool([first, second])
     chosen = pool.take(_messages(QUESTIONS[2]))
     assert chosen is second
-    assert shared_blocks(second.held, second.prompt_tokens(_messages(QUESTIONS[2]))) > 0
+    assert shared_prefix(second.held, second.prompt_tokens(_messages(QUESTIONS[2]))) > 0
     assert pool.take(other) is first  # the only one left
     pool.give_back(first)
     pool.give_back(second)
@@ -159,3 +158,9 @@ def test_sampled_constrained_answers_fit_the_schema(instances):
             grammar=grammar,
         )
         jsonschema.validate(json.loads(result["choices"][0]["message"]["content"]), SCHEMA)
+
+
+def test_no_batch_of_one_token():
+    assert batches(10, 12, 512) == [(10, 12)]
+    assert batches(0, 513, 512) == [(0, 511), (511, 513)]
+    assert batches(0, 1024, 512) == [(0, 512), (512, 1024)]

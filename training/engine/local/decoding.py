@@ -11,12 +11,14 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   vocabulary (what llama.cpp's own ``common_sampler`` does). At temperature 0 this picks
   exactly the token that full-grammar greedy picks: the best token, when the grammar allows
   it, is also the best allowed token.
-- **Prefix reuse depended on history.** The high-level API reuses the longest prefix the
-  instance happens to hold, so the same prompt was evaluated in different chunks depending on
-  which call ran before on that instance. Here a prompt is always evaluated in blocks of
-  :data:`BLOCK_TOKENS` tokens aligned at position 0, and only whole blocks are kept and reused:
-  a block's keys and values are computed from the same tokens, positions and preceding blocks
-  whether or not it was cached, so an answer never depends on what ran before.
+- **Prefix reuse could depend on history.** The instance keeps the keys and values of its last
+  prompt and the next call evaluates only what follows the prefix the two share. Measured on
+  llama.cpp's CPU backend: a token's logits are bitwise the same however the prompt before it
+  was cut into batches, *except* when a batch holds a single token (another matrix kernel,
+  other rounding). So only prompt tokens are kept (generated tokens were evaluated one by one),
+  and a prompt's new part is always evaluated in batches of at least
+  :data:`MIN_BATCH_TOKENS`: an answer is the same whether or not its prefix was held
+  (``tests/engine/test_local_decoding.py`` checks it on each machine).
 - **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
   call's seed from the instance's previous seed, so which instance served how many calls
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
@@ -46,11 +48,10 @@ from typing import Any
 
 import numpy as np
 
-#: Prompt tokens per evaluation block; only whole blocks are kept for the next call. Smaller
-#: blocks keep more of a shared prefix (at most BLOCK_TOKENS - 1 of it is evaluated again) but
-#: make more, smaller llama.cpp batches; a 562-token prompt in blocks of 32, 64 or one batch of
-#: 512 evaluated at the same rate within noise on the 2-core machine, one thread.
-BLOCK_TOKENS = 32
+#: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
+#: another kernel than a longer one, and its rounding would make an answer depend on where the
+#: held prefix ended.
+MIN_BATCH_TOKENS = 2
 #: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
 #: its repeat penalty defaults to 1.0, i.e. off).
 TOP_K = 40
@@ -83,15 +84,23 @@ def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: s
     return int.from_bytes(digest.digest(), "little")
 
 
-def shared_blocks(held: list[int], prompt: list[int]) -> int:
-    """How many leading prompt tokens an instance holding ``held`` (whole blocks) can skip: the
-    longest run of whole blocks the two share."""
+def shared_prefix(held: list[int], prompt: list[int]) -> int:
+    """How many leading tokens ``prompt`` shares with the prompt an instance holds."""
     common = 0
     for a, b in zip(held, prompt, strict=False):
         if a != b:
             break
         common += 1
-    return common - common % BLOCK_TOKENS
+    return common
+
+
+def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into batches of at most ``size`` tokens, none of one token."""
+    bounds = [(i, min(i + size, end)) for i in range(start, end, size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < MIN_BATCH_TOKENS:
+        (a, _), (_, last) = bounds[-2], bounds[-1]
+        bounds[-2:] = [(a, last - MIN_BATCH_TOKENS), (last - MIN_BATCH_TOKENS, last)]
+    return bounds
 
 
 class Decoder:
@@ -118,7 +127,7 @@ class Decoder:
             bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
             stop_token_ids=[eos],
         )
-        #: Prompt tokens whose keys/values this instance holds, whole blocks only.
+        #: The prompt tokens whose keys/values this instance holds (its last prompt).
         self.held: list[int] = []
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
@@ -133,18 +142,15 @@ class Decoder:
         )
 
     def _evaluate_prompt(self, prompt: list[int]) -> int:
-        """Evaluate ``prompt`` block by block after the blocks already held; returns how many
-        tokens were evaluated."""
-        reuse = shared_blocks(self.held, prompt)
-        if reuse == len(prompt):  # the logits of the last token are needed again
-            reuse -= BLOCK_TOKENS
+        """Evaluate what follows the held prefix (at least MIN_BATCH_TOKENS of it, in batches
+        of at least that many); returns how many tokens were evaluated."""
+        reuse = min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS)
+        reuse = max(reuse, 0)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
-        for start in range(reuse, len(prompt), BLOCK_TOKENS):
-            block = prompt[start : start + BLOCK_TOKENS]
-            self.llama.eval(block)
-            if len(block) == BLOCK_TOKENS:
-                self.held = prompt[: start + BLOCK_TOKENS]
+        for start, end in batches(reuse, len(prompt), self.llama.n_batch):
+            self.llama.eval(prompt[start:end])
+        self.held = list(prompt)
         return len(prompt) - reuse
 
     def _logits(self) -> np.ndarray:

@@ -1,11 +1,11 @@
 """The idle llama.cpp decoders of a process, handed out by the prompt prefix they hold.
 
-A decoder keeps the keys and values of its last prompt (whole blocks, see ``decoding.py``), so
+A decoder keeps the keys and values of its last prompt (see ``decoding.py``), so
 a call whose prompt shares that prefix (the same system prompt, instructions, few-shot examples
 and output format: every prediction of one candidate program) only evaluates its own input.
 Handing calls to *any* idle instance, as a plain queue does, makes the candidates' prompts
 alternate on each instance and throws that prefix away; here a call takes the idle decoder that
-shares the most whole blocks with its prompt (the first such in load order on a tie), so the
+shares the longest prefix with its prompt (the first such in load order on a tie), so the
 choice depends only on what the decoders hold, never on timing.
 
 Example:
@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from training.engine.local.decoding import shared_blocks
+from training.engine.local.decoding import shared_prefix
 
 
 class InstancePool:
@@ -51,7 +51,7 @@ class InstancePool:
             best = self._idle[0]
             if messages is not None and len(self._idle) > 1:
                 prompt = best.prompt_tokens(messages)
-                best = max(self._idle, key=lambda d: shared_blocks(d.held, prompt))
+                best = max(self._idle, key=lambda d: shared_prefix(d.held, prompt))
             self._idle.remove(best)
             return best
 

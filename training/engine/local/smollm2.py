@@ -301,7 +301,14 @@ def complete(
             result = retry
     finally:
         pool.give_back(decoder)
-    _add_totals(result.get("usage") or {})
+    timings = result.get("timings") or {}
+    _add_totals(
+        {
+            **(result.get("usage") or {}),
+            "prompt_ms": round(1000 * timings.get("prompt_seconds", 0.0)),
+            "generation_ms": round(1000 * timings.get("generation_seconds", 0.0)),
+        }
+    )
     return result
 
 
@@ -337,7 +344,8 @@ def _add_totals(usage: dict) -> None:
 def totals(reset: bool = False) -> dict[str, int]:
     """Token figures summed over this process's completions: calls, prompt_tokens (sent),
     prompt_tokens_evaluated (after prefix reuse), completion_tokens, grammar_checks,
-    grammar_full_passes. ``reset`` starts the count again (bench/local_throughput.py)."""
+    grammar_full_passes, prompt_ms and generation_ms (time in llama.cpp evaluating and
+    generating). ``reset`` starts the count again (bench/local_throughput.py)."""
     with _totals_lock:
         found = dict(_totals)
         if reset:
