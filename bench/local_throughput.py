@@ -252,6 +252,8 @@ async def run_fit(spec: dict) -> dict:
         else max(0, eval_tokens - usage.completion_tokens),
         "evaluated_exact": exact,
         "completion_tokens": usage.completion_tokens,
+        "prompt_seconds": round(totals.get("prompt_ms", 0) / 1000, 1),
+        "generation_seconds": round(totals.get("generation_ms", 0) / 1000, 1),
         "decode_seconds": round(
             (totals.get("prompt_ms", 0) + totals.get("generation_ms", 0)) / 1000, 1
         ),

@@ -10,6 +10,7 @@ import pytest
 
 import training.engine as synalinks
 from training.engine.local import smollm2
+from training.engine.modules import module as module_names
 from training.engine.optimizers import OMEGA
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
@@ -36,6 +37,9 @@ async def _fit(monkeypatch) -> dict:
         return result
 
     monkeypatch.setattr(smollm2, "complete", recording)
+    # as in a fresh process: the same program gets the same module names ("generator"), which
+    # the mutation prompts quote
+    monkeypatch.setattr(module_names, "_NAME_COUNTS", {})
     lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=120)
     em = synalinks.EmbeddingModel(model="local/minilm")
     optimizer = OMEGA(
