@@ -26,7 +26,9 @@ child) minus the generated tokens, marked with ``~``.
 
 The last line sums it up:
 ``local: demo fit X s (was Y s), omega epoch A s (was B s), prompt tokens evaluated P % of sent,
-constrained G tok/s vs free F tok/s, limit L tok/s, achieved M tok/s``.
+constrained G tok/s vs free F tok/s, limit L tok/s, achieved M tok/s``: L is llama.cpp's
+generation rate (1.), M the generation rate this tree's fits got (generated tokens per second
+of generation, per instance: sampling, grammar and Python included).
 """
 
 from __future__ import annotations
@@ -296,11 +298,17 @@ def worktree(revision: str) -> Path:
 def line(result: dict, label: str) -> str:
     share = result["prompt_evaluated"] / max(1, result["prompt_tokens"])
     mark = "" if result["evaluated_exact"] else "~"
+    inside = (
+        f" | in llama.cpp: prompt {result['prompt_seconds']} s, generation "
+        f"{result['generation_seconds']} s (instance-seconds)"
+        if result["evaluated_exact"]
+        else ""
+    )
     return (
         f"{label:<30} fit {result['fit_seconds']:>6.1f} s | {result['calls']:>4} calls | "
         f"prompt {result['prompt_tokens']:>7} sent, {mark}{result['prompt_evaluated']:>7} "
         f"evaluated ({mark}{100 * share:.0f} %) | {result['completion_tokens']:>5} generated | "
-        f"test reward {result['test_reward']:.3f}"
+        f"test reward {result['test_reward']:.3f}{inside}"
     )
 
 
@@ -376,9 +384,11 @@ def main() -> None:
     sent = sum(results[k]["prompt_tokens"] for k in ("demo", "omega") if k in results)
     evaluated = sum(results[k]["prompt_evaluated"] for k in ("demo", "omega") if k in results)
     generated = sum(results[k]["completion_tokens"] for k in ("demo", "omega") if k in results)
-    wall = sum(results[k]["fit_seconds"] for k in ("demo", "omega") if k in results)
+    generating = sum(
+        results[k].get("generation_seconds", 0) for k in ("demo", "omega") if k in results
+    )
     share = 100 * evaluated / sent if sent else float("nan")
-    achieved = generated / wall if wall else float("nan")
+    achieved = generated / generating if generating else float("nan")
     print(
         f"local: demo fit {seconds('demo')} s (was {seconds('demo_before')} s), omega epoch "
         f"{seconds('omega')} s (was {seconds('omega_before')} s), prompt tokens evaluated "
