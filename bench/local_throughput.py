@@ -10,7 +10,9 @@
    held: 64 tokens of free text, then an answer under a JSON-schema grammar of two bounded
    strings (the shape a prediction has). Printed for this tree's decoder and for
    llama-cpp-python's ``create_chat_completion`` with the same grammar (what revision 8ddcc4c
-   ran), with each answer checked against the schema.
+   ran), with each answer checked against the schema; each repeated REPEATS times,
+   alternating, and the median rate printed (tok/s of generation: for the decoder without the
+   prompt's last tokens, for create_chat_completion including them).
 3. Real fits, each in its own process with the models already loaded (as a preloading worker
    serves them): the dashboard's demo run (the builtin ``demo`` routing data, the demo
    program's instructions and 24-token answers, RandomFewShot at the dashboard's defaults:
@@ -37,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +59,8 @@ OMEGA_FIT = {"epochs": 1, "batch_size": 8, "validation_split": 0.2}
 OMEGA_PARAMS = {"few_shot_learning": True}
 TEST_ROWS = 12
 GENERATED = 64
+#: Each free/constrained measurement is repeated, alternating, and the median printed.
+REPEATS = 3
 #: Two bounded strings: the shape of a prediction with its reasoning.
 SCHEMA = {
     "type": "object",
@@ -132,7 +137,7 @@ def measure_rates() -> dict:
         budget,
         smollm2.TYPICAL_CHARS_PER_TOKEN,
     )
-    for kind, grammar in (("free", None), ("constrained", gbnf)):
+    for kind, grammar in (("free", None), ("constrained", gbnf)) * REPEATS:
         started = time.perf_counter()
         result = decoder.complete(messages, temperature=0.0, max_tokens=GENERATED, grammar=grammar)
         seconds = time.perf_counter() - started
@@ -145,7 +150,8 @@ def measure_rates() -> dict:
             "tokens": usage["completion_tokens"],
             "seconds": seconds,
             # generation only: the prompt's last tokens are evaluated again each call
-            "tok_s": usage["completion_tokens"] / result["timings"]["generation_seconds"],
+            "rates": runs.get(kind, {}).get("rates", [])
+            + [usage["completion_tokens"] / result["timings"]["generation_seconds"]],
             "evaluated": usage["prompt_tokens_evaluated"],
             "full_passes": usage["grammar_full_passes"],
             "valid": valid,
@@ -153,7 +159,7 @@ def measure_rates() -> dict:
     # The same two through llama-cpp-python's create_chat_completion (revision 8ddcc4c's path).
     old = fresh()
     old.create_chat_completion(messages=messages, temperature=0.0, max_tokens=1)
-    for kind, grammar in (("free", None), ("constrained", gbnf)):
+    for kind, grammar in (("free", None), ("constrained", gbnf)) * REPEATS:
         started = time.perf_counter()
         result = old.create_chat_completion(
             messages=messages,
@@ -174,11 +180,13 @@ def measure_rates() -> dict:
         runs[f"old_{kind}"] = {
             "tokens": tokens,
             "seconds": seconds,
-            "tok_s": tokens / seconds,
+            "rates": runs.get(f"old_{kind}", {}).get("rates", []) + [tokens / seconds],
             "same": same,
         }
     old.close()
     llama.close()
+    for run in runs.values():  # the median of the repeats (a shared machine's load varies)
+        run["tok_s"] = statistics.median(run["rates"])
     return {"limit": limit, "runs": runs}
 
 
