@@ -131,10 +131,10 @@ async def test_max_length_reaches_the_grammar():
 def test_a_grammar_llama_cpp_refuses_is_an_error_not_a_crash():
     from training.engine.local import smollm2
 
-    llama = smollm2._get_pool().get()
+    decoder = smollm2._get_pool().take()
     try:
         with pytest.raises(ValueError, match="refused"):
-            grammar.check_grammar(llama, 'root ::= "a" undefined-rule')
-        grammar.check_grammar(llama, 'root ::= "a"{0,3000}')  # accepted
+            grammar.check_grammar(decoder.llama, 'root ::= "a" undefined-rule')
+        grammar.check_grammar(decoder.llama, 'root ::= "a"{0,3000}')  # accepted
     finally:
-        smollm2._get_pool().put(llama)
+        smollm2._get_pool().give_back(decoder)

@@ -34,8 +34,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
+from llama_cpp.llama_grammar import RESERVED_NAMES, BuiltinRule, SchemaConverter
 
+#: One character of a JSON string. The converter's own rule (``[^"\\]``) admits raw control
+#: characters (a newline inside a string), which no JSON parser accepts; JSON (RFC 8259 §7)
+#: wants them escaped, so they are left out here.
+JSON_CHAR = BuiltinRule(
+    r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
+    [],
+)
 #: Items an array may hold when its schema sets no ``maxItems``.
 DEFAULT_MAX_ITEMS = 8
 #: Worst-case bytes of a JSON number / integer as the converter's grammar allows them.
@@ -198,7 +205,13 @@ def bound_schema(
 
 
 class BoundedConverter(SchemaConverter):
-    """The llama-cpp-python converter, but bounded strings and arrays use ``{m,n}``."""
+    """The llama-cpp-python converter, but bounded strings and arrays use ``{m,n}`` and a
+    string character is never a raw control character (:data:`JSON_CHAR`)."""
+
+    def _add_primitive(self, name: str, rule: BuiltinRule) -> str:
+        if name == "char":
+            rule = JSON_CHAR
+        return super()._add_primitive(name, rule)
 
     def visit(self, schema: dict, name: str) -> str:
         rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
@@ -208,7 +221,7 @@ class BoundedConverter(SchemaConverter):
         )
         if plain and kind == "string" and not schema.get("format"):
             if "maxLength" in schema or "minLength" in schema:
-                char = self._add_primitive("char", PRIMITIVE_RULES["char"])
+                char = self._add_primitive("char", JSON_CHAR)
                 return self._add_rule(rule_name, r'"\"" ' + _repeat(char, schema) + r' "\"" space')
         if plain and kind == "array" and isinstance(schema.get("items"), dict):
             if "maxItems" in schema or "minItems" in schema:

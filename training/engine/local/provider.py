@@ -120,6 +120,17 @@ def _run_chat(model: str, messages: list, optional_params: dict) -> dict:
         raise
 
 
+def _run_chat_on_cores(
+    slots: Any, taken: list[int], model: str, messages: list, optional_params: dict
+) -> dict:
+    """``_run_chat``, then give back the core slots it was started with."""
+    try:
+        return _run_chat(model, messages, optional_params)
+    finally:
+        if slots:
+            slots.give_back_all(taken)
+
+
 def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
     if _short_name(model) not in EMBEDDING_MODELS:
         raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "embedding"), 404)
@@ -140,15 +151,29 @@ class LocalProvider(CustomLLM):
     """
 
     def completion(self, model, messages, model_response, optional_params, **_unused):
-        result = _run_chat(model, messages, optional_params)
+        slots = smollm2.core_slots()
+        taken = slots.take(smollm2.threads_per_instance()) if slots else []
+        try:
+            result = _run_chat(model, messages, optional_params)
+        finally:
+            if slots:
+                slots.give_back_all(taken)
         return _fill_model_response(model_response, result)
 
     async def acompletion(self, model, messages, model_response, optional_params, **_unused):
         # Wait for a free Llama instance here, where the wait can be cancelled, not in the
         # worker thread (the pool's queue), where it cannot: an interrupted run would leave
         # every queued call to generate to its end before the worker is free.
+        # Then for the machine's cores (core_slots.py), also where the wait can be cancelled:
+        # the other worker process's run may be decoding on them.
         async with semaphore(("local-chat-instances",), smollm2.instance_count()):
-            result = await asyncio.to_thread(_run_chat, model, messages, optional_params)
+            slots = smollm2.core_slots()
+            taken = await slots.take_async(smollm2.threads_per_instance()) if slots else []
+            # the worker thread gives the cores back when it is done (a cancelled await
+            # does not stop it)
+            result = await asyncio.to_thread(
+                _run_chat_on_cores, slots, taken, model, messages, optional_params
+            )
         return _fill_model_response(model_response, result)
 
     def embedding(self, model, input, model_response, **_unused):

