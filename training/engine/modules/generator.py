@@ -58,11 +58,38 @@ def _merge_inputs(inputs: Any) -> dict[str, Any] | None:
 
 @register_synalinks_serializable(package="synalinks")
 class Generator(Module):
-    """``await Generator(data_model=Answer, language_model=lm)(inputs)``.
+    """One LM call that turns its inputs into a ``data_model`` (structured output).
+
+    Its trainable variable holds the instructions and few-shot examples the optimizers change
+    (and, with ``NearestFewShot``, a ``retrieval`` pool of embedded training examples); the
+    prompt is built from that variable on every call, so training never changes the code.
 
     ``embedding_model`` embeds each input to retrieve the nearest pool examples, when the state
     has a ``retrieval`` pool (``NearestFewShot`` sets it to its own when the Generator has
     none). Without one, a pool made by a ``local/`` model uses that model.
+
+    Args:
+        data_model: The ``DataModel`` class of the output (its fields and descriptions become
+            the output format, a ``Literal`` field a label set the grammar enforces).
+        schema: A JSON schema instead of ``data_model`` (used when loading a saved program).
+        language_model: The ``LanguageModel`` that answers. Required.
+        instructions: The initial task instructions (empty by default; optimizers rewrite them).
+        examples: Initial few-shot examples, each ``(inputs, outputs)`` or
+            ``{"inputs": ..., "outputs": ...}``.
+        temperature: Sampling temperature for this module's calls (the model's own when None).
+        name: Unique module name (a snake-case name with a counter when None).
+        description: What the module is for (shown in summaries and to OMEGA's mutations).
+        trainable: Whether optimizers may change its variable.
+        embedding_model: The ``EmbeddingModel`` used to retrieve pool examples (see above).
+
+    Example:
+
+    ```python
+    outputs = await synalinks.Generator(
+        data_model=Answer,
+        language_model=language_model,
+    )(inputs)
+    ```
     """
 
     def __init__(

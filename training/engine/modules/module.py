@@ -41,8 +41,17 @@ def field_list(data_model: type[DataModel]) -> str:
 
 
 class Module:
-    """Base class. Subclasses implement ``build(input_data_models)``, ``call`` and
-    ``compute_output_data_model``."""
+    """Base class of a program's steps, as Keras' ``Layer`` is of a model's.
+
+    Subclasses implement ``build(input_data_models)``, ``call`` and
+    ``compute_output_data_model``; a module owns the trainable variables it adds with
+    ``add_variable`` (named ``<module name>/<variable>``), which the program gathers.
+
+    Args:
+        name: Unique module name (a snake-case name of the class with a counter when None).
+        description: What the module is for (shown in summaries).
+        trainable: Whether optimizers may change the module's variables.
+    """
 
     def __init__(
         self, name: str | None = None, description: str | None = None, trainable: bool = True

@@ -212,7 +212,15 @@ def expected_values(batch: list[dict]) -> dict[str, list[Any]]:
 
 
 class VariableEvolver:
-    """The mutation and crossover programs of one variable (built lazily, reused all fit)."""
+    """The mutation and crossover programs of one variable (built lazily, reused all fit).
+
+    Args:
+        variable: The trainable ``Variable`` whose editable fields (its schema) are rewritten.
+        language_model: The LM that writes mutations and crossovers.
+        mutation_temperature: Sampling temperature of mutation calls.
+        crossover_temperature: Sampling temperature of crossover calls.
+        instructions: Task-specific guidance appended to both programs' instructions.
+    """
 
     def __init__(
         self,

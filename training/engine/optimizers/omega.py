@@ -96,7 +96,50 @@ def _embedding_key(value: Any) -> str:
 
 @register_synalinks_serializable(package="synalinks")
 class OMEGA(Optimizer):
-    """``OMEGA(language_model=lm, embedding_model=em, ...)`` — every parameter of the guide."""
+    """OMEGA: evolves the trainable variables with LM-written mutations and crossovers.
+
+    Each batch end picks parents (``selection``), asks ``language_model`` for a mutation or a
+    crossover (probability ``merging_rate`` × epoch), scores the new candidate and keeps a
+    population of good and, with ``algorithm="dns"``, mutually different candidates. Junk
+    rewrites are refused before they are scored (``candidate_checks``). Every parameter of the
+    guide is accepted; ``PARAMETERS`` holds their ranges.
+
+    Args:
+        language_model: The LM that reasons about mutations and crossovers. Required.
+        embedding_model: Embeds candidates so DNS can measure how different they are
+            (required for ``algorithm="dns"`` unless ``distance_function`` is given).
+        k_nearest_fitter: Neighbours DNS compares a candidate with.
+        distance_function: An async ``distance(c1, c2, embedding_model=None, **kwargs)``
+            replacing the embedding distance.
+        mutation_temperature: Creativity of mutations: lower is conservative.
+        crossover_temperature: Creativity of crossovers: lower is conservative.
+        selection_temperature: Softmax selection of parents: lower is greedier.
+        sampling_temperature: Few-shot sampling: lower favours the examples the program got
+            wrong.
+        few_shot_learning: Also draw few-shot examples into candidates (stratified on a label
+            set).
+        nb_min_examples: Fewest few-shot examples per candidate.
+        nb_max_examples: Most few-shot examples per candidate.
+        merging_rate: Crossover probability per epoch: ``merging_rate`` × epoch number.
+        population_size: Candidates kept between steps (at least 2: crossover needs two).
+        algorithm: ``"dns"`` (quality-diversity) or ``"ga"`` (keep the best).
+        selection: Parent choice: ``"softmax"``, ``"best"`` or ``"random"``.
+        instructions: Task-specific guidance for the mutations, in plain words.
+        seed: Seeds the optimizer's draws.
+        name: The optimizer's name (``"omega"`` when None).
+
+    Example:
+
+    ```python
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=synalinks.optimizers.OMEGA(
+            language_model=language_model,
+            embedding_model=embedding_model,
+        ),
+    )
+    ```
+    """
 
     PARAMETERS = {
         **Optimizer.PARAMETERS,

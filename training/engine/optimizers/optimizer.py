@@ -56,6 +56,15 @@ class Optimizer:
 
     ``PARAMETERS`` declares the limits of the constructor's parameters; subclasses extend it
     with theirs and the constructors check them (forms read the same declarations).
+
+    Args:
+        few_shot_learning: Put few-shot examples (inputs with correct outputs) into the prompts.
+        nb_min_examples: Fewest few-shot examples sampled into each prompt
+            (``PARAMETERS["nb_min_examples"]`` gives the range).
+        nb_max_examples: Most few-shot examples sampled into each prompt (at least
+            ``nb_min_examples``).
+        seed: Seeds the optimizer's own random draws, so a seed fixes its choices.
+        name: The optimizer's name (the class name in lower case when None).
     """
 
     PARAMETERS = {

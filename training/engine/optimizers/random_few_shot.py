@@ -22,10 +22,31 @@ from training.engine.saving import register_synalinks_serializable
 
 @register_synalinks_serializable(package="synalinks")
 class RandomFewShot(Optimizer):
-    """``RandomFewShot(few_shot_learning=False, nb_min_examples=1, nb_max_examples=3)``.
+    """Proposes sets of few-shot examples drawn from the training data and keeps the best.
 
     ``few_shot_learning`` is accepted for parity with the guide; sampling examples is what this
-    optimizer does, so it always does it.
+    optimizer does, so it always does it. On a label set (a ``Literal`` output field) the draws
+    cover the labels (``label_balance``).
+
+    Args:
+        few_shot_learning: Accepted for parity with the guide; always on.
+        nb_min_examples: Fewest examples in a proposed set.
+        nb_max_examples: Most examples in a proposed set.
+        nb_candidates: New example sets proposed (and scored) after each epoch.
+        seed: Seeds the draws, so a seed fixes which examples are proposed.
+        name: The optimizer's name (``"randomfewshot"`` when None).
+
+    Example:
+
+    ```python
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=synalinks.optimizers.RandomFewShot(
+            nb_min_examples=1,
+            nb_max_examples=3,
+        ),
+    )
+    ```
     """
 
     PARAMETERS = {
