@@ -42,9 +42,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+import revisions
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "datasets/builtin/demo/data.jsonl"
@@ -279,36 +280,9 @@ async def run_fit(spec: dict) -> dict:
     }
 
 
-def start(spec: dict, code_root: Path) -> tuple[dict, subprocess.Popen]:
-    env = dict(os.environ, LOCAL_BENCH_CODE_ROOT=str(code_root))
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--run", json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=code_root,
-    )
-    return spec, process
-
-
-def finish(started: tuple[dict, subprocess.Popen]) -> dict:
-    spec, process = started
-    stdout, stderr = process.communicate()
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"configuration {spec} failed:\n{stderr[-3000:]}")
-    return json.loads(lines[-1])
-
-
-def worktree(revision: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="local-before-"))
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), revision],
-        check=True,
-        capture_output=True,
-    )
-    return path
+def start(spec: dict, code_root: Path):
+    """Start one configuration in a fresh process with ``code_root`` as the engine's source."""
+    return revisions.start(__file__, spec, code_root, "LOCAL_BENCH_CODE_ROOT")
 
 
 def line(result: dict, label: str) -> str:
@@ -367,17 +341,17 @@ def main() -> None:
 
     results: dict[str, dict] = {}
     if not args.skip_fits:
-        baseline = worktree(args.before) if args.before else None
+        baseline = revisions.worktree(args.before, "local-before-") if args.before else None
         try:
             for name in ("demo", "omega"):
                 spec = {"optimizer": "rfs" if name == "demo" else "omega"}
                 before = start({**spec, "tree": "before"}, baseline) if baseline else None
                 if before is not None and not args.together:
-                    results[f"{name}_before"] = finish(before)
+                    results[f"{name}_before"] = revisions.finish(before)
                     before = None
-                results[name] = finish(start({**spec, "tree": "this"}, ROOT))
+                results[name] = revisions.finish(start({**spec, "tree": "this"}, ROOT))
                 if before is not None:
-                    results[f"{name}_before"] = finish(before)
+                    results[f"{name}_before"] = revisions.finish(before)
         finally:
             if baseline is not None:
                 subprocess.run(

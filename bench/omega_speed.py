@@ -41,10 +41,11 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import revisions
 
 ROOT = Path(__file__).resolve().parent.parent
 GSM8K = ROOT / "training/engine/datasets/data/gsm8k/train.jsonl"
@@ -250,31 +251,15 @@ async def run_config(spec: dict) -> dict:
 
 
 # -- the driver --------------------------------------------------------------------------------
-def start(spec: dict, code_root: Path) -> tuple[dict, subprocess.Popen]:
+
+
+def start(spec: dict, code_root: Path):
     """Start one configuration in a fresh process with ``code_root`` as the engine's source."""
-    env = dict(os.environ, OMEGA_BENCH_CODE_ROOT=str(code_root))
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--run", json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=code_root,
-    )
-    return spec, process
-
-
-def finish(started: tuple[dict, subprocess.Popen]) -> dict:
-    spec, process = started
-    stdout, stderr = process.communicate()
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"configuration {spec} failed:\n{stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return revisions.start(__file__, spec, code_root, "OMEGA_BENCH_CODE_ROOT")
 
 
 def child(spec: dict, code_root: Path) -> dict:
-    return finish(start(spec, code_root))
+    return revisions.finish(start(spec, code_root))
 
 
 def line(result: dict, label: str) -> str:
@@ -300,16 +285,6 @@ def print_profile(result: dict) -> None:
     print("  cProfile (cumulative, top 25):")
     for text in result["cprofile"].splitlines()[:45]:
         print("    " + text)
-
-
-def worktree(revision: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="omega-before-"))
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), revision],
-        check=True,
-        capture_output=True,
-    )
-    return path
 
 
 def main() -> None:
@@ -375,12 +350,12 @@ def main() -> None:
         qa = {"task": "qa", "seed": 0, "fit": QA_FIT, "profile": args.profile, "roles": roles}
         if args.before:
             # Both at once: on a shared machine they then see the same background load.
-            baseline_root = worktree(args.before)
+            baseline_root = revisions.worktree(args.before, "omega-before-")
             try:
                 running = start({**qa, "optimizer": "omega"}, baseline_root)
                 if args.together:
                     omega_after = child({**qa, "optimizer": "omega"}, ROOT)
-                omega_before = finish(running)
+                omega_before = revisions.finish(running)
             finally:
                 subprocess.run(
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline_root)],

@@ -29,6 +29,17 @@ TRUTH = {
 }
 
 
+#: Six short reviews the real-model OMEGA tests fit on (small enough for a CPU minute).
+LOCAL_OMEGA_ROWS = [
+    ("I loved this film, the acting was wonderful.", "positive"),
+    ("Terrible plot and painfully boring scenes.", "negative"),
+    ("A delightful, charming little story.", "positive"),
+    ("The worst meal I have ever eaten.", "negative"),
+    ("Great service and friendly staff.", "positive"),
+    ("The product broke after one day, awful.", "negative"),
+]
+
+
 def dataset(n: int | None = None):
     items = list(TRUTH.items())[:n]
     x = np.array([Query(query=q) for q, _ in items], dtype="object")

@@ -3,20 +3,12 @@
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import LOCAL_OMEGA_ROWS
 from tests.engine.helpers_events import EventRecorder
 from training.engine.optimizers import OMEGA
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
 pytestmark = pytest.mark.slow
-
-ROWS = [
-    ("I loved this film, the acting was wonderful.", "positive"),
-    ("Terrible plot and painfully boring scenes.", "negative"),
-    ("A delightful, charming little story.", "positive"),
-    ("The worst meal I have ever eaten.", "negative"),
-    ("Great service and friendly staff.", "positive"),
-    ("The product broke after one day, awful.", "negative"),
-]
 
 
 async def test_short_local_fit_end_to_end():
@@ -35,7 +27,7 @@ async def test_short_local_fit_end_to_end():
         instructions=None,
         name="local_omega",
     )
-    x, y = sentiment_arrays(ROWS)
+    x, y = sentiment_arrays(LOCAL_OMEGA_ROWS)
     recorder = EventRecorder()
     history = await program.fit(
         x, y, validation_split=0.34, epochs=2, batch_size=2, seed=0, callbacks=[recorder]

@@ -9,21 +9,13 @@ import json
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import LOCAL_OMEGA_ROWS
 from training.engine.local import smollm2
 from training.engine.modules import module as module_names
 from training.engine.optimizers import OMEGA
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
 pytestmark = pytest.mark.slow
-
-ROWS = [
-    ("I loved this film, the acting was wonderful.", "positive"),
-    ("Terrible plot and painfully boring scenes.", "negative"),
-    ("A delightful, charming little story.", "positive"),
-    ("The worst meal I have ever eaten.", "negative"),
-    ("Great service and friendly staff.", "positive"),
-    ("The product broke after one day, awful.", "negative"),
-]
 
 
 async def _fit(monkeypatch) -> dict:
@@ -51,7 +43,7 @@ async def _fit(monkeypatch) -> dict:
         seed=5,
     )
     program = await sentiment_program(lm, optimizer, instructions=None, name="determinism")
-    x, y = sentiment_arrays(ROWS)
+    x, y = sentiment_arrays(LOCAL_OMEGA_ROWS)
     history = await program.fit(x, y, validation_split=0.34, epochs=1, batch_size=2, seed=5)
     monkeypatch.setattr(smollm2, "complete", complete)
     candidates = [
