@@ -240,7 +240,7 @@ def test_a_run_where_no_candidate_beat_the_seed_says_why_and_links_to_the_next_s
     assert f"none of the {entry['candidates']} scored better than the seed" in steps
     keys = re.findall(r'<li data-step="([a-z_]+)">', steps)
     # `team` takes three values the program does not declare: the label set, then retrieval
-    assert keys[:3] == ["label_set", "nearest_few_shot", "no_candidate_beat_seed"]
+    assert keys[:3] == ["label_set", "nearest_few_shot", "more_epochs"]
 
     found = re.findall(r'data-step-link="([a-z_]+)" href="([^"]+)"', steps)
     links = {}
@@ -253,7 +253,7 @@ def test_a_run_where_no_candidate_beat_the_seed_says_why_and_links_to_the_next_s
     assert re.search(rf'<option value="{run.program_id}" selected>', form)
     assert 'value="1"' in field_tag(form, "epochs")
 
-    longer = client_user.get(html_lib.unescape(links["no_candidate_beat_seed"])).content
+    longer = client_user.get(html_lib.unescape(links["more_epochs"])).content
     assert 'value="4"' in field_tag(longer.decode(), "epochs")  # twice the run's 2
     label = html_lib.unescape(links["label_set"])
     assert label == reverse("training:program-create") + f"?dataset={demo_dataset.pk}"

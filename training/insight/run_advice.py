@@ -67,10 +67,12 @@ def run_advice(run: Run) -> dict[str, Any] | None:
         before=run.baseline_reward,
         after=run.final_reward,
     )
-    steps = [
-        {**suggestion.to_dict(), "links": _links(run, suggestion, train_rows)}
-        for suggestion in suggestions
-    ]
+    steps = []
+    for suggestion in suggestions:
+        if suggestion.key == "no_candidate_beat_seed":  # the sentence says it: its changes
+            steps += _instead_of_no_candidate(run, suggestions)
+        else:
+            steps.append({**suggestion.to_dict(), "links": _links(run, suggestion, train_rows)})
     return {
         "sentence": (
             f"No candidate beat the starting program: none of the {candidates} scored "
@@ -144,22 +146,6 @@ def _links(run: Run, suggestion: Any, train_rows: int) -> list[dict[str, str]]:
                 "url": launch_url(**{**base, "optimizer": "NearestFewShot", "epochs": 1}),
             }
         ]
-    if key == "no_candidate_beat_seed":
-        links = []
-        if run.optimizer_name != "NearestFewShot":  # it proposes one pool: epochs add nothing
-            epochs = min(run.epochs * LONGER_FACTOR, TRAINING["epochs"].max)
-            if epochs > run.epochs:
-                links.append(
-                    {
-                        "label": f"Train longer: {epochs} epochs",
-                        "url": launch_url(
-                            **{**base, "optimizer": run.optimizer_name, "epochs": epochs}
-                        ),
-                    }
-                )
-        if run.optimizer_name == "OMEGA":
-            links.append(_stronger_model(base))
-        return links
     if key == "more_rows":
         return [
             {
@@ -182,6 +168,44 @@ def _links(run: Run, suggestion: Any, train_rows: int) -> list[dict[str, str]]:
     if key == "junk_rewrites":
         return [_stronger_model(base)]
     return []
+
+
+def _instead_of_no_candidate(run: Run, suggestions: list[Any]) -> list[dict[str, Any]]:
+    """What the engine's "none of N candidates beat the start" leads to, as steps with links
+    (the page's sentence already says it): train longer (not for NearestFewShot: it proposes
+    one pool, more epochs add nothing) and, for OMEGA, a stronger model for its rewrites
+    (unless the junk-rewrites step already offers it)."""
+    base = _base(run)
+    steps = []
+    epochs = min(run.epochs * LONGER_FACTOR, TRAINING["epochs"].max)
+    if run.optimizer_name != "NearestFewShot" and epochs > run.epochs:
+        steps.append(
+            {
+                "key": "more_epochs",
+                "title": "Train longer",
+                "detail": f"{run.epochs} epoch{'s' if run.epochs != 1 else ''} gave the "
+                "optimizer few candidates to try; more epochs try more.",
+                "links": [
+                    {
+                        "label": f"Launch with {epochs} epochs",
+                        "url": launch_url(
+                            **{**base, "optimizer": run.optimizer_name, "epochs": epochs}
+                        ),
+                    }
+                ],
+            }
+        )
+    if run.optimizer_name == "OMEGA" and not any(s.key == "junk_rewrites" for s in suggestions):
+        steps.append(
+            {
+                "key": "stronger_model",
+                "title": "Give OMEGA a stronger language_model",
+                "detail": "Its rewrites are only as good as the model that writes them; a "
+                "larger model than the program's writes instructions worth keeping.",
+                "links": [_stronger_model(base)],
+            }
+        )
+    return steps
 
 
 def _stronger_model(base: dict[str, Any]) -> dict[str, str]:
