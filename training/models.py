@@ -193,6 +193,11 @@ class Run(models.Model):
     # "margin", "seed_reward", "champion_id", "champion_reward", "epoch"}} (its ``selection``
     # event): how many candidates beat the seed by more than a tie.
     selection = models.JSONField(default=dict, blank=True)
+    # What the optimizer refused before scoring (OMEGA's junk rewrites, its
+    # ``candidate_refused`` events), bounded: {"count", "rules": {rule: {"reason", "count",
+    # "latest": [{"text", "operation", "variable", "field", "epoch"}]}}}
+    # (training.execution.refusals).
+    refusals = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -60,6 +60,8 @@ def test_every_engine_parameter_bound_is_on_the_form():
         "omega_nb_max_examples",
         "omega_merging_rate",
         "omega_population_size",
+        "nfs_k",
+        "nfs_pool_size",
         "epochs",
         "batch_size",
         "validation_split",

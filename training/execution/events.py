@@ -55,6 +55,7 @@ EVENT_PARTS = {
     ),
     "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
+    "candidate_refused": ("leaderboard",),
     "selection": ("leaderboard",),
 }
 # Fragments that re-read every candidate (embeddings included): a candidate event sends them

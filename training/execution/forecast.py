@@ -35,7 +35,7 @@ from training.engine.data_model import create_data_model
 from training.engine.language_models.redaction import redact
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
-from training.programs.lm import ModelStringError, make_language_model
+from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import ProgramError, program_from_json
 
 logger = logging.getLogger(__name__)
@@ -78,8 +78,11 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         proposes = int(params.get("nb_max_examples", 3)) > 0 and any(
             "examples" in value for value in variables
         )
+    elif optimizer == "NearestFewShot":  # a pool for each Generator state (with examples)
+        proposes = any("examples" in value for value in variables)
     else:  # OMEGA: an LM call per step when a variable has fields its LM may write
         proposes = any(set(value) - {"examples"} for value in variables)
+    nearest = _nearest_shape(params) if optimizer == "NearestFewShot" else {}
     return engine_forecast.RunShape(
         train_inputs=_inputs(engine, train_rows),
         test_size=len(test_rows),
@@ -99,7 +102,22 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         evaluations_after=int(config["evaluations_after"]) if test_rows else 0,
         samples=min(int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS")), len(test_rows)),
         judge_calls=1 if (config.get("reward") or {}).get("name") == "LMAsJudge" else 0,
+        **nearest,
     )
+
+
+def _nearest_shape(params: dict[str, Any]) -> dict[str, int]:
+    """NearestFewShot's part of the shape: its pool's size and its embedding model's batch
+    (texts a request), which the engine counts the embedding requests by."""
+    shape = {"pool_size": int(params.get("pool_size") or engine_forecast.RunShape.pool_size)}
+    try:
+        model = make_embedding_model(params.get("embedding_model") or "")
+    except ModelStringError:
+        return shape  # the engine's default batch
+    batch = getattr(model, "batch_size", None)
+    if isinstance(batch, int) and batch > 0:
+        shape["embedding_batch_size"] = batch
+    return shape
 
 
 # -- the trial --------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from training.engine.callbacks import Callback
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
-from training.execution import evaluation_examples, events, summaries
+from training.execution import evaluation_examples, events, refusals, summaries
 from training.execution.usage import merged_usage
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 
@@ -207,6 +207,18 @@ class PersistenceCallback(Callback):
             selection = dict(current or {})
             selection[variable] = entry
             return self._update(selection=selection)
+
+    def _on_candidate_refused(self, event: dict) -> Run | None:
+        """A mutation/crossover the optimizer refused as junk before scoring it: counted by
+        rule with its latest texts (``training.execution.refusals``)."""
+        with transaction.atomic():
+            current = (
+                Run.objects.select_for_update()
+                .filter(pk=self.run_id)
+                .values_list("refusals", flat=True)
+                .first()
+            )
+            return self._update(refusals=refusals.add(current, event))
 
     def _on_optimizer_error(self, event: dict) -> Run | None:
         """A skipped optimizer step (e.g. an OMEGA mutation whose LM call failed)."""

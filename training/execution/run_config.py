@@ -36,10 +36,20 @@ METRICS = ("F1Score", "Precision", "Recall")
 OPTIMIZER_CLASSES = {
     "RandomFewShot": synalinks.optimizers.RandomFewShot,
     "OMEGA": synalinks.optimizers.OMEGA,
+    "NearestFewShot": synalinks.optimizers.NearestFewShot,
 }
 OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
 #: Prefix of each optimizer's parameters among the launch form's fields.
-FIELD_PREFIXES = {"RandomFewShot": "rfs_", "OMEGA": "omega_"}
+FIELD_PREFIXES = {"RandomFewShot": "rfs_", "OMEGA": "omega_", "NearestFewShot": "nfs_"}
+#: When to pick each optimizer, in words (the launch form's help under its choice).
+OPTIMIZER_HELP = {
+    "RandomFewShot": "samples a few training examples into the prompt (no extra LM calls).",
+    "OMEGA": "also rewrites the instructions with LM mutations and crossovers (more calls; "
+    "best with a strong language_model).",
+    "NearestFewShot": "puts in each prompt the training examples most like the input, found "
+    "by an embedding model (no extra LM calls). Pick it for label tasks and small models: "
+    "they learn most from the examples nearest to the input.",
+}
 #: Constructor parameters a run does not take from the user: the run's own seed is passed,
 #: the name is the class's, and a distance function is code.
 NOT_OFFERED = ("seed", "name", "distance_function")
@@ -84,8 +94,13 @@ TRAINING_DEFAULTS = {
 PRESETS = {
     "quick": {
         "label": "Quick try",
-        "help": "One epoch, one evaluation each side: a first look in a minute or two.",
+        "help": (
+            "NearestFewShot, one epoch, one evaluation each side: a first look in a minute or "
+            "two that learns even on the small local model."
+        ),
         "values": {
+            "optimizer": "NearestFewShot",
+            "nfs_k": 4,
             "epochs": 1,
             "batch_size": 8,
             "validation_split": 0.2,
@@ -275,6 +290,17 @@ def validate_run_config(
     if name == "OMEGA":
         for key in ("language_model", "embedding_model"):
             _check_model(data.get(prefix + key), prefix + key, key, errors)
+    if name == "NearestFewShot":  # the run records the model its pool's vectors come from
+        _check_model(
+            data.get(prefix + "embedding_model"),
+            prefix + "embedding_model",
+            "embedding model",
+            errors,
+        )
+        params = config["optimizer"]["params"]
+        params["embedding_model"] = params["embedding_model"] or (
+            settings.TRAINBOARD_EMBEDDING_MODEL
+        )
     if not any(field.startswith(prefix) for field in errors):
         _build("optimizer", lambda: build_optimizer(config), errors, prefix)
 
@@ -404,6 +430,11 @@ def build_optimizer(config: dict[str, Any]) -> Any:
     params = dict(spec["params"])
     if spec["name"] == "RandomFewShot":
         return synalinks.optimizers.RandomFewShot(seed=config.get("seed"), **params)
+    if spec["name"] == "NearestFewShot":
+        params["embedding_model"] = make_embedding_model(
+            params.get("embedding_model") or settings.TRAINBOARD_EMBEDDING_MODEL
+        )
+        return synalinks.optimizers.NearestFewShot(seed=config.get("seed"), **params)
     params["language_model"] = make_language_model(params["language_model"] or config["model"])
     embedding = params["embedding_model"]
     if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for

@@ -27,7 +27,7 @@ from django.template.loader import render_to_string
 
 from training.execution import summaries
 from training.execution.events import ALL_PARTS
-from training.insight import lineage, population_map, spend, timing
+from training.insight import lineage, population_map, run_advice, spend, timing
 from training.models import Candidate, Run
 from training.runs.selectors import with_parent_links
 
@@ -92,6 +92,8 @@ def leaderboard(run: Run) -> dict[str, Any]:
         "status_counts": sorted(statuses.items()),
         "optimizer_errors": list(errors[:OPTIMIZER_ERRORS_SHOWN]),
         "optimizer_error_count": errors.count(),
+        "refusal_rows": run_advice.refusal_rows(run),
+        "advice": run_advice.run_advice(run),
     }
 
 

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from training.engine.optimizers.mutation import canonical
+from training.engine.optimizers.omega import embedding_text
 from training.engine.utils.projection import compact_embedding, pca_2d
 from training.models import Candidate, Run
 from training.programs import lm
@@ -113,6 +114,8 @@ def preview(value: Any) -> str:
         examples = value.get("examples")
         if isinstance(examples, list) and examples:
             text = f"{text} [+{len(examples)} example{'s' if len(examples) != 1 else ''}]"
+    elif isinstance(value, dict):
+        text = embedding_text(value)  # a NearestFewShot pool summarised, never its vectors
     else:
         text = canonical(value)
     text = " ".join(text.split())
@@ -197,7 +200,7 @@ def embed_missing(run: Run, limit: int = MAX_POINTS) -> int:
         model = lm.make_embedding_model(name)
     except Exception as exc:
         raise MapUnavailable(f"The embedding model {name} cannot be used here: {exc}") from exc
-    texts = [canonical(row["value"]) for row in rows]
+    texts = [embedding_text(row["value"]) for row in rows]  # as OMEGA's DNS embeds them
     try:
         vectors = asyncio.run(asyncio.wait_for(model(texts), EMBED_TIMEOUT_SECONDS))
     except TimeoutError as exc:

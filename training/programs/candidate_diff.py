@@ -5,6 +5,12 @@ few-shot examples). Its page answers "what changed?": the value is turned into d
 text (instructions as prose, each example as one JSON line, anything else as indented
 JSON) and diffed against every stored parent, so a crossover shows what it took from each.
 
+A NearestFewShot pool (``retrieval``: hundreds of examples, each with a base64 vector) is
+never shown raw: its page shows a summary (size, ``k``, ``vote``, embedding model, the
+outputs' counts, the first :data:`POOL_ROWS_SHOWN` examples clipped) and its diff text one
+line of settings and one line per pooled example, without vectors, up to
+:data:`POOL_ROWS_DIFFED`.
+
 Example:
 
     context = candidate_diff.describe(candidate)
@@ -15,11 +21,20 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections import Counter
 from typing import Any
 
 from training.models import Candidate
 
-LAID_OUT_KEYS = ("instructions", "examples")
+LAID_OUT_KEYS = ("instructions", "examples", "retrieval")
+#: Pooled examples listed on the candidate page (the rest are counted).
+POOL_ROWS_SHOWN = 5
+#: Pooled examples in the diff text (one line each; the rest are counted).
+POOL_ROWS_DIFFED = 50
+#: Characters of a pooled example's inputs or outputs shown (JSON text).
+POOL_TEXT_CHARS = 300
+#: Distinct outputs counted in the summary (a label set has a few; free text is not counted).
+POOL_OUTPUTS_COUNTED = 12
 
 
 def describe(candidate: Candidate) -> dict[str, Any]:
@@ -47,7 +62,36 @@ def describe(candidate: Candidate) -> dict[str, Any]:
             for ex in value.get("examples", [])
             if isinstance(ex, dict)
         ],
+        "retrieval": retrieval_summary(value.get("retrieval")),
         "other": {k: v for k, v in value.items() if k not in LAID_OUT_KEYS},
+    }
+
+
+def _clipped_json(item: Any) -> str:
+    text = json.dumps(item, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= POOL_TEXT_CHARS else text[: POOL_TEXT_CHARS - 1] + "…"
+
+
+def retrieval_summary(retrieval: Any) -> dict[str, Any] | None:
+    """What a candidate page shows of a NearestFewShot pool (never its vectors): ``size``,
+    ``k``, ``vote``, ``embedding_model``, ``outputs`` ([(answer, count)] when few distinct
+    answers, else []), ``rows`` (the first pooled examples, inputs/outputs as clipped JSON)
+    and ``more`` (pooled examples not listed). None when the value has no pool."""
+    if not isinstance(retrieval, dict):
+        return None
+    pool = [e for e in retrieval.get("pool") or [] if isinstance(e, dict)]
+    answers = Counter(_clipped_json(e.get("outputs")) for e in pool)
+    return {
+        "size": len(pool),
+        "k": retrieval.get("k"),
+        "vote": bool(retrieval.get("vote")),
+        "embedding_model": str(retrieval.get("embedding_model") or ""),
+        "outputs": answers.most_common() if len(answers) <= POOL_OUTPUTS_COUNTED else [],
+        "rows": [
+            {"inputs": _clipped_json(e.get("inputs")), "outputs": _clipped_json(e.get("outputs"))}
+            for e in pool[:POOL_ROWS_SHOWN]
+        ],
+        "more": max(0, len(pool) - POOL_ROWS_SHOWN),
     }
 
 
@@ -82,10 +126,26 @@ def as_text(value) -> str:
     lines = ["instructions:", *(value.get("instructions") or "").splitlines(), "", "examples:"]
     for example in value.get("examples", []) or []:
         lines.append(json.dumps(example, ensure_ascii=False, sort_keys=True))
+    retrieval = retrieval_summary(value.get("retrieval"))
+    if retrieval is not None:
+        lines += ["", "retrieval:", _retrieval_settings(retrieval)]
+        pool = [e for e in value["retrieval"].get("pool") or [] if isinstance(e, dict)]
+        for example in pool[:POOL_ROWS_DIFFED]:
+            lines.append(
+                _clipped_json({"inputs": example.get("inputs"), "outputs": example.get("outputs")})
+            )
+        if len(pool) > POOL_ROWS_DIFFED:
+            lines.append(f"... and {len(pool) - POOL_ROWS_DIFFED} more pooled examples")
     for key, item in value.items():
         if key not in LAID_OUT_KEYS:
             lines += ["", f"{key}:", json.dumps(item, ensure_ascii=False, sort_keys=True, indent=1)]
     return "\n".join(lines)
+
+
+def _retrieval_settings(summary: dict[str, Any]) -> str:
+    vote = "with the neighbours' vote" if summary["vote"] else "no vote"
+    model = summary["embedding_model"] or "its embedding model"
+    return f"{summary['k']} nearest of {summary['size']} pooled examples by {model}, {vote}"
 
 
 def _diff_class(line: str) -> str:

@@ -23,6 +23,7 @@ from training.execution import budget
 from training.execution.run_config import (
     FIELD_PREFIXES,
     METRICS,
+    OPTIMIZER_HELP,
     OPTIMIZERS,
     PRESETS,
     REWARDS,
@@ -98,6 +99,7 @@ def _optimizer_fields() -> dict[str, forms.Field]:
             field.help_text = optimizer_help(name, key)
             fields[prefix + key] = field
     fields["omega_language_model"].label = "language_model (default: the program's)"
+    fields["nfs_embedding_model"].label = "embedding_model"
     return fields
 
 
@@ -188,13 +190,10 @@ class RunForm(forms.Form):
     optimizer = forms.ChoiceField(
         choices=[(name, name) for name in OPTIMIZERS],
         initial="RandomFewShot",
-        help_text=(
-            "RandomFewShot samples few-shot examples (no extra LM calls); OMEGA also rewrites "
-            "instructions with LM mutations and crossovers (more calls)."
-        ),
+        help_text=" ".join(f"{name} {text}" for name, text in OPTIMIZER_HELP.items()),
     )
     #: The form's fieldsets (``partials/run_form_fields.html``), in order; each optimizer's
-    #: parameters have a fieldset of their own (by prefix, ``rfs_``/``omega_``).
+    #: parameters have a fieldset of their own (by prefix, ``rfs_``/``omega_``/``nfs_``).
     GROUPS = {
         "basics": (
             "program",
@@ -219,13 +218,20 @@ class RunForm(forms.Form):
         "budget": ("budget_calls", "budget_cost", "budget_minutes"),
     }
     #: Shown first; the rest of the form (but the budget) sits under "Advanced settings".
-    BASIC = (*GROUPS["basics"], "rfs_nb_max_examples", "omega_instructions", *GROUPS["budget"])
+    BASIC = (
+        *GROUPS["basics"],
+        "rfs_nb_max_examples",
+        "omega_instructions",
+        "nfs_k",
+        *GROUPS["budget"],
+    )
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["program"].queryset = Program.objects.filter(owner=user)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
+        self.fields["nfs_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.run_config = None
         self.presets = PRESETS
         self.version = None

@@ -2,12 +2,18 @@
 
 ``manage.py prepare`` (core) calls it on every ``make run``; it is idempotent. A new user
 then only has to open the demo program and press "Launch a run" to watch it learn.
+
+The demo shows the best practice on a small model: its output ``team`` is the dataset's
+label set (``datasets.labels.program_target_fields``), so the model can only answer one of
+the three codes, and the home page's "Quick try" trains it with NearestFewShot (the preset
+``quick`` of ``training.execution.run_config``).
 """
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from datasets import labels as dataset_labels
 from datasets.services import create_demo_dataset
 from training.models import Program
 from training.programs.programs import build_engine_program
@@ -28,7 +34,7 @@ def ensure_demo_program(user, model: str | None = None) -> Program:
     engine_program = build_engine_program(
         name="demo_router",
         input_fields=dataset.input_schema_fields(),
-        target_fields=dataset.target_schema_fields(),
+        target_fields=dataset_labels.program_target_fields(dataset, use_label_sets=True),
         module=Program.GENERATOR,
         instructions=DEMO_INSTRUCTIONS,
         model=model,

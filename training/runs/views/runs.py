@@ -13,11 +13,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.redirects import page_redirect
 from datasets import selectors as dataset_selectors
-from training.execution.run_config import PRESETS
 from training.models import Run
 from training.programs import selectors as program_selectors
 from training.runs import launch as run_services
-from training.runs import run_tree, selectors
+from training.runs import prefill, run_tree, selectors
 from training.runs.forms import RunForm
 
 
@@ -46,17 +45,7 @@ def run_list(request):
 
 @require_http_methods(["GET", "POST"])
 def run_create(request):
-    initial = {}
-    program_id = request.GET.get("program", "")
-    if program_id.isdigit():
-        program = program_selectors.owned_program_or_none(request.user, int(program_id))
-        if program is not None:
-            initial = {"program": program.pk, "dataset": program.dataset_id}
-            version = request.GET.get("version", "")
-            initial["version"] = int(version) if version.isdigit() else None
-    preset = PRESETS.get(request.GET.get("preset", ""))
-    if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
-        initial.update(preset["values"])
+    initial = prefill.initial_from_query(request.user, request.GET)
     form = RunForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         run = run_services.launch(
