@@ -47,6 +47,12 @@ def test_a_text_that_repeats_itself_is_refused():
         == "repeats"
     )
     assert checks.text_refusal("Say what the tweet feels. Then say the label.", [PARENT]) is None
+    # A list of rules opens each of its sentences alike: that is structure, not a loop.
+    rules = "\n".join(
+        f'When you see "{word}", answer team={team}.'
+        for word, team in (("refund", "billing"), ("login", "accounts"), ("crash", "tech"))
+    )
+    assert checks.text_refusal(rules, [PARENT]) is None
 
 
 def test_labels_outside_the_label_set_are_refused_on_a_label_task_only():

@@ -12,8 +12,8 @@ one text the LM wrote (a string field of the variable's editable part) and its p
 - ``shorter``: under :data:`SHORTER_RATIO` of the shortest parent's length (parents of at
   least :data:`MIN_COMPARED_CHARS` characters): a rule set cut to a stub;
 - ``repeats``: a sentence of at least :data:`MIN_SENTENCE_WORDS` words said twice, a
-  :data:`NGRAM`-word phrase :data:`NGRAM_REPEATS` times, or one word
-  :data:`WORD_RUN` times in a row;
+  :data:`NGRAM`-word phrase :data:`NGRAM_REPEATS` times within one sentence (a list of rules,
+  one sentence each, may open every rule alike), or one word :data:`WORD_RUN` times in a row;
 - ``unknown_labels``: on a label task, a list or a quote that names a label of the set next to
   words that are not labels (invented labels the grammar will never let the model answer).
 
@@ -101,10 +101,15 @@ def repeats_itself(text: str) -> bool:
     sentences = [s for s in sentences if len(s.split()) >= MIN_SENTENCE_WORDS]
     if len(sentences) != len(set(sentences)):
         return True
+    # Within one sentence only: a list of rules ("When you see X, answer A. When you see Y,
+    # answer B. ...") repeats its opening phrase by design, one sentence each; a loop ("the
+    # output of the output of the output of") repeats it inside one run-on sentence.
+    for sentence in _SENTENCE.split(text):
+        tokens = words(sentence)
+        ngrams = Counter(tuple(tokens[i : i + NGRAM]) for i in range(len(tokens) - NGRAM + 1))
+        if ngrams and max(ngrams.values()) >= NGRAM_REPEATS:
+            return True
     tokens = words(text)
-    ngrams = Counter(tuple(tokens[i : i + NGRAM]) for i in range(len(tokens) - NGRAM + 1))
-    if ngrams and max(ngrams.values()) >= NGRAM_REPEATS:
-        return True
     run = 1
     for previous, word in zip(tokens, tokens[1:], strict=False):
         run = run + 1 if word == previous else 1
