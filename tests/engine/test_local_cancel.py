@@ -16,7 +16,7 @@ async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch):
     started = []
     lock = threading.Lock()
 
-    def generate(model, messages, optional_params):
+    def generate(model, messages, optional_params, cancelled=None):
         with lock:
             started.append(model)
         time.sleep(0.5)

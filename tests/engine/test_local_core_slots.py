@@ -4,6 +4,10 @@ per core, whichever process holds it."""
 import asyncio
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from training.engine.local.core_slots import CoreSlots
 
@@ -49,3 +53,35 @@ async def test_waiting_for_all_slots_takes_none_partially(tmp_path):
     other.give_back_all([0, 1])
     assert sorted(await asyncio.wait_for(waiting, 2)) == [0, 1]
     assert held is not None
+
+
+async def test_a_call_cancelled_before_its_thread_started_gives_its_cores_back(
+    tmp_path, monkeypatch
+):
+    # The chat call takes its core, then waits for a free executor thread; the executor's only
+    # thread is busy. Cancelled there (Cancel, an attempt's deadline), the call must give the
+    # core back itself: its queued job would never reach its own ``finally``.
+    from training.engine.local import provider, smollm2
+
+    slots = CoreSlots(1, tmp_path)
+    monkeypatch.setattr(smollm2, "core_slots", lambda: slots)
+    monkeypatch.setattr(smollm2, "threads_per_instance", lambda: 1)
+    monkeypatch.setattr(smollm2, "instance_count", lambda: 1)
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(executor)
+    busy = threading.Event()
+    blocker = loop.run_in_executor(executor, busy.wait)
+    messages = [{"role": "user", "content": "Hi"}]
+    call = asyncio.ensure_future(
+        provider.LocalProvider().acompletion("local/smollm2", messages, None, {})
+    )
+    await asyncio.sleep(0.2)
+    assert CoreSlots(1, tmp_path).try_take() is None  # the waiting call holds the core
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert CoreSlots(1, tmp_path).try_take() == 0  # given back by the cancelled call
+    busy.set()
+    await blocker
+    executor.shutdown(wait=True)  # the queued job found the call cancelled and ran nothing

@@ -42,6 +42,7 @@ import ctypes
 import hashlib
 import json
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -241,9 +242,14 @@ class Decoder:
         top_p: float | None = None,
         stop: list[str] | str | None = None,
         grammar: str | None = None,
+        cancelled: threading.Event | None = None,
     ) -> dict:
         """One chat completion; returns the OpenAI-shaped dict create_chat_completion returns,
         with ``usage.prompt_tokens_evaluated`` (prompt tokens not taken from the held prefix).
+
+        ``cancelled``, once set (the awaiting call was cancelled or timed out), stops the
+        generation at the next token: nobody waits for the answer, and the decoder and the
+        machine's cores go back to the calls that do.
 
         Raises ValueError (naming the context window) when the prompt does not fit.
         """
@@ -275,6 +281,9 @@ class Decoder:
             counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt)
             prompt_seconds = time.perf_counter() - started
             while len(generated) < max_tokens:
+                if cancelled is not None and cancelled.is_set():
+                    finish_reason = "cancelled"
+                    break
                 logits = self._logits()
                 token = self._sample(logits, chain, sampler, counts)
                 if lib.llama_vocab_is_eog(self._vocab, token):

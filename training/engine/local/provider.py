@@ -11,6 +11,7 @@ ContextWindowExceededError) whose message says what is wrong and how to fix it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -102,12 +103,16 @@ def _fill_embedding_response(model_response: Any, vectors: list, tokens: int) ->
     return model_response
 
 
-def _run_chat(model: str, messages: list, optional_params: dict) -> dict:
+def _run_chat(
+    model: str, messages: list, optional_params: dict, cancelled: threading.Event | None = None
+) -> dict:
     """Blocking: validate the name, then generate. Raises litellm-mappable errors."""
     if _short_name(model) not in CHAT_MODELS:
         raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "chat"), 404)
     try:
-        return smollm2.complete(_chat_messages(messages), **_chat_kwargs(optional_params))
+        return smollm2.complete(
+            _chat_messages(messages), cancelled=cancelled, **_chat_kwargs(optional_params)
+        )
     except LocalModelError as error:
         raise _as_litellm_error(error) from error
     except ValueError as error:
@@ -120,15 +125,51 @@ def _run_chat(model: str, messages: list, optional_params: dict) -> dict:
         raise
 
 
+class CoreHandoff:
+    """The core slots an async chat call took, handed to its worker thread.
+
+    Exactly one side gives them back: the worker thread when it runs the call, or the awaiting
+    coroutine when it is cancelled (Cancel, an attempt's deadline) before the thread started —
+    a job still queued for a free thread of the executor would otherwise never run its
+    ``finally`` and hold the machine's cores for every worker process. ``cancelled`` also
+    stops a generation already under way at its next token.
+
+    Args:
+        slots: The machine's ``CoreSlots`` (None when they are off).
+        taken: The slot numbers taken for this call.
+    """
+
+    def __init__(self, slots: Any, taken: list[int]):
+        self.slots = slots
+        self.taken = taken
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        """True for the first side to ask: that side gives the slots back."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def give_back(self) -> None:
+        if self.slots:
+            self.slots.give_back_all(self.taken)
+
+
 def _run_chat_on_cores(
-    slots: Any, taken: list[int], model: str, messages: list, optional_params: dict
-) -> dict:
-    """``_run_chat``, then give back the core slots it was started with."""
+    handoff: CoreHandoff, model: str, messages: list, optional_params: dict
+) -> dict | None:
+    """``_run_chat`` on the cores ``handoff`` holds, then give them back; None (nothing run)
+    when the awaiting call was cancelled before this thread started."""
+    if not handoff.claim():
+        return None
     try:
-        return _run_chat(model, messages, optional_params)
+        return _run_chat(model, messages, optional_params, cancelled=handoff.cancelled)
     finally:
-        if slots:
-            slots.give_back_all(taken)
+        handoff.give_back()
 
 
 def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
@@ -169,11 +210,16 @@ class LocalProvider(CustomLLM):
         async with semaphore(("local-chat-instances",), smollm2.instance_count()):
             slots = smollm2.core_slots()
             taken = await slots.take_async(smollm2.threads_per_instance()) if slots else []
-            # the worker thread gives the cores back when it is done (a cancelled await
-            # does not stop it)
-            result = await asyncio.to_thread(
-                _run_chat_on_cores, slots, taken, model, messages, optional_params
-            )
+            handoff = CoreHandoff(slots, taken)
+            try:
+                result = await asyncio.to_thread(
+                    _run_chat_on_cores, handoff, model, messages, optional_params
+                )
+            except asyncio.CancelledError:
+                handoff.cancelled.set()
+                if handoff.claim():  # the thread never started: give the cores back here
+                    handoff.give_back()
+                raise
         return _fill_model_response(model_response, result)
 
     def embedding(self, model, input, model_response, **_unused):

@@ -268,8 +268,11 @@ def complete(
     top_p: float | None = None,
     stop: list[str] | str | None = None,
     response_format: Any = None,
+    cancelled: threading.Event | None = None,
 ) -> dict:
     """One blocking chat completion; returns an OpenAI-shaped dict (with usage).
+
+    ``cancelled``, once set, stops the generation at the next token (the caller gave up).
 
     Structured calls use a grammar bounded to the token budget, so the JSON closes before
     ``max_tokens`` (strings sized at TYPICAL_CHARS_PER_TOKEN). Should it still be cut off (text
@@ -288,6 +291,7 @@ def complete(
         "seed": seed,
         "stop": stop,
         "top_p": top_p,
+        "cancelled": cancelled,
     }
     decoder = pool.take(messages)
     try:
