@@ -327,3 +327,31 @@ async def test_omega_after_nearest_few_shot_keeps_the_pool_and_rewrites_only_the
     assert "retrieval" not in mutation_lm.requests[0].inputs["current_variable"]
     mutations = [e for e in recorder.of("candidate") if e["operation"] == "mutation"]
     assert mutations and all(e["value"]["retrieval"] == pool for e in mutations)
+
+
+async def test_another_optimizer_scoring_a_pooled_program_never_retrieves_the_own_row():
+    """Re-fitting a pooled program with OMEGA and no validation split scores candidates on
+    the training rows the pool holds: each row must not find its own answer there."""
+    em = FakeEmbeddingModel()
+    seen = []
+    program = await program_on(copier(seen), NearestFewShot(embedding_model=em, k=3, seed=0))
+    x, y = arrays(TRAIN)
+    await program.fit(x, y, epochs=1, batch_size=4, seed=0)
+    mutation_lm = FakeLanguageModel(
+        responder=lambda request: {
+            "thinking": "name the teams",
+            "instructions": "Route the message to money, bug or box.",
+        }
+    )
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["team"]),
+        optimizer=synalinks.optimizers.OMEGA(language_model=mutation_lm, embedding_model=em),
+    )
+    seen.clear()
+    recorder = EventRecorder()
+    await program.fit(x, y, epochs=1, batch_size=4, seed=0, callbacks=[recorder])
+    scored = [e for e in recorder.of("candidate") if e["status"] == "scored"]
+    assert [e["operation"] for e in scored][:2] == ["seed", "mutation"]
+    with_examples = [(query, shown) for query, shown in seen if shown]
+    assert len(with_examples) >= 2 * len(TRAIN)  # the seed and the mutation, every row
+    assert all(query not in shown for query, shown in with_examples)

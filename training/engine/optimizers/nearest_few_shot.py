@@ -122,11 +122,6 @@ class NearestFewShot(Optimizer):
             module.embedding_model = self.embedding_model
         return module.embedding_model
 
-    async def score(self, values: dict[str, dict[str, Any]]) -> float:
-        """As the base, with each scored row's own example left out of its retrieval."""
-        with retrieval.leaving_out_own_rows():
-            return await super().score(values)
-
     # -- candidates ------------------------------------------------------------------------
     async def propose(self, epoch: int) -> list[list[tuple[Variable, dict[str, Any]]]]:
         candidate_id = self.new_candidate_id()

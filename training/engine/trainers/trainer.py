@@ -38,6 +38,7 @@ from training.engine.callbacks.training_events import TrainingEvents
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.metrics.metric import Metric
+from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
 from training.engine.trainers import output_bounds
@@ -400,13 +401,18 @@ class Trainer(Predicting):
         self, score_items: list, score_targets: list, batch_size: int
     ) -> Callable[[dict[str, dict]], Awaitable[float]]:
         """The optimizer's scorer: the mean reward of the program with some variables set to
-        candidate values, on the validation set (the training set without one)."""
+        candidate values, on the validation set (the training set without one).
+
+        A scored row never retrieves its own example from a retrieval pool
+        (``leaving_out_own_rows``), whichever optimizer scores: without a validation split the
+        rows scored are the training rows a pool holds, and each would find its own answer.
+        """
         split = "validation" if self.history.params.get("validation_samples") else "train"
 
         async def scorer(values: dict[str, dict]) -> float:
             # The values hold for this task only (``variables.assigned``): the optimizer can
             # score a candidate while fit goes on predicting the next batch with its own.
-            with assigned(self.variables, values):
+            with assigned(self.variables, values), retrieval.leaving_out_own_rows():
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
                     with tracing.trace_context(split=split):
