@@ -157,3 +157,27 @@ def test_the_launch_form_stores_the_forecast_and_the_caps(
     assert run.forecast["state"] == "ready" and run.forecast["calls"]["expected"] > 0
     page = client_user.get(run.get_absolute_url()).content.decode()
     assert "Forecast at launch" in page and "Cap on LM calls" in page
+
+
+def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(
+    client_user, program, demo_dataset, no_broker
+):
+    plain = forecast_html(client_user, program, demo_dataset, epochs="2")
+    total = calls_in(plain)
+    assert "forecast-cap-warning" not in plain
+    roomy = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls=str(total))
+    assert "forecast-cap-warning" not in roomy  # a cap at the forecast: no warning
+    html = forecast_html(
+        client_user, program, demo_dataset, epochs="2", budget_calls=str(total // 2)
+    )
+    warning = re.search(
+        r"forecast-cap-warning[^>]*>This cap \((\d+) LM calls\) is below the forecast \((\d+)\): "
+        r"it stops the run after about (\d+) of (\d+) batches",
+        html,
+    )
+    assert warning, html
+    cap, forecast_total, done, batches = map(int, warning.groups())
+    assert (cap, forecast_total) == (total // 2, total)
+    assert 0 < done < batches
+    tiny = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls="3")
+    assert "it leaves no calls for training" in tiny

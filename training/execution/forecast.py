@@ -35,6 +35,7 @@ from training.engine.data_model import create_data_model
 from training.engine.language_models.redaction import redact
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
+from training.execution import budget
 from training.programs.lm import ModelStringError, make_language_model
 from training.programs.programs import ProgramError, program_from_json
 
@@ -331,6 +332,7 @@ def forecast(
             trial=state["trial"],
         )
     result["summary"] = summary(result)
+    result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
 
 
