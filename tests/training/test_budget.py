@@ -1,12 +1,12 @@
-"""Budget caps: a run stops cleanly after the step that reached its cap, keeps what it found,
-ends "stopped: budget reached", and resumes with a higher cap (never with one already used)."""
+"""Budget caps: a run stops cleanly at or under its cap (no call starts that the cap cannot
+afford), keeps what it found, evaluates its best program with the calls held for it, ends
+"stopped: budget reached", and resumes with a higher cap (never with one already used)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db.models import Sum
 
-from datasets.services import get_split
 from training.execution import attempt as execution
 from training.execution import budget
 from training.execution.run_config import RunConfigError
@@ -52,7 +52,21 @@ def test_a_calls_cap_is_never_passed_and_the_best_program_is_still_evaluated(use
     # ... evaluated on the test split with the calls held back for it
     assert Evaluation.objects.filter(run=run, phase="after").count() == 1
     assert "the best program so far was evaluated on the test split" in run.error
+    assert f"({run.lm_calls} LM calls used, cap 40 LM calls)" in run.error  # final count
     assert run.can_resume and run.active_seconds > 0
+    assert budget.stopped_by(run) == "budget_calls"
+
+
+def test_a_minutes_cap_cuts_the_run_at_its_deadline(user, demo_dataset):
+    # 0.1 min = 6 s; every call takes 0.4 s, and the run would take far longer.
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.4")
+    config = run_config(epochs=20, batch_size=4, budget_minutes=0.1)
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=config)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    assert run.active_seconds <= 6.0  # at or under the cap, the wrap-up included
+    assert run.active_seconds > 3.0  # it worked until close to it
+    assert budget.stopped_by(run) == "budget_minutes"
 
 
 @pytest.mark.parametrize("cap", [17, 33, 61])

@@ -314,6 +314,7 @@ class Steps:
         if self.x_test and after > 0:
             evaluated = await self.evaluations(Evaluation.AFTER, after, capped=True)
             note = "evaluated" if evaluated else "skipped"
+            await self.watch.check()  # the message counts the evaluation's calls too
         return Run.STOPPED, {**await self.results(), "error": self.watch.message_after(note)}
 
     async def evaluations(self, phase: str, count: int, capped: bool = False) -> bool:

@@ -170,6 +170,19 @@ def message(key: str, used: dict[str, Any], caps: dict[str, Any], after: str | N
     )
 
 
+def stopped_by(run: Run) -> str | None:
+    """The cap that stopped ``run`` (its key), read from its stop :func:`message`; None when
+    no cap stopped it. A run stops *at or under* its cap (the next call could not be
+    afforded), so "reached" cannot be read from the figures alone."""
+    error = run.error or ""
+    if run.status != Run.STOPPED or not error.startswith(STOPPED_PREFIX):
+        return None
+    for key, cap in caps_of(run.config or {}).items():
+        if cap is not None and f"cap {describe(key, cap)})" in error:
+            return key
+    return None
+
+
 def call_budget(
     caps: dict[str, Any], base_usage: dict[str, Any], base_seconds: float, started: float
 ) -> synalinks.CallBudget | None:
