@@ -181,3 +181,17 @@ def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(
     assert 0 < done < batches
     tiny = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls="3")
     assert "it leaves no calls for training" in tiny
+
+
+def test_an_omega_launch_before_its_mutation_is_measured_still_forecasts_time(
+    user, demo_dataset, no_broker
+):
+    # The OMEGA run page said "the forecast has calls only": its own trial (with a
+    # mutation) was not cached yet at launch, though the program's was.
+    program = make_program(user, demo_dataset, model="fake/rules")
+    measured(program, demo_dataset)  # the program's trial only (a RandomFewShot form)
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="fake/minilm")
+    stored = forecast_services.at_launch(program, demo_dataset, config)
+    assert stored["state"] == "ready" and stored["mutations_assumed"] is True
+    assert stored["seconds"]["expected"] > 0 and stored["tokens"]["expected"] > 0
+    assert stored["parts"]["optimizer"]["expected"] > 0  # the mutations are in the time

@@ -313,7 +313,15 @@ def forecast(
     forecast partials). ``measure=False`` uses a cached trial only."""
     shape = shape_for(program_row, dataset, config)
     calls = engine_forecast.count_calls(shape)
-    state = trial_state(program_row, dataset, start=measure, mutation_model=optimizer_model(config))
+    mutation_model = optimizer_model(config)
+    state = trial_state(program_row, dataset, start=measure, mutation_model=mutation_model)
+    measuring = state["state"] == "measuring"
+    if state["state"] != "ready" and mutation_model:
+        # OMEGA's own trial (with a mutation) is not ready: the program's trial, when cached,
+        # still times its predictions (mutations at OPTIMIZER_CALL_RATIO), never "calls only".
+        plain = trial_state(program_row, dataset, start=False)
+        if plain["state"] == "ready":
+            state = {**plain, "mutations_assumed": True}
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
@@ -321,6 +329,9 @@ def forecast(
         "local": str(config.get("model") or program_row.model).startswith("local/"),
         "state": state["state"],
         "message": state.get("message", ""),
+        # the figures are ready, but a worker still measures the mutations: ask again
+        "still_measuring": measuring and state["state"] == "ready",
+        "mutations_assumed": bool(state.get("mutations_assumed")),
     }
     if state["state"] == "ready":
         trial = engine_forecast.Trial(**state["trial"])
