@@ -47,6 +47,7 @@ from training.execution.run_config import (
     evaluate_kwargs,
     evaluation_passes,
     fit_kwargs,
+    judge_calls,
 )
 from training.models import Evaluation, Run
 from training.programs.lm import describe_address
@@ -258,7 +259,7 @@ class Steps:
         still evaluate its best program; nothing held without a calls cap."""
         if self.budget is None or self.budget.calls is None or not self.x_test:
             return contextlib.nullcontext()
-        judge = 1 if (self.config.get("reward") or {}).get("name") == "LMAsJudge" else 0
+        judge = judge_calls(self.config)
         modules = [m for m in self.program.modules if getattr(m, "language_model", None)]
         calls = budget.after_evaluation_calls(after, len(self.x_test), len(modules), judge)
         return self.budget.holding(calls=min(calls, self.budget.calls))

@@ -35,7 +35,7 @@ from training.engine.data_model import create_data_model
 from training.engine.language_models.redaction import redact
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
-from training.execution import budget
+from training.execution import budget, run_config
 from training.programs.lm import ModelStringError, make_language_model
 from training.programs.programs import ProgramError, program_from_json
 
@@ -99,7 +99,7 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         evaluations_before=int(config["evaluations_before"]) if test_rows else 0,
         evaluations_after=int(config["evaluations_after"]) if test_rows else 0,
         samples=min(int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS")), len(test_rows)),
-        judge_calls=1 if (config.get("reward") or {}).get("name") == "LMAsJudge" else 0,
+        judge_calls=run_config.judge_calls(config),
     )
 
 
