@@ -9,15 +9,20 @@ dataset (``local/smollm2`` for the program and OMEGA's mutations, ``local/minilm
    the run as at launch;
 2. the run is executed by the worker's own code (``execution.execute``, in this process: a
    private SQLite database in a temp var/ dir, an in-memory channel layer);
-3. actual LM calls (``Run.lm_calls``) and wall time (claim → finish) are compared with the
-   forecast's expected calls and time.
+3. actual LM calls (``Run.lm_calls``), tokens (``Run.usage``) and wall time (claim → finish)
+   are compared with the forecast's expected calls, tokens and time;
+4. with ``--caps`` (the default) each configuration runs once more with caps at
+   ``--cap-share`` of its forecast (calls, and minutes): every cap against what the run used
+   (``Run.lm_calls``, ``Run.active_seconds``). Overshoot: how far past its cap a run went
+   (0 when at or under), in the cap's units, the most over the capped runs.
 
 Error of one run: |forecast − actual| / actual. Printed per run, then the mean over runs.
-Aim: calls within 15 %, time within 35 %.
+Aim: calls within 15 %, tokens within 25 %, time within 35 %, overshoot 0.
 
-    .venv/bin/python bench/forecast_accuracy.py [--sizes S M L] [--optimizers RandomFewShot OMEGA]
+    nice .venv/bin/python bench/forecast_accuracy.py [--sizes S M L] \
+        [--optimizers RandomFewShot OMEGA] [--no-caps] [--cap-share 0.5]
 
-Last line: ``forecast error: calls X %, time Y %``.
+Last line: ``forecast: calls E1 %, tokens E2 %, time E3 %; caps overshoot O (max over runs)``.
 """
 
 from __future__ import annotations
@@ -97,7 +102,9 @@ def program_for(user, dataset):
     )
 
 
-def one_run(user, program, dataset, optimizer: str, epochs: int, batch_size: int) -> dict:
+def one_run(
+    user, program, dataset, optimizer: str, epochs: int, batch_size: int, caps: dict | None = None
+) -> dict:
     from training.execution import attempt as execution
     from training.execution import forecast as forecast_services
     from training.execution.run_config import validate_run_config
@@ -114,6 +121,7 @@ def one_run(user, program, dataset, optimizer: str, epochs: int, batch_size: int
             "seed": 1,
             "evaluations_before": 1,
             "evaluations_after": 1,
+            **(caps or {}),
         },
         targets,
         targets,
@@ -138,12 +146,18 @@ def one_run(user, program, dataset, optimizer: str, epochs: int, batch_size: int
     status = execution.execute(run.pk, run.attempt, worker="bench")
     wall = time.perf_counter() - started
     run.refresh_from_db()
-    if status != Run.SUCCEEDED:
+    if status != Run.SUCCEEDED and not (caps and status == Run.STOPPED):
         raise SystemExit(f"run {run.pk} ended {status}: {run.error}")
+    usage = run.usage or {}
     return {
         "forecast": predicted,
+        "status": status,
+        "error": run.error,
         "calls": run.lm_calls,
+        "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0),
         "seconds": wall,
+        "minutes": run.active_seconds / 60.0,
+        "after": run.evaluations.filter(phase="after").exists(),
         "trial": state["trial"],
     }
 
@@ -161,6 +175,10 @@ def main() -> None:
         default=["RandomFewShot", "OMEGA"],
         choices=["RandomFewShot", "OMEGA"],
     )
+    parser.add_argument("--no-caps", action="store_true", help="skip the capped runs")
+    parser.add_argument(
+        "--cap-share", type=float, default=0.5, help="caps: this share of the forecast"
+    )
     args = parser.parse_args()
     var_dir = tempfile.mkdtemp(prefix="tb-forecast-bench-")
     setup(var_dir)
@@ -174,7 +192,9 @@ def main() -> None:
         f"{'optimizer':<14}{'size':<5}{'calls forecast':>22}{'actual':>8}{'err':>7}"
         f"{'time forecast':>22}{'actual':>9}{'err':>7}"
     )
-    call_errors, time_errors = [], []
+    call_errors, token_errors, time_errors = [], [], []
+    capped: list[str] = []
+    overshoot = {"calls": 0.0, "minutes": 0.0}
     for size in args.sizes:
         train, test, epochs, batch_size = SIZES[size]
         dataset = subset(user, demo, train, test)
@@ -183,29 +203,57 @@ def main() -> None:
             result = one_run(user, program, dataset, optimizer, epochs, batch_size)
             calls = result["forecast"]["calls"]
             seconds = result["forecast"]["seconds"]
+            tokens = result["forecast"]["tokens"]
             call_errors.append(error(calls["expected"], result["calls"]))
+            token_errors.append(error(tokens["expected"], result["tokens"]))
             time_errors.append(error(seconds["expected"], result["seconds"]))
             print(
                 f"{optimizer:<14}{size:<5}"
                 f"{calls['expected']:>8} ({calls['low']:>4}–{calls['high']:>4}){result['calls']:>8}"
                 f"{call_errors[-1]:>6.0f}%"
                 f"{seconds['expected']:>8.0f} s ({seconds['low']:>3.0f}–{seconds['high']:>3.0f} s)"
-                f"{result['seconds']:>7.0f} s{time_errors[-1]:>6.0f}%",
+                f"{result['seconds']:>7.0f} s{time_errors[-1]:>6.0f}%"
+                f"   tokens {tokens['expected']:>6} vs {result['tokens']:>6}{token_errors[-1]:>5.0f}%",
                 flush=True,
             )
+            if args.no_caps:
+                continue
+            caps = {
+                "budget_calls": max(1, int(calls["expected"] * args.cap_share)),
+                "budget_minutes": max(0.1, round(seconds["expected"] * args.cap_share / 60, 1)),
+            }
+            run = one_run(user, program, dataset, optimizer, epochs, batch_size, caps)
+            over_calls = max(0, run["calls"] - caps["budget_calls"])
+            over_minutes = max(0.0, run["minutes"] - caps["budget_minutes"])
+            overshoot["calls"] = max(overshoot["calls"], over_calls)
+            overshoot["minutes"] = max(overshoot["minutes"], over_minutes)
+            capped.append(
+                f"{optimizer:<14}{size:<5}caps {caps['budget_calls']} calls, "
+                f"{caps['budget_minutes']:.1f} min: used {run['calls']} calls, "
+                f"{run['minutes']:.2f} min ({run['status']}, after-evaluation "
+                f"{'stored' if run['after'] else 'skipped'})"
+            )
+            print(capped[-1], flush=True)
     trial = result["trial"]
     print(
         f"trial (last dataset): {trial['single_call_seconds']:.2f} s a call alone, "
         f"{trial['seconds_per_call']:.2f} s a call in a batch, {trial['tokens_per_call']:.0f} tokens a call"
     )
     print(
-        f"runs: {len(call_errors)} (train/test/epochs/batch: "
+        f"runs: {len(call_errors)} uncapped, {len(capped)} capped (train/test/epochs/batch: "
         + ", ".join(f"{s}={SIZES[s]}" for s in args.sizes)
         + f", validation_split {VALIDATION_SPLIT})"
     )
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    shown = (
+        f"{overshoot['calls']:.0f} calls, {overshoot['minutes'] * 60:.1f} s" if capped else "n/a"
+    )
     print(
-        f"forecast error: calls {sum(call_errors) / len(call_errors):.1f} %, "
-        f"time {sum(time_errors) / len(time_errors):.1f} %"
+        f"forecast: calls {mean(call_errors):.1f} %, tokens {mean(token_errors):.1f} %, "
+        f"time {mean(time_errors):.1f} %; caps overshoot {shown} (max over runs)"
     )
 
 

@@ -1,17 +1,18 @@
-"""Budget caps: a run stops cleanly after the step that reached its cap, keeps what it found,
-ends "stopped: budget reached", and resumes with a higher cap (never with one already used)."""
+"""Budget caps: a run stops cleanly at or under its cap (no call starts that the cap cannot
+afford), keeps what it found, evaluates its best program with the calls held for it, ends
+"stopped: budget reached", and resumes with a higher cap (never with one already used)."""
 
 from __future__ import annotations
 
 import pytest
+from django.db.models import Sum
 
-from datasets.services import get_split
-from training.engine.forecast import validation_cut
 from training.execution import attempt as execution
 from training.execution import budget
 from training.execution.run_config import RunConfigError
-from training.models import Candidate, EpochLog, Evaluation, Run
+from training.models import Candidate, EpochLog, Evaluation, LMCallTrace, Run
 from training.runs import launch
+from training.runs.forms import ResumeBudgetForm
 
 from .conftest import make_program, run_config
 
@@ -33,27 +34,48 @@ def omega_run(user, dataset, **overrides) -> Run:
     return Run.objects.create(owner=user, program=program, dataset=dataset, config=config)
 
 
-def largest_step(dataset, config) -> int:
-    """The most calls one OMEGA training step makes: its batch's predictions, the mutation,
-    and the new candidate's scoring on the validation split."""
-    rows, _ = get_split(dataset, "train")
-    cut = validation_cut(len(rows), float(config["validation_split"]))
-    return int(config["batch_size"]) + 1 + (len(rows) - cut)
-
-
-def test_a_calls_cap_stops_after_the_step_and_keeps_everything(user, demo_dataset):
+def test_a_calls_cap_is_never_passed_and_the_best_program_is_still_evaluated(user, demo_dataset):
     run = omega_run(user, demo_dataset, budget_calls=40)
     assert execution.execute(run.pk, 1) == Run.STOPPED
     run.refresh_from_db()
     assert run.error.startswith("stopped: budget reached (")
-    assert "LM calls used, cap 40 LM calls" in run.error
-    # Stopped after the step that reached the cap, not mid-batch and not one step later.
-    assert 40 <= run.lm_calls < 40 + largest_step(demo_dataset, run.config)
+    assert "used, cap 40 LM calls" in run.error
+    # The cap is a promise: every request counts (cancelled and retried ones included), and
+    # the traces of the calls, written one per attempt's call, agree.
+    assert run.lm_calls <= 40
+    assert run.usage["calls"] <= 40
+    traced = LMCallTrace.objects.filter(run=run, kind="completion", cache_hit=False)
+    assert 0 < traced.aggregate(attempts=Sum("attempts"))["attempts"] <= 40
     assert run.trained_program_json is not None  # the best program so far
     assert Candidate.objects.filter(run=run).exists()
     assert Evaluation.objects.filter(run=run, phase="before").count() == 1
-    assert not Evaluation.objects.filter(run=run, phase="after").exists()
+    # ... evaluated on the test split with the calls held back for it
+    assert Evaluation.objects.filter(run=run, phase="after").count() == 1
+    assert "the best program so far was evaluated on the test split" in run.error
+    assert f"({run.lm_calls} LM calls used, cap 40 LM calls)" in run.error  # final count
     assert run.can_resume and run.active_seconds > 0
+    assert budget.stopped_by(run) == "budget_calls"
+
+
+def test_a_minutes_cap_cuts_the_run_at_its_deadline(user, demo_dataset):
+    # 0.1 min = 6 s; every call takes 0.4 s, and the run would take far longer.
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.4")
+    config = run_config(epochs=20, batch_size=4, budget_minutes=0.1)
+    run = Run.objects.create(owner=user, program=program, dataset=demo_dataset, config=config)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    assert run.active_seconds <= 6.0  # at or under the cap, the wrap-up included
+    assert run.active_seconds > 3.0  # it worked until close to it
+    assert budget.stopped_by(run) == "budget_minutes"
+
+
+@pytest.mark.parametrize("cap", [17, 33, 61])
+def test_a_run_makes_at_most_its_calls_cap(user, demo_dataset, cap):
+    run = omega_run(user, demo_dataset, budget_calls=cap)
+    assert execution.execute(run.pk, 1) == Run.STOPPED
+    run.refresh_from_db()
+    assert run.lm_calls <= cap
+    assert run.lm_calls >= 1  # it spent, up to its cap
 
 
 def test_resume_with_a_higher_cap_goes_on_to_the_end(user, demo_dataset, no_broker):
@@ -149,3 +171,19 @@ def test_another_users_run_cannot_be_resumed(client, other_user, user, demo_data
         reverse("training:run-resume-budget", args=[run.pk]), {"budget_calls": "500"}
     )
     assert response.status_code == 404 and no_broker == []
+
+
+def test_the_resume_form_offers_caps_that_resume_accepts(user, demo_dataset, no_broker):
+    # The issue's run: a 5-minute cap, 6.8 minutes used (an old between-epochs check), and a
+    # calls cap it had not reached; the form offered 5 and then refused it.
+    run = omega_run(user, demo_dataset, budget_calls=400, budget_minutes=5.0)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.STOPPED, active_seconds=6.8 * 60, lm_calls=55, usage={"calls": 55}
+    )
+    run.refresh_from_db()
+    form = ResumeBudgetForm(run=run)
+    offered = {key: form.fields[key].initial for key in budget.BUDGET}
+    assert offered == {"budget_calls": 455, "budget_cost": None, "budget_minutes": 11.8}
+    resumed = launch.resume_with_caps(run, offered)
+    assert resumed.status == Run.QUEUED
+    assert resumed.config["budget_minutes"] == 11.8 and resumed.config["budget_calls"] == 455

@@ -157,3 +157,41 @@ def test_the_launch_form_stores_the_forecast_and_the_caps(
     assert run.forecast["state"] == "ready" and run.forecast["calls"]["expected"] > 0
     page = client_user.get(run.get_absolute_url()).content.decode()
     assert "Forecast at launch" in page and "Cap on LM calls" in page
+
+
+def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(
+    client_user, program, demo_dataset, no_broker
+):
+    plain = forecast_html(client_user, program, demo_dataset, epochs="2")
+    total = calls_in(plain)
+    assert "forecast-cap-warning" not in plain
+    roomy = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls=str(total))
+    assert "forecast-cap-warning" not in roomy  # a cap at the forecast: no warning
+    html = forecast_html(
+        client_user, program, demo_dataset, epochs="2", budget_calls=str(total // 2)
+    )
+    warning = re.search(
+        r"forecast-cap-warning[^>]*>This cap \((\d+) LM calls\) is below the forecast \((\d+)\): "
+        r"it stops the run after about (\d+) of (\d+) batches",
+        html,
+    )
+    assert warning, html
+    cap, forecast_total, done, batches = map(int, warning.groups())
+    assert (cap, forecast_total) == (total // 2, total)
+    assert 0 < done < batches
+    tiny = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls="3")
+    assert "it leaves no calls for training" in tiny
+
+
+def test_an_omega_launch_before_its_mutation_is_measured_still_forecasts_time(
+    user, demo_dataset, no_broker
+):
+    # The OMEGA run page said "the forecast has calls only": its own trial (with a
+    # mutation) was not cached yet at launch, though the program's was.
+    program = make_program(user, demo_dataset, model="fake/rules")
+    measured(program, demo_dataset)  # the program's trial only (a RandomFewShot form)
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="fake/minilm")
+    stored = forecast_services.at_launch(program, demo_dataset, config)
+    assert stored["state"] == "ready" and stored["mutations_assumed"] is True
+    assert stored["seconds"]["expected"] > 0 and stored["tokens"]["expected"] > 0
+    assert stored["parts"]["optimizer"]["expected"] > 0  # the mutations are in the time

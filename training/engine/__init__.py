@@ -25,6 +25,7 @@ from training.engine.data_model import (  # noqa: E402
     data_model_from_schema,
 )
 from training.engine.language_models import tracing, usage  # noqa: E402
+from training.engine.language_models.budget import BudgetExhausted, CallBudget  # noqa: E402
 from training.engine.language_models.embedding_model import EmbeddingModel  # noqa: E402
 from training.engine.language_models.language_model import (  # noqa: E402
     LanguageModel,
@@ -39,6 +40,8 @@ from training.engine.trainers.history import History  # noqa: E402
 from training.engine.variables import Variable  # noqa: E402
 
 __all__ = [
+    "BudgetExhausted",
+    "CallBudget",
     "ChainOfThought",
     "DataModel",
     "EmbeddingModel",

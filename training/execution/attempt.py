@@ -16,6 +16,7 @@ says what changed (``training.insight.live`` renders and sends it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from typing import Any
@@ -46,6 +47,7 @@ from training.execution.run_config import (
     evaluate_kwargs,
     evaluation_passes,
     fit_kwargs,
+    judge_calls,
 )
 from training.models import Evaluation, Run
 from training.programs.lm import describe_address
@@ -227,6 +229,10 @@ class Steps:
             self.callback.usage_fields,
             data["active_seconds"],
         )
+        # The caps as the engine holds them: no LM call starts that a cap cannot afford.
+        self.budget = budget.call_budget(
+            self.watch.caps, data["base_usage"], data["active_seconds"], self.watch.started
+        )
 
     async def stop_requested(self) -> bool:
         """The run's Cancel was pressed, or the run is no longer this attempt's."""
@@ -242,18 +248,38 @@ class Steps:
             await asyncio.sleep(CANCEL_CHECK_SECONDS)
 
     async def run(self) -> tuple[str, dict[str, Any]]:
+        if self.budget is None:
+            return await self.steps()
+        with self.budget.applied():
+            return await self.steps()
+
+    def held_for_after(self, after: int) -> Any:
+        """While the evaluations before and fit run, the calls of the evaluations after
+        training are held back (``budget.after_evaluation_calls``), so that a capped run can
+        still evaluate its best program; nothing held without a calls cap."""
+        if self.budget is None or self.budget.calls is None or not self.x_test:
+            return contextlib.nullcontext()
+        judge = judge_calls(self.config)
+        modules = [m for m in self.program.modules if getattr(m, "language_model", None)]
+        calls = budget.after_evaluation_calls(after, len(self.x_test), len(modules), judge)
+        return self.budget.holding(calls=min(calls, self.budget.calls))
+
+    async def steps(self) -> tuple[str, dict[str, Any]]:
         before, after = evaluation_passes(self.config)
         if not await self.wait_for_models():
             return Run.CANCELLED, await self.results(with_time=False)
-        if self.x_test and not await self.evaluations(Evaluation.BEFORE, before):
-            return self.stopped(await self.results())
-        if not self.x_train:
-            raise ValueError(f"dataset {self.data['dataset'].name!r} has no training rows")
-        await self.fit()
+        with self.held_for_after(after):
+            if self.x_test and not await self.evaluations(Evaluation.BEFORE, before):
+                return self.stopped(await self.results())
+            if not self.x_train:
+                raise ValueError(f"dataset {self.data['dataset'].name!r} has no training rows")
+            await self.fit()
         if self.program.interrupted or self.callback.cancelled or await self.stop_requested():
             return Run.CANCELLED, await self.results()
-        if self.watch.reached:  # stopped after the step that reached a cap: everything kept
-            return Run.STOPPED, {**await self.results(), "error": self.watch.message}
+        if self.program.budget_exhausted is not None:
+            await self.watch.refused(self.program.budget_exhausted)
+        if self.watch.reached:  # stopped at a cap: everything kept, the best program evaluated
+            return await self.capped(after)
         if self.failed_epochs.error is not None:
             self.failure.append(self.failed_epochs.error)
             return self.stopped(await self.results())
@@ -282,15 +308,28 @@ class Steps:
             **fit_kwargs(self.config, resume_epoch=self.data["resume_epoch"]),
         )
 
-    async def evaluations(self, phase: str, count: int) -> bool:
-        """Run the missing evaluations of a phase; False if cancelled or failed meanwhile."""
+    async def capped(self, after: int) -> tuple[str, dict[str, Any]]:
+        """STOPPED at a cap, with the best program so far evaluated on the test split when
+        the budget held enough for it (its calls were held back), else saying it was skipped."""
+        note = None
+        if self.x_test and after > 0:
+            evaluated = await self.evaluations(Evaluation.AFTER, after, capped=True)
+            note = "evaluated" if evaluated else "skipped"
+            await self.watch.check()  # the message counts the evaluation's calls too
+        return Run.STOPPED, {**await self.results(), "error": self.watch.message_after(note)}
+
+    async def evaluations(self, phase: str, count: int, capped: bool = False) -> bool:
+        """Run the missing evaluations of a phase; False if cancelled or failed meanwhile.
+
+        ``capped``: fit stopped at a cap and these are the evaluations after it, paid by the
+        calls held back for them (the engine budget refuses what they cannot afford)."""
         for index in range(count):
             if (phase, index) in self.data["done_evaluations"]:
                 continue
             if await self.stop_requested():
                 return False
-            if self.watch.active and await self.watch.check():  # a cap: stop before the next pass
-                return False
+            if not capped and self.watch.active and await self.watch.check():
+                return False  # a cap: stop before the next pass
             if not await self.evaluation(phase, index, count):
                 return False
         return True
@@ -314,6 +353,9 @@ class Steps:
                 callbacks=[per_example],
             )
         if program.interrupted:  # cancelled mid-evaluation: its partial logs are dropped
+            return False
+        if program.budget_exhausted is not None:  # a cap refused a call: dropped as well
+            await self.watch.refused(program.budget_exhausted)
             return False
         error = prediction_failures.all_failed(
             program, mark, f"the {phase}-training evaluation {index + 1}"

@@ -35,6 +35,7 @@ from training.engine.data_model import create_data_model
 from training.engine.language_models.redaction import redact
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import VariableEvolver, batch_report
+from training.execution import budget, run_config
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import ProgramError, program_from_json
 
@@ -101,7 +102,7 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         evaluations_before=int(config["evaluations_before"]) if test_rows else 0,
         evaluations_after=int(config["evaluations_after"]) if test_rows else 0,
         samples=min(int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS")), len(test_rows)),
-        judge_calls=1 if (config.get("reward") or {}).get("name") == "LMAsJudge" else 0,
+        judge_calls=run_config.judge_calls(config),
         **nearest,
     )
 
@@ -330,7 +331,15 @@ def forecast(
     forecast partials). ``measure=False`` uses a cached trial only."""
     shape = shape_for(program_row, dataset, config)
     calls = engine_forecast.count_calls(shape)
-    state = trial_state(program_row, dataset, start=measure, mutation_model=optimizer_model(config))
+    mutation_model = optimizer_model(config)
+    state = trial_state(program_row, dataset, start=measure, mutation_model=mutation_model)
+    measuring = state["state"] == "measuring"
+    if state["state"] != "ready" and mutation_model:
+        # OMEGA's own trial (with a mutation) is not ready: the program's trial, when cached,
+        # still times its predictions (mutations at OPTIMIZER_CALL_RATIO), never "calls only".
+        plain = trial_state(program_row, dataset, start=False)
+        if plain["state"] == "ready":
+            state = {**plain, "mutations_assumed": True}
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
@@ -338,6 +347,9 @@ def forecast(
         "local": str(config.get("model") or program_row.model).startswith("local/"),
         "state": state["state"],
         "message": state.get("message", ""),
+        # the figures are ready, but a worker still measures the mutations: ask again
+        "still_measuring": measuring and state["state"] == "ready",
+        "mutations_assumed": bool(state.get("mutations_assumed")),
     }
     if state["state"] == "ready":
         trial = engine_forecast.Trial(**state["trial"])
@@ -349,6 +361,7 @@ def forecast(
             trial=state["trial"],
         )
     result["summary"] = summary(result)
+    result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
 
 

@@ -413,6 +413,11 @@ def evaluate_kwargs(config: dict[str, Any]) -> dict[str, Any]:
     return {"batch_size": int(config["batch_size"])}
 
 
+def judge_calls(config: dict[str, Any]) -> int:
+    """LM calls the run's reward makes per scored example (an LM judge: one; else none)."""
+    return 1 if (config.get("reward") or {}).get("name") == "LMAsJudge" else 0
+
+
 def evaluation_passes(config: dict[str, Any]) -> tuple[int, int]:
     """How many passes over the test split a run makes before and after training."""
     return int(config["evaluations_before"]), int(config["evaluations_after"])

@@ -314,8 +314,8 @@ class ResumeBudgetForm(forms.Form):
     def __init__(self, *args, run=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields.update(budget_fields())
-        if run is not None:
-            for key, value in budget.caps_of(run.config).items():
+        if run is not None:  # an offer it accepts: above what the run has used
+            for key, value in budget.suggested_caps(run).items():
                 self.fields[key].initial = value
 
 

@@ -22,6 +22,7 @@ def budget_caps(run):
     """[{"label", "cap", "used", "reached"}] for each cap the run sets."""
     caps = budget.caps_of(run.config or {})
     used = budget.used_of(run)
+    stopped_by = budget.stopped_by(run)
     rows = []
     for key, cap in caps.items():
         if cap is None:
@@ -33,7 +34,7 @@ def budget_caps(run):
                 "label": budget.LABELS[key],
                 "cap": budget.describe(key, cap),
                 "used": "unknown" if value is None else budget.describe(key, value),
-                "reached": value is not None and value >= cap,
+                "reached": key == stopped_by or (value is not None and value >= cap),
             }
         )
     return rows

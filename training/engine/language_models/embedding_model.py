@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.errors import short_message
@@ -123,6 +124,9 @@ class EmbeddingModel:
                 backoff=self.backoff,
                 on_success=succeeded,
                 on_failure=failed,
+                # no call of the calls cap (as in usage), but its tokens and cost count
+                bound=lambda: (0, budget_mod.text_token_bound(texts), self._cost_bound(texts)),
+                spent=lambda result: (result[1], result[2]),
             )
         except Exception as exc:
             self._trace(texts, meta, error=str(exc), failed=True)
@@ -139,6 +143,17 @@ class EmbeddingModel:
             if len(texts) > len(shown):
                 shown.append({"role": "note", "content": f"{len(texts) - len(shown)} more texts"})
             tracing.emit(kind="embedding", model=self.model, messages=shown, **meta, **values)
+
+    def _cost_bound(self, texts: list[str]) -> float | None:
+        """The most embedding ``texts`` can cost (0 for a local model, None when the price
+        is unknown), for a budget's reservation."""
+        if self.model.startswith("local/"):
+            return 0.0
+        try:
+            price = get_litellm().get_model_info(self.model).get("input_cost_per_token")
+        except Exception:
+            return None
+        return None if price is None else budget_mod.text_token_bound(texts) * float(price)
 
     async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
         litellm = get_litellm()

@@ -23,6 +23,7 @@ from typing import Any
 
 import pydantic
 
+from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
@@ -298,7 +299,7 @@ class LanguageModel:
                     meta["cache_hit"] = True
                 return hit["text"]
         raw = await self._complete_with_retries(
-            lambda: self._raw_complete(messages, schema, temperature, context), meta
+            lambda: self._raw_complete(messages, schema, temperature, context), meta, messages
         )
         if key is not None:
             self.cache.set(
@@ -312,11 +313,19 @@ class LanguageModel:
         return raw.text
 
     async def _complete_with_retries(
-        self, request: Callable[[], Awaitable[RawCompletion]], meta: dict | None = None
+        self,
+        request: Callable[[], Awaitable[RawCompletion]],
+        meta: dict | None = None,
+        messages: list | None = None,
     ) -> RawCompletion:
         """``request()`` (one provider request) with retries; each attempt's usage is
         recorded, and added to ``meta`` (the call's trace: latency, attempts, tokens, cost)
-        when one is given."""
+        when one is given. Each attempt first reserves its bound (one call, ``messages``'
+        token bound, its price) in the active budgets (:mod:`~training.engine.language_models.budget`)."""
+
+        def bound() -> tuple[int, int, float | None]:
+            tokens = budget_mod.token_bound(messages or [], self.max_tokens)
+            return 1, tokens, self.cost_bound(tokens)
 
         def succeeded(raw: RawCompletion, latency: float) -> None:
             if meta is not None:
@@ -356,7 +365,23 @@ class LanguageModel:
             on_failure=failed,
             jitter=0.1,
             timeout=self.timeout,
+            bound=bound,
+            spent=lambda raw: (raw.prompt_tokens + raw.completion_tokens, raw.cost),
         )
+
+    def cost_bound(self, tokens: int) -> float | None:
+        """The most ``tokens`` tokens can cost on this model (each at the dearer of its input
+        and output prices), for a budget's reservation; 0 for a local model, None when the
+        price is unknown (a cost cap cannot bound such calls)."""
+        if self.holds_to_schema:  # a local model: free
+            return 0.0
+        try:
+            info = get_litellm().get_model_info(self.model)
+        except Exception:
+            return None
+        prices = [info.get("input_cost_per_token"), info.get("output_cost_per_token")]
+        known = [float(price) for price in prices if price is not None]
+        return tokens * max(known) if known else None
 
     async def _raw_complete(
         self, messages: list, schema: dict | None, temperature: float, context: dict | None

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from training.engine.language_models import budget as budget_mod
 from training.engine.language_models.concurrency import semaphore
 from training.engine.language_models.errors import LanguageModelError, call_error, is_transient
 
@@ -54,6 +55,8 @@ async def call_with_retries(
     on_failure: Callable[[BaseException, float], Any],
     jitter: float = 0.0,
     timeout: float | None = None,
+    bound: Callable[[], tuple[int, int, float | None]] | None = None,
+    spent: Callable[[T], tuple[int, float | None]] | None = None,
 ) -> T:
     """Run ``request()`` under the key's semaphore, retrying transient errors.
 
@@ -75,6 +78,11 @@ async def call_with_retries(
         jitter: relative random extra wait (0.1 adds up to 10%).
         timeout: the model's own request timeout in seconds (None: none), from which the
             hard deadline of each attempt is derived.
+        bound: ``() -> (calls, tokens, cost)``, the most one attempt can use; each attempt
+            reserves it in the active budgets (:mod:`~training.engine.language_models.budget`)
+            before it starts, so a cap is never passed (None: nothing reserved).
+        spent: ``result -> (tokens, cost)``, what a successful attempt used (its
+            reservation is settled with it; a failed attempt counts its call only).
 
     Returns:
         What ``request()`` returned.
@@ -82,6 +90,8 @@ async def call_with_retries(
     Raises:
         LanguageModelError: (or a subclass) once a non-transient error occurs or the retries
             are spent.
+        BudgetExhausted: when an attempt could pass a cap of an active budget (it never
+            starts), or the budget's time ran out while it was in flight (it is cancelled).
     """
     sem = semaphore(semaphore_key, max_concurrency)
     deadline = attempt_deadline(timeout)
@@ -89,20 +99,42 @@ async def call_with_retries(
     last: BaseException | None = None
     for attempt in range(retries + 1):
         async with sem:
+            # Reserved once the slot is held (a wait for it costs nothing), in one step:
+            # concurrent attempts can never jointly pass a cap.
+            reservation = budget_mod.reserve_for(bound) if bound is not None else None
             started = time.perf_counter()
             try:
-                result = await _within(deadline, request)
+                result = await _within(_attempt_seconds(deadline, reservation), request)
             except Exception as exc:
+                if reservation is not None:
+                    reservation.settle()
+                    expired = reservation.expired()
+                    if expired is not None:  # the budget's time ran out mid-attempt
+                        on_failure(expired, time.perf_counter() - started)
+                        raise expired from exc
                 on_failure(exc, time.perf_counter() - started)
                 if not is_transient(exc) or attempt == retries:
                     raise call_error(where, exc, attempt + 1) from exc
                 last = exc
+            except BaseException as exc:  # cancelled (interrupt, a cap): the call was made
+                if reservation is not None:
+                    reservation.settle()
+                on_failure(exc, time.perf_counter() - started)
+                raise
             else:
+                if reservation is not None:
+                    reservation.settle(*(spent(result) if spent is not None else (0, 0.0)))
                 on_success(result, time.perf_counter() - started)
                 return result
         await asyncio.sleep(delay * (1 + random.random() * jitter) if jitter else delay)
         delay = min(delay * 2, MAX_BACKOFF_SECONDS)
     raise LanguageModelError(f"{where}: {last}")  # pragma: no cover
+
+
+def _attempt_seconds(deadline: float, reservation: budget_mod.Reservation | None) -> float:
+    """The attempt's hard deadline, cut to what is left of a budget's time."""
+    left = reservation.remaining_seconds() if reservation is not None else None
+    return deadline if left is None else max(0.0, min(deadline, left))
 
 
 async def _within(deadline: float, request: Callable[[], Awaitable[T]]) -> T:

@@ -9,7 +9,9 @@ only fight over the same cores anyway.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -56,9 +58,22 @@ def _import_sentence_transformers() -> Any:
     return sentence_transformers
 
 
+def _installed(name: str) -> bool:
+    """Whether package ``name`` can be imported, found without importing it."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    return importlib.util.find_spec(name) is not None
+
+
 def check_available() -> Path:
-    """Raise LocalModelError unless the runtime and the weights are installed (no loading)."""
-    _import_sentence_transformers()
+    """Raise LocalModelError unless the runtime and the weights are installed (no loading).
+
+    The packages are found, not imported: importing them (torch) takes seconds, and a web
+    request that only builds a program to forecast it (the launch form) must not pay that."""
+    for name in ("sentence_transformers", "transformers"):
+        if not _installed(name):
+            error = ImportError(f"No module named {name!r}")
+            raise missing_extra(MODEL_NAME, "sentence_transformers", error)
     return model_dir()
 
 

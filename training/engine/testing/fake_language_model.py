@@ -141,6 +141,10 @@ class FakeLanguageModel(LanguageModel):
         self.requests: list[FakeRequest] = []
         self.record_requests = False
 
+    def cost_bound(self, tokens: int) -> float | None:
+        """A scripted call costs ``cost_per_call`` whatever its tokens."""
+        return self.cost_per_call
+
     async def _raw_complete(
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
     ) -> RawCompletion:

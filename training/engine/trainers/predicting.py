@@ -20,6 +20,7 @@ import numpy as np
 from training.engine import bounds
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.budget import BudgetExhausted
 from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelUnreachable,
@@ -68,6 +69,13 @@ class Predicting:
     def _check_interrupted(self) -> None:
         if self.interrupted:
             raise Interrupted
+
+    def _budget_stop(self, exc: BudgetExhausted) -> None:
+        """A call was refused by a :class:`~training.engine.language_models.budget.CallBudget`:
+        stop like ``interrupt()`` (``fit`` keeps its best candidates), and say which cap."""
+        self.stop_training = True
+        if self.budget_exhausted is None:
+            self.budget_exhausted = exc
 
     # -- predictions -----------------------------------------------------------------------
     def _memo_key(self, item: Any) -> tuple:
@@ -212,6 +220,7 @@ class Predicting:
         y_pred = await program.predict(x_test, batch_size=8)
         ```
         """
+        self.budget_exhausted = None
         items = self.prepare_inputs(x, "x")
         callback_list = self._callback_list(callbacks, verbose)
         await callback_list.on_predict_begin()
@@ -226,6 +235,8 @@ class Predicting:
                 failures += batch_failures
         except Interrupted:
             pass  # interrupt(): the outputs of the completed batches
+        except BudgetExhausted as exc:  # a cap: the outputs of the completed batches too
+            self._budget_stop(exc)
         self.last_failures = failures
         await callback_list.on_predict_end({"failures": failures})
         return as_object_array(outputs, "predictions")

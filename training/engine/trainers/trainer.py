@@ -37,6 +37,7 @@ from training.engine.callbacks import Callback, CallbackList
 from training.engine.callbacks.training_events import TrainingEvents
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.budget import BudgetExhausted
 from training.engine.metrics.metric import Metric
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers.selection import mean as _mean
@@ -65,6 +66,8 @@ class Trainer(Predicting):
         self.compiled = False
         self.stop_training = False
         self.interrupted = False
+        #: The :class:`BudgetExhausted` that stopped the last fit/evaluate/predict (None: none).
+        self.budget_exhausted: BudgetExhausted | None = None
         self._memo: dict | None = None
         self.predictions = 0
         self.failed_predictions = 0
@@ -205,16 +208,21 @@ class Trainer(Predicting):
         self.last_failures = 0
         for batch, start in enumerate(range(0, len(items), batch_size)):
             batch_errors: list[str | None] = []
+            truths = targets[start : start + batch_size]
             try:
                 outputs, _, batch_failures = await self._predict_batch(
                     items[start : start + batch_size], first_index=start, errors=batch_errors
                 )
+                batch_rewards = await self._rewards(truths, outputs, start)
             except Interrupted:
                 if not partial:
                     raise
                 break
-            truths = targets[start : start + batch_size]
-            batch_rewards = await self._rewards(truths, outputs, start)
+            except BudgetExhausted as exc:  # a cap: the batches scored so far, like interrupt()
+                if not partial:
+                    raise
+                self._budget_stop(exc)
+                break
             rewards.extend(batch_rewards)
             await self._update_metrics(truths, outputs)
             failures += batch_failures
@@ -268,6 +276,7 @@ class Trainer(Predicting):
         ```
         """
         self._require_compiled("evaluate")
+        self.budget_exhausted = None
         items = self.prepare_inputs(x, "x")
         targets = self.prepare_targets(y, len(items))
         callback_list = self._callback_list(callbacks, verbose)
@@ -379,6 +388,7 @@ class Trainer(Predicting):
         callback_list.set_params(history.params)
         self.history = history
         self.stop_training = False
+        self.budget_exhausted = None
         scorer = self._candidate_scorer(*data.scoring_set, batch_size)
         self.optimizer.attach(self, callback_list, scorer, seed=seed)
         previous_memo = self._memo
@@ -453,6 +463,9 @@ class Trainer(Predicting):
             except Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
                 self.stop_training = True
                 break
+            except BudgetExhausted as exc:  # a cap refused a call: the same clean stop
+                self._budget_stop(exc)
+                break
             if not completed:
                 break
             history.append(epoch, logs)
@@ -463,6 +476,8 @@ class Trainer(Predicting):
             await self.optimizer.on_train_end()  # the best candidates so far are assigned
         except Interrupted:
             pass  # an optimizer that scores at the end: interrupted like the rest
+        except BudgetExhausted as exc:  # ... or refused by a cap; its best so far is assigned
+            self._budget_stop(exc)
         await events.train_end(logs, stopped=bool(self.stop_training))
 
     async def _train_epoch(
