@@ -9,7 +9,13 @@ import jsonschema
 import pytest
 
 from training.engine.local import smollm2
-from training.engine.local.decoding import Decoder, batches, shared_prefix
+from training.engine.local.decoding import (
+    LLAMA_RANDOM_SEED,
+    Decoder,
+    batches,
+    fixed_seed,
+    shared_prefix,
+)
 from training.engine.local.instance_pool import InstancePool
 
 pytestmark = pytest.mark.slow
@@ -164,3 +170,9 @@ def test_no_batch_of_one_token():
     assert batches(10, 12, 512) == [(10, 12)]
     assert batches(0, 513, 512) == [(0, 511), (511, 513)]
     assert batches(0, 1024, 512) == [(0, 512), (512, 1024)]
+
+
+def test_a_seed_is_never_the_value_llama_cpp_reads_as_random():
+    assert fixed_seed(-1) != LLAMA_RANDOM_SEED
+    assert fixed_seed(LLAMA_RANDOM_SEED) != LLAMA_RANDOM_SEED
+    assert fixed_seed(7) == 7 and fixed_seed(2**32 + 7) == 7

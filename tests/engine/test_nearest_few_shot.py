@@ -7,6 +7,7 @@ words), so the nearest example is the one sharing most words with the input."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Literal
 
@@ -355,3 +356,22 @@ async def test_another_optimizer_scoring_a_pooled_program_never_retrieves_the_ow
     with_examples = [(query, shown) for query, shown in seen if shown]
     assert len(with_examples) >= 2 * len(TRAIN)  # the seed and the mutation, every row
     assert all(query not in shown for query, shown in with_examples)
+
+
+def test_a_loaded_pool_is_compared_by_direction_not_length():
+    """A saved document's vectors are untrusted: one long vector must not be the nearest to
+    every input, and an all-zero one is refused."""
+    unit = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    near = np.array([0.9, 0.1, 0.0, 0.0], dtype=np.float32)
+    long_far = np.array([0.0, 0.0, 6e4, 100.0], dtype=np.float32)
+
+    def raw(vector):  # as a crafted document would hold it: not normalised
+        return base64.b64encode(vector.astype("<f2").tobytes()).decode("ascii")
+
+    pool = [{"vector": raw(v)} for v in (near, long_far)]
+    matrix = retrieval.pool_matrix(pool)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-3)
+    assert retrieval.nearest_indices(matrix, unit, 1) == [0]
+    zero = [{"vector": raw(np.zeros(4, dtype=np.float32))}]
+    with pytest.raises(retrieval.RetrievalError, match="all zeros"):
+        retrieval.pool_matrix(zero)

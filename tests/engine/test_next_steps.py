@@ -83,3 +83,21 @@ def test_answers_that_never_repeat_are_not_a_label_set():
         targets={"answer": [str(n) for n in range(50)]},
     )
     assert keys(steps) == ["no_candidate_beat_seed"]  # not a label task: no NearestFewShot
+
+
+def test_a_perfect_run_is_not_told_to_try_something_else():
+    """Test 1.0 before and after (nothing to gain): no candidate could beat the seed, and that
+    is no reason to change anything."""
+    steps = next_steps(
+        optimizer="RandomFewShot",
+        train_rows=80,
+        candidates=3,
+        beat_seed=0,
+        scoring_rows=20,
+        targets=TARGETS,
+        label_fields={"label": LABELS},
+        refusals={},
+        before=1.0,
+        after=1.0,
+    )
+    assert keys(steps) == []

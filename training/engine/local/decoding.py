@@ -66,6 +66,18 @@ SHORTLIST = 256
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
+#: llama.cpp's LLAMA_DEFAULT_SEED: to its samplers this value means "pick a random seed".
+LLAMA_RANDOM_SEED = 0xFFFFFFFF
+
+
+def fixed_seed(seed: int) -> int:
+    """``seed`` as the 32-bit seed llama.cpp's sampler takes, never the value it reads as
+    "random" (``-1``, or a request's hash that happens to be 0xFFFFFFFF): a seed fixes the
+    answer."""
+    value = seed & 0xFFFFFFFF
+    return value - 1 if value == LLAMA_RANDOM_SEED else value
+
+
 @dataclass
 class Counts:
     """Token figures of one completion (what bench/local_throughput.py adds up)."""
@@ -268,7 +280,7 @@ class Decoder:
         if temperature > 0:
             if seed is None:
                 seed = request_seed(prompt, temperature, top_p, grammar)
-            chain = self._chain(float(temperature), top_p, int(seed) & 0xFFFFFFFF)
+            chain = self._chain(float(temperature), top_p, fixed_seed(int(seed)))
         sampler = None
         if grammar is not None:
             sampler = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")

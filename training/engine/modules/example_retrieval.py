@@ -142,7 +142,13 @@ def pool_matrix(pool: Sequence[dict[str, Any]]) -> np.ndarray:
         raise RetrievalError(f"the pool's vectors have different sizes: {sorted(sizes)}")
     if not vectors:
         return np.zeros((0, 0), dtype=np.float32)
-    return np.stack(vectors)
+    matrix = np.stack(vectors)
+    # Unit rows, whatever a loaded document holds: one crafted long vector would otherwise be
+    # the nearest to every input.
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if not np.all(norms > 0):
+        raise RetrievalError("a retrieval pool vector is all zeros")
+    return matrix / norms
 
 
 # -- texts -----------------------------------------------------------------------------------

@@ -97,8 +97,10 @@ def next_steps(
     label_fields = dict(label_fields or {})
     refused = sum((refusals or {}).values())
     improved = before is not None and after is not None and after - before >= MIN_GAIN
-    stuck = (candidates > 0 and beat_seed == 0) or (
-        before is not None and after is not None and not improved
+    perfect = after is not None and after >= 1.0  # nothing left to learn on this split
+    stuck = not perfect and (
+        (candidates > 0 and beat_seed == 0)
+        or (before is not None and after is not None and not improved)
     )
     steps: list[Suggestion] = []
     undeclared = {
