@@ -10,7 +10,6 @@ filled in, and nothing else changes.
 """
 
 import ast
-import os
 from pathlib import Path
 
 import numpy as np
@@ -290,8 +289,8 @@ def _by_section(section: str, adapted: bool = False) -> list[str]:
     return [code for s, code in VERBATIM if s == section]
 
 
-async def test_guide_snippets_run(tmp_path, capsys):
-    os.chdir(tmp_path)  # the snippets write model.json, variables.json, output/
+async def test_guide_snippets_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the snippets write model.json, variables.json, output/
     items = list(TRUTH.items())
     lm = synalinks.testing.FakeLanguageModel(responder=answers_with_examples)
     ns = {
