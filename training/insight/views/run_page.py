@@ -15,8 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from training.insight import live
-from training.insight.eval_table import table_context
-from training.insight.trace_reads import candidate_trace_counts, trace_summary
+from training.insight.trace_reads import candidate_trace_counts
 from training.programs import candidate_diff
 from training.runs import launch as run_services
 from training.runs import selectors
@@ -26,10 +25,8 @@ from training.runs.views.runs import owned_run
 @require_GET
 def run_detail(request, pk: int):
     run = owned_run(request, pk)
-    context = live.page_context(run)
+    context = live.page_context(run, request.GET)
     context["config_json"] = json.dumps(run.config, indent=2)
-    context.update(trace_summary(run))
-    context.update(table_context(run, request.GET))
     return render(request, "training/run_detail.html", context)
 
 
