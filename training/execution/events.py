@@ -44,7 +44,8 @@ ALL_PARTS = (
 EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
-    "batch_end": ("progress", "usage", "spend"),
+    # The forecast's "actual so far" is the usage's count: sent together, never apart.
+    "batch_end": ("progress", "usage", "spend", "forecast"),
     # The candidate tables and pictures are not here: candidate and selection events send
     # them; an epoch end sends only what a throttled candidate event still owes (once per
     # change, not once per epoch: ``PartsThrottle``).
