@@ -32,6 +32,7 @@ from training.execution.events import ALL_PARTS
 from training.insight import lineage, population_map, spend, timing
 from training.insight.eval_table import table_context
 from training.insight.live_renderer import LiveRenderer
+from training.insight.queue_state import queue_state
 from training.insight.trace_reads import trace_summary
 from training.models import Candidate, Run
 from training.runs.selectors import with_parent_links
@@ -77,6 +78,8 @@ def part_context(
         context.update(population_map.run_map(run, ask=not run.is_active))
     if "lineage" in parts:
         context.update(lineage.run_lineage(run))
+    if "status" in parts and run.status == Run.QUEUED:
+        context["queue"] = queue_state(run)
     if "examples" in parts:
         context.update(table_context(run, query if query is not None else {}))
     if "traces" in parts:
