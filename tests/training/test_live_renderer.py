@@ -58,17 +58,39 @@ def test_the_training_loop_returns_before_the_fragments_are_rendered(monkeypatch
     assert all(parts == list(EVENT_PARTS["epoch_end"]) for _, parts, _ in page.sent)
 
 
-def test_quick_fragments_are_sent_before_the_candidate_pictures(monkeypatch):
+def test_the_candidate_pictures_never_hold_up_the_quick_fragments(monkeypatch):
     page = SlowPage()
     renderer = LiveRenderer(page.render, page.send)
     run = SimpleNamespace(pk=42)
-    renderer.submit("run-42", run, ("lineage", "epochs", "leaderboard", "progress"))
+    renderer.submit("run-42", run, ("lineage", "leaderboard"))
+    assert page.rendering.wait(5)  # the heavy lane is busy for RENDER_SECONDS
+    renderer.submit("run-42", run, ("epochs", "progress"))
+    started = time.monotonic()
+    while not any("epochs" in parts for _, parts, _ in page.sent):
+        assert time.monotonic() - started < 5
+        time.sleep(0.01)
+    # the epochs were rendered on their own lane, not after the lineage
+    assert time.monotonic() - started < RENDER_SECONDS * 1.9
     assert renderer.drain(run.pk, timeout=10)
     assert HEAVY_PARTS == ("leaderboard", "population", "lineage")
-    assert [parts for _, parts, _ in page.sent] == [
-        ["progress", "epochs"],
+    assert sorted(parts for _, parts, _ in page.sent) == [
         ["leaderboard", "lineage"],
+        ["progress", "epochs"],
     ]
+
+
+def test_the_candidate_pictures_are_rendered_at_most_every_few_seconds_until_drained():
+    page = SlowPage()
+    renderer = LiveRenderer(page.render, page.send)
+    run = SimpleNamespace(pk=44)
+    renderer.submit("run-44", run, ("lineage",))
+    assert page.rendering.wait(5)
+    for _ in range(3):
+        renderer.submit("run-44", run, ("lineage",))
+    time.sleep(RENDER_SECONDS * 2)
+    assert len(page.sent) == 1  # the three later changes wait their turn, merged
+    assert renderer.drain(run.pk, timeout=10)  # a drain sends them now
+    assert len(page.sent) == 2
 
 
 def test_an_inline_send_waits_for_what_the_renderer_owes_the_run(monkeypatch):
