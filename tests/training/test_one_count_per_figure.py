@@ -60,3 +60,28 @@ def test_a_summed_call_time_says_it_is_summed(user, demo_dataset):
     }
     html = render_to_string("training/partials/run_spend.html", {"run": run, "spend": spend})
     assert 'Call time <span class="muted">(summed over concurrent calls)</span>' in html
+
+
+@pytest.mark.django_db
+def test_a_spend_total_with_embeddings_says_it_is_not_the_lm_call_count(user, demo_dataset):
+    run = make_run(
+        user,
+        make_program(user, demo_dataset),
+        demo_dataset,
+        status=Run.SUCCEEDED,
+        lm_calls=279,
+        usage={"calls": 279, "embedding_calls": 4},
+    )
+    spend = {
+        "rows": [],
+        "total": {"calls": 283, "tokens": 0, "cost": 0.0, "seconds": 0.0, "hits": 0},
+        "cost_known": True,
+    }
+    spend["rows"] = [
+        dict(spend["total"], role="prediction", label="Predictions", failures=0, calls_share=100)
+    ]
+    html = render_to_string("training/partials/run_spend.html", {"run": run, "spend": spend})
+    assert (
+        'Total <span class="muted" id="spend-total-basis">(LM calls and embedding calls)</span>'
+        in html
+    )
