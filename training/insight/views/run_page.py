@@ -44,9 +44,16 @@ def run_poll(request, pk: int):
 
 @require_POST
 def run_cancel(request, pk: int):
+    """Cancel; an htmx request is answered 204: the page learns the new status from its live
+    stream (``request_cancel`` broadcasts it; the 10 s poll heals a page without a socket).
+
+    Why not the fragments, out of band: the stream's copy often arrived first and replaced
+    ``#run-actions`` with the Cancel button in it, and htmx then looked for the response's
+    targets under that detached button (console: ``htmx:oobErrorNoTarget #run-status``).
+    """
     run = run_services.request_cancel(owned_run(request, pk))
     if request.htmx:
-        return HttpResponse(live.render_parts(run, ("status", "actions"), oob=True))
+        return HttpResponse(status=204)
     return redirect(run)
 
 
