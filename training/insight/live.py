@@ -22,7 +22,7 @@ import logging
 import time
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db.models import Count, F
 from django.template.loader import render_to_string
@@ -172,7 +172,21 @@ async def send_parts(
     ``extra`` reaches the templates (``emitted_at``: when the engine emitted the event,
     which the epochs fragment carries for the stream-latency bench).
     """
+    if not renders_off_thread():
+        await send(group, await sync_to_async(render_parts)(run, parts, **extra))
+        return
     RENDERER.submit(group, run, parts, **extra)
+
+
+def renders_off_thread() -> bool:
+    """Whether the renderer's thread may read while the training loop writes: not on an
+    in-memory SQLite database (the tests'), whose shared cache locks whole tables: a read
+    there fails the worker's write at once ("database table is locked") instead of waiting.
+    Then the fragments are rendered as before, in the ORM thread, between the writes.
+    A file SQLite database (WAL), PostgreSQL: yes."""
+    from django.db import connection
+
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
 
 
 async def send(group: str, html: str) -> None:
