@@ -48,7 +48,13 @@
     animation: false,
     interaction: { mode: "index", intersect: false },
     scales: { y: { suggestedMin: 0, suggestedMax: 1 }, x: { title: { display: true, text: "epoch" } } },
-    plugins: { tooltip: { callbacks: { label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y == null ? "—" : ctx.parsed.y.toFixed(3)}` } } },
+    plugins: {
+      tooltip: { callbacks: { label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y == null ? "—" : ctx.parsed.y.toFixed(3)}` } },
+      // Legend swatches drawn as a flat box (a stretch of line) stroked with the dataset's
+      // dash: a dashed validation curve showed as a filled blob, like its solid training twin
+      // (usePointStyle would drop the dash: it takes the point's style, not the line's).
+      legend: { labels: { boxWidth: 32, boxHeight: 0 } },
+    },
   };
 
   function renderHistory() {

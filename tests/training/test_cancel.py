@@ -80,3 +80,17 @@ def test_cancel_interrupts_calls_in_flight_in_every_phase(user, demo_dataset, ph
     run.refresh_from_db()
     assert run.status == Run.CANCELLED and run.evaluations.count() == 0
     assert run.epoch_logs.count() == 0
+
+
+def test_an_htmx_cancel_leaves_the_page_to_its_stream(client_user, user, program, demo_dataset):
+    """Out-of-band fragments in the answer raced the stream's copy: when the stream replaced
+    the Cancel button first, htmx found no #run-status (console: htmx:oobErrorNoTarget)."""
+    from django.urls import reverse
+
+    run = make_run(user, program, demo_dataset)
+    response = client_user.post(
+        reverse("training:run-cancel", args=[run.pk]), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 204 and response.content == b""
+    run.refresh_from_db()
+    assert run.status == Run.CANCELLED

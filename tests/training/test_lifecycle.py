@@ -91,7 +91,7 @@ def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, clie
     stale.refresh_from_db()
     fresh.refresh_from_db()
     assert stale.status == Run.FAILED and stale.error.startswith("failed: worker lost")
-    assert "worker lost" in html and "Continue after epoch 1" in html
+    assert "worker lost" in html and "Resume from epoch 1" in html
     assert fresh.status == Run.RUNNING
 
 

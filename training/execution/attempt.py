@@ -378,7 +378,7 @@ class Steps:
         if stored is None:  # superseded meanwhile: nothing was stored
             self.callback.superseded.set()
             return False
-        await events.stored(self.group, stored, ("evaluations", "usage", "spend", "status"))
+        await events.stored(self.group, stored, events.EVALUATION_PARTS)
         return True
 
     async def results(self, with_time: bool = True) -> dict[str, Any]:

@@ -6,9 +6,9 @@ reaper, a launch or a Cancel in the web process) stores its change first, then n
 fragments of the run page that the change touched (``ALL_PARTS``; ``EVENT_PARTS`` for each
 stored engine event). Its listeners render those fragments and send them: the one listener
 is ``training.insight.live``, registered by ``TrainingConfig.ready`` in every process that
-sets Django up (web, worker, reaper), so the rendering stays in the process and at the moment
-it always was (the stream's latency is unchanged) while no module of ``execution`` imports
-``insight``. With no listener, an emit does nothing: the database is the source of truth and
+sets Django up (web, worker, reaper), while no module of ``execution`` imports ``insight``.
+``stored`` returns at once: the listener renders on a thread of its own
+(``training.insight.live_renderer``), so the training loop never waits on a render. With no listener, an emit does nothing: the database is the source of truth and
 the page re-renders from it.
 
 Example:
@@ -22,7 +22,8 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-#: Every fragment of the run page (the names of its ``training/partials/run_<part>.html``).
+#: Every fragment of the run page (the names of its ``training/partials/run_<part>.html``):
+#: each section of the page is one, so each is live (issue 27.1).
 ALL_PARTS = (
     "status",
     "actions",
@@ -36,32 +37,32 @@ ALL_PARTS = (
     "population",
     "lineage",
     "forecast",
+    "examples",
+    "traces",
 )
 # The fragments each stored engine event changes.
 EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
-    "batch_end": ("progress", "usage", "spend"),
-    "epoch_end": (
-        "progress",
-        "usage",
-        "epochs",
-        "chart",
-        "leaderboard",
-        "spend",
-        "forecast",
-        "population",
-        "lineage",
-    ),
+    # The forecast's "actual so far" is the usage's count: sent together, never apart.
+    "batch_end": ("progress", "usage", "spend", "forecast"),
+    # The candidate tables and pictures are not here: candidate and selection events send
+    # them; an epoch end sends only what a throttled candidate event still owes (once per
+    # change, not once per epoch: ``PartsThrottle``).
+    "epoch_end": ("progress", "usage", "epochs", "chart", "spend", "forecast", "traces"),
     "candidate": ("leaderboard", "population", "lineage"),
     "optimizer_error": ("leaderboard",),
     "candidate_refused": ("leaderboard",),
     "selection": ("leaderboard",),
 }
 # Fragments that re-read every candidate (embeddings included): a candidate event sends them
-# at most once per SLOW_PARTS_SECONDS (``PartsThrottle``); each epoch_end sends them.
+# at most once per SLOW_PARTS_SECONDS (``PartsThrottle``); the next epoch_end sends those a
+# throttled event still owes.
 SLOW_PARTS = ("population", "lineage")
 SLOW_PARTS_SECONDS = 5.0
+
+#: What a stored evaluation changes (the test split's figures, its examples, its calls).
+EVALUATION_PARTS = ("evaluations", "examples", "traces", "usage", "spend", "forecast", "status")
 
 Parts = tuple[str, ...] | list[str]
 
@@ -109,11 +110,13 @@ async def stored(group: str, run: Any, parts: Parts, **extra: Any) -> None:
 
 class PartsThrottle:
     """Which fragments an event of one run sends: ``EVENT_PARTS``, less the slow ones when a
-    candidate event comes within ``seconds`` of the last time they were sent.
+    candidate event comes within ``seconds`` of the last time they were sent; the slow ones
+    left out are owed, and sent by the next event allowed to (an epoch_end always is).
 
     Why: an optimizer can store a candidate every batch; re-reading and re-sending the map and
     the tree (tens of kilobytes) for each kept the page's socket and the browser busy for
-    nothing a person can follow. The next epoch_end sends the latest state in any case.
+    nothing a person can follow. Sending them at every epoch end as well, changed or not, made
+    each epoch of a run render ~100 ms more for nothing (``bench/stream_latency.py``).
 
     Args:
         seconds: the least time between two sends of the slow fragments by candidate events.
@@ -124,18 +127,27 @@ class PartsThrottle:
         ('leaderboard', 'population', 'lineage')
         >>> throttle.parts("candidate")
         ('leaderboard',)
+        >>> throttle.parts("epoch_end")[-2:]
+        ('population', 'lineage')
+        >>> "lineage" in throttle.parts("epoch_end")
+        False
     """
 
     def __init__(self, seconds: float = SLOW_PARTS_SECONDS):
         self.seconds = seconds
         self._last_slow = float("-inf")
+        self._owed: set[str] = set()
 
     def parts(self, kind: str) -> tuple[str, ...]:
         parts = EVENT_PARTS[kind]
-        if not any(part in SLOW_PARTS for part in parts):
-            return parts
+        self._owed.update(part for part in parts if part in SLOW_PARTS)
+        quick = tuple(part for part in parts if part not in SLOW_PARTS)
+        if not self._owed:
+            return quick
         now = time.monotonic()
         if kind == "epoch_end" or now - self._last_slow >= self.seconds:
             self._last_slow = now
-            return parts
-        return tuple(part for part in parts if part not in SLOW_PARTS)
+            owed = tuple(part for part in SLOW_PARTS if part in self._owed)
+            self._owed.clear()
+            return quick + owed
+        return quick

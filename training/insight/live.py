@@ -9,8 +9,10 @@ next one, and a socket that connects late is sent a full snapshot.
 
 This module alone renders and sends, as the listener of ``training.execution.events``
 (registered by ``TrainingConfig.ready``): the worker's persistence code stores an event and
-emits it (``events.stored`` with ``EVENT_PARTS``), which lands in ``send_parts``; state
-transitions emit ``events.run_row_changed``, which lands in ``broadcast_run``.
+emits it (``events.stored`` with ``EVENT_PARTS``), which lands in ``send_parts``: that hands
+the change to the process's ``live_renderer.LiveRenderer`` and returns, so the training loop
+never waits on a render or a send. State transitions emit ``events.run_row_changed``, which
+lands in ``broadcast_run``: rendered inline, after the run's pending renders (``drain``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from django.template.loader import render_to_string
 from training.execution import summaries
 from training.execution.events import ALL_PARTS
 from training.insight import lineage, population_map, run_advice, spend, timing
+from training.insight.eval_table import table_context
+from training.insight.live_renderer import LiveRenderer
+from training.insight.queue_state import queue_state
+from training.insight.trace_reads import trace_summary
 from training.models import Candidate, Run
 from training.runs.selectors import with_parent_links
 
@@ -41,9 +47,12 @@ MESSAGE_TYPE = "run.html"
 logger = logging.getLogger(__name__)
 
 
-def part_context(run: Run, parts: tuple[str, ...] | list[str], live: bool = True) -> dict[str, Any]:
+def part_context(
+    run: Run, parts: tuple[str, ...] | list[str], live: bool = True, query: Any = None
+) -> dict[str, Any]:
     """What the fragments in ``parts`` need (only the queries they need); ``live``: for an
-    update of an open page (False: for the page itself)."""
+    update of an open page (False: for the page itself); ``query``: the page's query string
+    (the per-example table's filters; a live update shows the table unfiltered)."""
     context: dict[str, Any] = {"run": run}
     if "epochs" in parts or "chart" in parts:
         logs = list(run.epoch_logs.all())
@@ -66,9 +75,15 @@ def part_context(run: Run, parts: tuple[str, ...] | list[str], live: bool = True
     if "spend" in parts:
         context.update(spend.run_spend(run))
     if "population" in parts:
-        context.update(population_map.run_map(run, ask=not (live and run.is_active)))
+        context.update(population_map.run_map(run, ask=not run.is_active))
     if "lineage" in parts:
         context.update(lineage.run_lineage(run))
+    if "status" in parts and run.status == Run.QUEUED:
+        context["queue"] = queue_state(run)
+    if "examples" in parts:
+        context.update(table_context(run, query if query is not None else {}))
+    if "traces" in parts:
+        context.update(trace_summary(run))
     return context
 
 
@@ -140,7 +155,9 @@ def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra:
 
     A channel layer error (Redis briefly away) is logged, never raised: the database is the
     source of truth, and the page re-renders from it (next message, reconnect or reload).
+    What this process's renderer still owes the run is sent first (never after this).
     """
+    RENDERER.drain(run.pk)
     html = render_parts(run, parts, oob=True, **extra)
     try:
         async_to_sync(get_channel_layer().group_send)(run.group_name, message(html))
@@ -151,12 +168,27 @@ def broadcast(run: Run, parts: tuple[str, ...] | list[str] = ALL_PARTS, **extra:
 async def send_parts(
     group: str, run: Run, parts: tuple[str, ...] | list[str], **extra: Any
 ) -> None:
-    """Render ``parts`` of a run the worker just stored, and send them (async callers).
+    """Have ``parts`` of a run the worker just stored rendered and sent (async callers: the
+    training loop), by the renderer's thread: this returns at once.
 
     ``extra`` reaches the templates (``emitted_at``: when the engine emitted the event,
     which the epochs fragment carries for the stream-latency bench).
     """
-    await send(group, await sync_to_async(render_parts)(run, parts, **extra))
+    if not renders_off_thread():
+        await send(group, await sync_to_async(render_parts)(run, parts, **extra))
+        return
+    RENDERER.submit(group, run, parts, **extra)
+
+
+def renders_off_thread() -> bool:
+    """Whether the renderer's thread may read while the training loop writes: not on an
+    in-memory SQLite database (the tests'), whose shared cache locks whole tables: a read
+    there fails the worker's write at once ("database table is locked") instead of waiting.
+    Then the fragments are rendered as before, in the ORM thread, between the writes.
+    A file SQLite database (WAL), PostgreSQL: yes."""
+    from django.db import connection
+
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
 
 
 async def send(group: str, html: str) -> None:
@@ -170,6 +202,10 @@ async def send(group: str, html: str) -> None:
         _send_failed(group, exc)
 
 
+#: This process's renderer of the worker's changes (its thread starts with the first one).
+RENDERER = LiveRenderer(render_parts, send)
+
+
 def _send_failed(group: str, exc: Exception) -> None:
     logger.warning(
         "live update to %s not sent (%s: %s); the page catches up from the database",
@@ -179,8 +215,9 @@ def _send_failed(group: str, exc: Exception) -> None:
     )
 
 
-def page_context(run: Run) -> dict[str, Any]:
-    context = part_context(run, ALL_PARTS, live=False)
+def page_context(run: Run, query: Any = None) -> dict[str, Any]:
+    """The run page's context: every fragment, drawn by the same partials as its updates."""
+    context = part_context(run, ALL_PARTS, live=False, query=query)
     context["oob"] = False
     context["candidate_model"] = Candidate
     return context

@@ -89,10 +89,14 @@ def run_map(run: Run, ask: bool = True) -> dict[str, Any]:
     """What the population fragment renders: the map data, and whether to embed first.
 
     Args:
-        ask: whether the fragment may ask the page to embed the missing candidates. Live
-            updates of an active run pass False: a run adds candidates faster than a web
-            process embeds them, and each update asking again queued one embedding request
-            per candidate event (the page embeds once when opened, and once when the run ends).
+        ask: whether the fragment may ask the page to embed the missing candidates. The page
+            and the live updates of an active run pass False: a run adds candidates faster
+            than a web process embeds them (each update asking again queued one request per
+            candidate event), and the first embedding of a web process loads the local
+            embedding model on a thread of that process, which held its event loop ~1 s at a
+            time: every live page it served saw the run's epochs seconds late (issue 27.10,
+            ``bench/stream_latency.py``). A finished run's page asks once, and the run's last
+            update (its end) asks.
     """
     rows = rows_of(run)
     data = map_data(rows)

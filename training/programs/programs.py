@@ -177,6 +177,16 @@ def program_from_json(document: Any) -> Any:
     document = sanitize_engine_json(document)  # its ProgramError says which model is refused
     try:
         return synalinks.Program.from_config(document, compile=False)
+    except synalinks.saving.UnknownObjectError as exc:
+        if not exc.name:
+            raise ProgramError(f"not a program saved by program.save(): {exc}") from None
+        # A browser user cannot register code: say what the file needs, in their terms.
+        raise ProgramError(
+            f"the file uses {exc.name!r}, a class or function defined in the code that saved "
+            "it, which this server does not have: it can import programs built from the "
+            "modules, rewards and metrics it offers only. Save the program without that part, "
+            f"or ask the administrator to install the code that defines {exc.name!r}"
+        ) from None
     except Exception as exc:  # the engine raises several types; all mean "not loadable"
         raise ProgramError(f"not a program saved by program.save(): {exc}") from None
 

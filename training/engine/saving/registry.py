@@ -17,7 +17,16 @@ _NAMES: dict[int, str] = {}
 
 
 class UnknownObjectError(ValueError):
-    """A saved file names a class or function that is not registered."""
+    """A saved file names a class or function that is not registered.
+
+    Args:
+        message: what is unknown and how to make it known (for a programmer).
+        name: the unknown name as the file gives it (short: without its package), or "".
+    """
+
+    def __init__(self, message: str, name: str = ""):
+        super().__init__(message)
+        self.name = name
 
 
 def register_synalinks_serializable(package: str = "Custom", name: str | None = None) -> Callable:
@@ -73,7 +82,8 @@ def get_registered_object(name: str, custom_objects: dict[str, Any] | None = Non
     raise UnknownObjectError(
         f"Unknown class or function {name!r} in saved data: register it with "
         "@synalinks.saving.register_synalinks_serializable() or pass "
-        f"custom_objects={{{short!r}: ...}}. Nothing is imported or executed on load."
+        f"custom_objects={{{short!r}: ...}}. Nothing is imported or executed on load.",
+        name=short,
     )
 
 

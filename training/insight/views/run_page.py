@@ -15,8 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from training.insight import live
-from training.insight.eval_table import table_context
-from training.insight.trace_reads import candidate_trace_counts, trace_summary
+from training.insight.trace_reads import candidate_trace_counts
 from training.programs import candidate_diff
 from training.runs import launch as run_services
 from training.runs import selectors
@@ -26,10 +25,8 @@ from training.runs.views.runs import owned_run
 @require_GET
 def run_detail(request, pk: int):
     run = owned_run(request, pk)
-    context = live.page_context(run)
+    context = live.page_context(run, request.GET)
     context["config_json"] = json.dumps(run.config, indent=2)
-    context.update(trace_summary(run))
-    context.update(table_context(run, request.GET))
     return render(request, "training/run_detail.html", context)
 
 
@@ -47,9 +44,16 @@ def run_poll(request, pk: int):
 
 @require_POST
 def run_cancel(request, pk: int):
+    """Cancel; an htmx request is answered 204: the page learns the new status from its live
+    stream (``request_cancel`` broadcasts it; the 10 s poll heals a page without a socket).
+
+    Why not the fragments, out of band: the stream's copy often arrived first and replaced
+    ``#run-actions`` with the Cancel button in it, and htmx then looked for the response's
+    targets under that detached button (console: ``htmx:oobErrorNoTarget #run-status``).
+    """
     run = run_services.request_cancel(owned_run(request, pk))
     if request.htmx:
-        return HttpResponse(live.render_parts(run, ("status", "actions"), oob=True))
+        return HttpResponse(status=204)
     return redirect(run)
 
 

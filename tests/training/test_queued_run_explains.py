@@ -1,0 +1,54 @@
+"""A queued run says why it waits (issue 27.5): the workers are busy (with which runs), its
+position in the queue, or that no worker is running at all."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core import worker_status
+from training.insight import live
+from training.models import Run
+
+from .conftest import make_program, make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def status_text(run: Run) -> str:
+    html = live.render_parts(run, ("status",), oob=False)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html)).strip()
+
+
+@pytest.fixture
+def a_worker_beats():
+    beacon = worker_status.Beacon("celery@busy")
+    beacon.beat()
+    worker_status.forget()
+    yield
+    worker_status._client(worker_status.settings.REDIS_URL).zrem(
+        worker_status.BEACON_KEY, "celery@busy"
+    )
+    worker_status.forget()
+
+
+def test_a_queued_run_names_the_runs_holding_the_workers_and_its_place(
+    user, demo_dataset, a_worker_beats
+):
+    program = make_program(user, demo_dataset)
+    first = make_run(user, program, demo_dataset, status=Run.RUNNING)
+    second = make_run(user, program, demo_dataset, status=Run.RUNNING)
+    make_run(user, program, demo_dataset)  # queued before ours
+    ours = make_run(user, program, demo_dataset)
+    text = status_text(ours)
+    assert f"Waiting for a worker: 2 runs hold the worker (#{first.pk}, #{second.pk})." in text
+    assert "Position 2 in the queue: 1 run launched before it starts first." in text
+
+
+def test_a_queued_run_with_no_worker_says_none_is_running(user, demo_dataset):
+    worker_status.forget()
+    ours = make_run(user, make_program(user, demo_dataset), demo_dataset)
+    text = status_text(ours)
+    assert "Waiting for a worker: none is running" in text
+    assert "Next in the queue" in text
