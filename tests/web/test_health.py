@@ -105,7 +105,8 @@ class _StandInWorker:
         from celery import Celery
 
         self.hostname = hostname
-        self.app = Celery("stand-in", fixups=[])  # no Django fixup of its own either
+        # nor the current app: the tests after this one publish through the project's app
+        self.app = Celery("stand-in", fixups=[], set_as_current=False)
 
 
 def _until(read, expected, timeout: float = 10.0):
