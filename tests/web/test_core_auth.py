@@ -8,9 +8,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.urls import URLPattern, URLResolver, get_resolver
 
-# Reachable without login, on purpose: the login form, and /healthz for monitors
-# (it only says up/down per component; see README "Health check").
-PUBLIC = {"login", "healthz"}
+# Reachable without login, on purpose: the login form, /healthz for monitors (it only says
+# up/down per component; see README "Health check") and /favicon.ico, a redirect to the
+# static icon that a browser asks for on the login page too (tests/web/test_favicon.py).
+PUBLIC = {"login", "healthz", "favicon"}
 
 SAMPLES = {"int": "1", "str": "x", "slug": "x", "uuid": str(uuid.uuid4()), "path": "x/y"}
 
