@@ -24,6 +24,7 @@ def status_text(run: Run) -> str:
 @pytest.fixture
 def a_worker_beats():
     beacon = worker_status.Beacon("celery@busy")
+    beacon.mark_ready()  # a worker that has loaded its models and takes runs
     beacon.beat()
     worker_status.forget()
     yield
@@ -52,3 +53,19 @@ def test_a_queued_run_with_no_worker_says_none_is_running(user, demo_dataset):
     text = status_text(ours)
     assert "Waiting for a worker: none is running" in text
     assert "Next in the queue" in text
+
+
+def test_a_queued_run_behind_a_starting_worker_says_it_is_loading_models(user, demo_dataset):
+    beacon = worker_status.Beacon("celery@starting")
+    beacon.beat()  # beats "starting" until worker_ready and its models are loaded
+    worker_status.forget()
+    try:
+        ours = make_run(user, make_program(user, demo_dataset), demo_dataset)
+        text = status_text(ours)
+        assert "Waiting for the worker: it is starting (loading models)." in text
+        assert "none is running" not in text
+    finally:
+        worker_status._client(worker_status.settings.REDIS_URL).zrem(
+            worker_status.BEACON_KEY, "celery@starting"
+        )
+        worker_status.forget()

@@ -26,8 +26,9 @@ def queue_state(run: Run) -> dict[str, Any]:
     Returns:
         ``position`` (1: next to start), ``ahead`` (queued runs launched before it),
         ``running`` (the owner's running runs, at most ``RUNNING_NAMED``), ``running_count``
-        (every running run), ``workers`` and ``worker_alive`` (``core.worker_status``, the
-        header's and ``/healthz``'s one source).
+        (every running run), ``workers``, ``worker_alive`` and ``worker_starting`` (a worker
+        that still loads its models; ``core.worker_status``, the header's and ``/healthz``'s
+        one source).
     """
     queued = Run.objects.filter(status=Run.QUEUED).order_by()
     ahead = (
@@ -43,4 +44,5 @@ def queue_state(run: Run) -> dict[str, Any]:
         "running_count": running.count(),
         "workers": len(status["workers"]),
         "worker_alive": status["alive"],
+        "worker_starting": status["starting"],
     }
