@@ -96,6 +96,9 @@
     const grow = Math.min(1.8, Math.max(1, WIDTH / Math.max(1, svg.clientWidth)));
     let shown = 0;
     const ordered = data.points.slice().sort((a, b) => (b.novelty || 0) - (a.novelty || 0));
+    // The best candidate last, on top: never hidden under (or its hover taken by) another point.
+    const isBest = (point) => statusAt(point, epoch, last) === "best";
+    ordered.sort((a, b) => Number(isBest(a)) - Number(isBest(b)));
     ordered.forEach((point) => {
       const status = statusAt(point, epoch, last);
       if (status === null) return;

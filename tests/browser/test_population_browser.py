@@ -22,8 +22,10 @@ def points(page) -> int:
 
 def test_the_map_grows_live_during_an_omega_run(logged_in_page, live_stack):
     page = logged_in_page
+    # 0.1 s a call: the 4 epochs last several of the live renderer's 2 s candidate-picture
+    # intervals (at 0.03 s the whole run took 2.7 s, one picture, and ended before the check).
     open_rules_omega_run(
-        page, live_stack, "Rules map", 0.03, epochs=4, omega_merging_rate=0.5, evaluations=(1, 0)
+        page, live_stack, "Rules map", 0.1, epochs=4, omega_merging_rate=0.5, evaluations=(1, 0)
     )
     svg = page.locator("#population-svg")
     running = page.locator('#run-status .status-badge[data-status="running"]')
