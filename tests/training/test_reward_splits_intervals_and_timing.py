@@ -188,6 +188,10 @@ def test_a_run_stores_per_example_rewards_and_its_last_update_carries_the_durati
 ):
     layer = RecordingLayer()
     monkeypatch.setattr(live, "get_channel_layer", lambda: layer)
+    # Every change rendered as it is stored (as on the tests' in-memory SQLite): on PostgreSQL
+    # the renderer's thread merges the changes of a run this fast (a few ms a batch), and the
+    # mid-training progress fragment this test reads may be merged into the next one.
+    monkeypatch.setattr(live, "renders_off_thread", lambda: False)
     run = executed_run(user, program, demo_dataset)
     test_rows = len(get_split(demo_dataset, "test")[0])
     for evaluation in run.evaluations.all():
