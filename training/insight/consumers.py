@@ -6,11 +6,16 @@ happened between the page render and the socket opening is not lost; it sends on
 the channel layer comes back from an outage (the socket stays open through it:
 :mod:`core.layer_outages`). If Redis is out when the page connects, the handshake is refused
 with 1013 (try again later), which the htmx WebSocket extension retries.
+
+A page drawn after its run had finished says so (``?drawn=finished``): its per-example table
+is already final, and it is the one part a reader filters, sorts and pages, so the snapshots
+leave it out instead of resetting the reader's view to the unfiltered first page.
 """
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
@@ -21,6 +26,8 @@ from training.models import Run
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_TRY_AGAIN_LATER = 1013
+#: The parts a page drawn after its run finished already holds in their final state.
+FINAL_WHEN_DRAWN_FINISHED = ("examples",)
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +40,8 @@ class RunConsumer(SurvivesLayerOutages, LoginRequiredJsonConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.run_id = run.pk
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.drawn_finished = query.get("drawn") == ["finished"]
         try:
             await self.join(run.group_name)
         except LAYER_ERRORS as exc:
@@ -52,7 +61,13 @@ class RunConsumer(SurvivesLayerOutages, LoginRequiredJsonConsumer):
 
     def _render_snapshot(self) -> str | None:
         run = self._owned_run(self.run_id)
-        return None if run is None else live.render_parts(run)
+        if run is None:
+            return None
+        if self.drawn_finished and not run.is_active:
+            return live.render_parts(
+                run, [p for p in live.ALL_PARTS if p not in FINAL_WHEN_DRAWN_FINISHED]
+            )
+        return live.render_parts(run)
 
     async def on_layer_recovered(self):
         await self.send_snapshot()
