@@ -20,6 +20,8 @@ each one Lua script (atomic, the Redis server's clock, so machines' clocks never
 - **cool-down**: after a 429 a key holds the time until which nobody may send (extended,
   never shortened), so every run on that provider waits its Retry-After.
 
+A key with no limits at all (``Limits()``: an offline model) never touches Redis.
+
 A refused grant says how long to wait when it knows (a window entry leaving, the cool-down
 ending); a full semaphore is polled with a growing, jittered interval. Every wait ends within
 ``max_wait`` seconds (:class:`~training.engine.language_models.rate_limits.ProviderLimitTimeout`).
@@ -218,6 +220,9 @@ class RedisProviderLimiter:
     @contextlib.asynccontextmanager
     async def slot(self, key: ProviderKey, tokens: int) -> AsyncIterator[_Held]:
         limits = self.limits(key)
+        if not limits.any:  # nothing limits this key (an offline model): no Redis at all
+            yield _Held(self, key, "", 0, counted=False, windowed=False)
+            return
         lease = uuid.uuid4().hex
         held = await self._wait_for_grant(key, limits, lease, max(0, int(tokens)))
         try:
@@ -305,6 +310,8 @@ class RedisProviderLimiter:
     # -- cool-down -----------------------------------------------------------------------------
     def cool_down(self, key: ProviderKey, seconds: float) -> None:
         """Nobody sends to ``key`` for ``seconds`` (at least 1 ms), in any process."""
+        if not self.limits(key).any:
+            return
         try:
             self._cool_down(keys=[self.keys(key)[2]], args=[max(1, int(seconds * 1000))])
         except self._errors as exc:
