@@ -65,7 +65,7 @@ WINDOW_MS = 60_000
 #: How long a lease lives without renewal: a killed worker's slots are free after this.
 DEFAULT_LEASE_SECONDS = 30.0
 #: First and longest interval between two asks for a slot of a full semaphore (seconds).
-POLL_SECONDS = (0.05, 0.5)
+POLL_SECONDS = (0.05, 0.2)
 
 _ACQUIRE = """
 local t = redis.call('TIME')
