@@ -235,6 +235,7 @@ class RedisProviderLimiter:
     ) -> _Held:
         deadline = time.monotonic() + self.max_wait
         poll = POLL_SECONDS[0]
+        told = False  # whether the listener knows this call waits
         with contextlib.ExitStack() as wait:
             while True:
                 answer = await self._ask(key, limits, lease, tokens)
@@ -253,8 +254,9 @@ class RedisProviderLimiter:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ProviderLimitTimeout(self._timeout_message(key, limits, reason))
-                if not wait._exit_callbacks:  # the first refusal: this call now waits
+                if not told:  # the first refusal: this call now waits
                     wait.enter_context(waiting(key))
+                    told = True
                 if wait_ms > 0:  # the limiter knows when room comes back
                     pause = wait_ms / 1000.0 + random.uniform(0.0, POLL_SECONDS[0])
                 else:
