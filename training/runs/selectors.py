@@ -42,6 +42,12 @@ def runs_of(user) -> QuerySet[Run]:
     return Run.objects.filter(owner=user).select_related("program", "dataset").order_by("-created")
 
 
+def has_succeeded_run(user) -> bool:
+    """Whether one of the user's runs has succeeded (the home page leads a user without one
+    through a first run)."""
+    return Run.objects.filter(owner=user, status=Run.SUCCEEDED).exists()
+
+
 def owned_run(user, pk: int) -> Run:
     """The user's run ``pk`` with program, version and dataset; Http404 otherwise."""
     return get_object_or_404(
