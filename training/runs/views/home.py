@@ -20,7 +20,7 @@ def dashboard(request):
     runs = selectors.runs_of(request.user)
     context = {
         "programs": program_selectors.recent_programs(request.user, RECENT),
-        "runs": runs[:RECENT],
+        "runs": selectors.with_test_intervals(runs[:RECENT]),
         "run_count": runs.count(),
         # until a run of theirs has succeeded, lead the user through a first one
         "first_program": None
