@@ -172,7 +172,7 @@ def runs_by_ids(user, ids: list[int]) -> list[Run]:
     epoch logs and evaluations prefetched (the compare page reads both for every run)."""
     return list(
         Run.objects.filter(owner=user, pk__in=ids)
-        .select_related("program", "dataset")
+        .select_related("program", "program_version", "dataset")
         .prefetch_related("epoch_logs", "evaluations")
         .order_by("pk")
     )
