@@ -100,12 +100,10 @@ def test_every_section_stays_live_under_the_outline(logged_in_page, live_stack):
     page.set_viewport_size({"width": 1280, "height": 900})
     follow_each_anchor(page, run_id, exact=False)
     page.locator("#run-sections a", has_text="Calls and spend").click()
-    spend_link = page.locator('#run-sections a[href="#section-spend"]')
-    page.wait_for_function(
+    page.wait_for_function(  # the outline marks the section in view
         "() => document.querySelector('#run-sections a[href=\"#section-spend\"]')"
         ".getAttribute('aria-current') === 'true'"
     )
-    assert spend_link.get_attribute("aria-current") == "true"
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=120_000)
     page.locator("#section-spend #trace-summary").wait_for(timeout=10_000)
     page.locator("#section-examples #eval-table tr.eval-row").first.wait_for(timeout=10_000)
