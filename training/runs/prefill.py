@@ -52,7 +52,7 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
             version = query.get("version", "")
             initial["version"] = int(version) if version.isdigit() else None
     if not initial:  # no program asked for: the only or the newest one (issue 27.7)
-        newest = program_selectors.programs_of(user).order_by("-created").first()
+        newest = program_selectors.programs_of(user).order_by("-created", "-pk").first()
         if newest is not None:
             initial = {"program": newest.pk, "dataset": newest.dataset_id, "version": None}
     preset = PRESETS.get(query.get("preset", ""))

@@ -35,7 +35,7 @@ PRESET = "quick"
 def first_program(user: Any):
     """The program a newcomer's first run trains: the demo when the user has it, else the
     newest program; None without any."""
-    programs = program_selectors.programs_of(user).order_by("-created")
+    programs = program_selectors.programs_of(user).order_by("-created", "-pk")
     return programs.filter(name=DEMO_NAME).first() or programs.first()
 
 
