@@ -198,6 +198,10 @@ class DatasetChange(models.Model):
     before = models.JSONField(default=dict)  # the row's target fields before
     after = models.JSONField(default=dict)  # the typed answer's target fields (kind answer)
     predicted = models.JSONField(null=True, blank=True)  # the judged prediction (marks)
+    # Which prediction a mark is about (``datasets.versions.mark_key``; "" for a typed
+    # answer): a row may carry one answer and one mark per distinct prediction (the
+    # per-example table marks the predictions before and after training apart).
+    mark_key = models.CharField(max_length=64, blank=True, default="")
     run_id_source = models.PositiveIntegerField(null=True, blank=True)  # where it was seen
     created = models.DateTimeField(auto_now_add=True)
 
@@ -205,9 +209,9 @@ class DatasetChange(models.Model):
         ordering = ["row_index", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["base", "author", "row_index"],
+                fields=["base", "author", "row_index", "mark_key"],
                 condition=models.Q(version__isnull=True),
-                name="datasetchange_one_pending_per_row",
+                name="datasetchange_one_pending_per_row_and_prediction",
             )
         ]
 

@@ -64,6 +64,12 @@ urlpatterns = [
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
     path("runs/<int:pk>/examples/", eval_table.eval_table, name="eval-table"),
     path("runs/<int:pk>/examples.csv", eval_table.eval_table_csv, name="eval-table-csv"),
+    path(
+        "runs/<int:pk>/examples/<int:index>/correction/",
+        corrections.eval_correction,
+        name="eval-correction",
+    ),
+    path("runs/<int:pk>/examples/pending/", corrections.eval_pending, name="eval-pending"),
     path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
     path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
     path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),

@@ -69,7 +69,10 @@ def correct_row(request, pk: int, row_index: int):
     context = correction_context(request.user, dataset, row_index, shown, run_id)
     context["error"] = error
     context["oob_pending"] = request.method == "POST"
-    return render(request, "datasets/partials/correction.html", context, status=status)
+    response = render(request, "datasets/partials/correction.html", context, status=status)
+    if request.method == "POST" and not error:
+        response["HX-Trigger"] = "corrections-changed"  # other counts on the page ask again
+    return response
 
 
 @require_POST

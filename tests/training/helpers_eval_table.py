@@ -85,3 +85,15 @@ def seeded_run(user, dataset: Dataset, before: list, after: list | None) -> Run:
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
     return run
+
+
+def crafted_run(user, size=30) -> Run:
+    """Test example i is LABELS[i % 3]; before: all right but 0, 1 (failed) and 2 (wrong);
+    after: all right except 3 and 6 (regressed to "bug") and 9 (failed)."""
+    dataset = routing_dataset(user, test=size)
+    truth = [LABELS[i % 3] for i in range(size)]
+    before = list(truth)
+    before[0], before[1], before[2] = "box", None, "bug"
+    after = list(truth)
+    after[3], after[6], after[9] = "bug", "bug", None
+    return seeded_run(user, dataset, before, after)

@@ -26,6 +26,7 @@ from django.core.paginator import Page, Paginator
 
 from datasets.services import get_split
 from training.engine.utils import confusion
+from training.insight import eval_corrections
 from training.models import Evaluation, EvaluationExample, Run
 from training.query_filters import one_of
 
@@ -119,6 +120,8 @@ class ExampleRow:
     after_error: str = ""
     has_before: bool = False
     has_after: bool = False
+    # People's draft corrections of this row (eval_corrections.RowCorrections), on a page.
+    corrections: Any = None
 
     @property
     def change(self) -> float | None:
@@ -343,7 +346,16 @@ def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
             counts[row.state] += 1
     kept = apply(rows, filters, tables)
     result_page: Page = Paginator(kept, ROWS_PER_PAGE).get_page(page)
+    corrections = (
+        eval_corrections.for_rows(run, result_page.object_list, eval_corrections.test_rows(run))
+        if rows
+        else {}
+    )
+    for row in result_page.object_list:
+        row.corrections = corrections.get(row.index)
     return {
+        "answer_fields": eval_corrections.answer_fields(run, rows),
+        **eval_corrections.pending_summary(run),
         "table_page": result_page,
         "table_filters": filters,
         "table_query": filters.as_query(),

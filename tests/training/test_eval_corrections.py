@@ -1,0 +1,121 @@
+"""Correcting any example where the per-example table shows it (issue 30): each row's
+prediction before and after training marked right or wrong, or the row given its right answer
+(a label field offers the label set); saved at once, undoable, counted above the table, and
+published as the next version of the same dataset. Only the run's owner may do it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from datasets import versions
+from datasets.models import Dataset, DatasetChange, DatasetRow
+from training.insight.eval_table import ROWS_PER_PAGE
+
+from .helpers_eval_table import LABELS, crafted_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+TRAIN_ROWS = 4  # routing_dataset: the test examples' rows come after the train rows
+
+
+def act(client, run, index, action, **answer):
+    url = reverse("training:eval-correction", args=[run.pk, index])
+    data = {"action": action, **{f"answer_{k}": v for k, v in answer.items()}}
+    return client.post(url, data, **HTMX)
+
+
+def pending_count(client, run) -> int:
+    html = client.get(reverse("training:eval-pending", args=[run.pk]), **HTMX).content.decode()
+    return int(re.search(r'id="eval-pending" data-count="(\d+)"', html).group(1))
+
+
+def test_every_shown_row_can_be_marked_before_and_after_with_the_label_set(client_user, user):
+    run = crafted_run(user, size=30)
+    html = client_user.get(reverse("training:eval-table", args=[run.pk]), **HTMX).content.decode()
+    cells = re.findall(r'<div class="eval-correction" id="eval-correction-(\d+)"', html)
+    assert [int(i) for i in cells] == list(range(ROWS_PER_PAGE))
+    # Example 1 failed before training: only its prediction after can be marked.
+    one = re.search(r'id="eval-correction-1".*?</form>', html, re.S).group(0)
+    assert 'value="right:before"' not in one and 'value="wrong:after"' in one
+    three = re.search(r'id="eval-correction-3".*?</form>', html, re.S).group(0)
+    assert 'value="wrong:before"' in three and 'value="wrong:after"' in three
+    options = re.findall(r'<option value="([^"]+)">', three)
+    assert sorted(options) == sorted(LABELS)
+
+
+def test_wrong_with_the_rows_own_label_is_a_mark_saved_at_once_counted_and_undone(
+    client_user, user
+):
+    run = crafted_run(user, size=12)  # example 3: expected "money", after training "bug"
+    response = act(client_user, run, 3, "wrong:after", team="money")
+    body = response.content.decode()
+    assert response.status_code == 200 and "correction-error" not in body
+    assert response["HX-Trigger"] == "corrections-changed"
+    assert 'data-phase="after" data-mark="wrong"' in body
+    (change,) = versions.pending(user, run.dataset)
+    assert (change.kind, change.row_index, change.predicted) == (
+        "wrong",
+        TRAIN_ROWS + 3,
+        {"team": "bug"},
+    )
+    assert pending_count(client_user, run) == 1
+    # The same label typed as "the right answer" marks the prediction, it is not refused.
+    response = act(client_user, run, 6, "answer", team="money")
+    assert "correction-error" not in response.content.decode()
+    assert versions.pending(user, run.dataset).get(row_index=TRAIN_ROWS + 6).kind == "wrong"
+    assert pending_count(client_user, run) == 2
+    body = act(client_user, run, 3, "undo:after").content.decode()
+    assert 'data-mark="wrong"' not in body and pending_count(client_user, run) == 1
+
+
+def test_marks_before_and_after_and_an_answer_become_the_next_version(client_user, user):
+    run = crafted_run(user, size=12)
+    dataset = run.dataset
+    assert act(client_user, run, 3, "right:before").status_code == 200
+    assert act(client_user, run, 3, "wrong:after").status_code == 200
+    assert act(client_user, run, 4, "wrong:after", team="box").status_code == 200
+    kinds = sorted(versions.pending(user, dataset).values_list("row_index", "kind"))
+    row3, row4 = TRAIN_ROWS + 3, TRAIN_ROWS + 4
+    assert kinds == [(row3, "right"), (row3, "wrong"), (row4, "answer"), (row4, "wrong")]
+    assert pending_count(client_user, run) == 4
+    response = client_user.post(reverse("datasets:publish-version", args=[dataset.pk]))
+    version = Dataset.objects.get(parent=dataset)
+    assert response.status_code == 302
+    assert (version.version, version.root_id) == (2, dataset.pk)
+    assert DatasetRow.objects.get(dataset=version, index=row4).data["team"] == "box"
+    assert DatasetRow.objects.get(dataset=dataset, index=row4).data["team"] == "bug"
+    marks = sorted((m["row"], m["predicted"]["team"], m["reward"]) for m in version.marks)
+    assert marks == [(row3, "bug", 0.0), (row3, "money", 1.0), (row4, "bug", 0.0)]
+    # The mark on the answered row is judged against the row's new answer.
+    assert next(m for m in version.marks if m["row"] == row4)["expected"] == {"team": "box"}
+    log = sorted(version.changes.values_list("row_index", "kind", "author__username"))
+    assert [(r, k) for r, k, _ in log] == [
+        (row3, "right"),
+        (row3, "wrong"),
+        (row4, "answer"),
+        (row4, "wrong"),
+    ]
+    assert {a for _, _, a in log} == {user.username}
+    assert pending_count(client_user, run) == 0
+
+
+def test_a_mark_on_a_failed_prediction_or_an_unknown_action_is_said_on_the_row(client_user, user):
+    run = crafted_run(user, size=12)  # example 1 failed before training
+    body = act(client_user, run, 1, "right:before").content.decode()
+    assert "correction-error" in body and "no prediction before training" in body
+    assert "correction-error" in act(client_user, run, 2, "delete:all").content.decode()
+    assert "correction-error" in act(client_user, run, 2, "answer", team="").content.decode()
+    assert not DatasetChange.objects.exists()
+    assert act(client_user, run, 99, "right:after").status_code == 404
+
+
+def test_only_the_owner_corrects_a_runs_examples(client, user, other_user):
+    run = crafted_run(user, size=12)
+    client.force_login(other_user)
+    assert act(client, run, 3, "wrong:after").status_code == 404
+    assert client.get(reverse("training:eval-pending", args=[run.pk]), **HTMX).status_code == 404
+    assert not DatasetChange.objects.exists()
