@@ -136,6 +136,12 @@ class Dataset(models.Model):
         ]
 
     @property
+    def label(self) -> str:
+        """The dataset with its version, as pages and choices name it: "Support tickets v2"
+        (versions of one dataset share its name; ``datasets.versions``)."""
+        return f"{self.name} v{self.version}"
+
+    @property
     def input_names(self) -> list[str]:
         return [field["name"] for field in self.input_fields]
 

@@ -59,6 +59,29 @@ def line_root(dataset: Dataset) -> Dataset:
     return dataset.root or dataset
 
 
+def latest_of(dataset: Dataset) -> Dataset:
+    """The newest version of ``dataset``'s line (what a new run uses unless pinned)."""
+    root = line_root(dataset)
+    return (
+        Dataset.objects.filter(Q(pk=root.pk) | Q(root=root), owner=dataset.owner)
+        .order_by("-version", "-pk")
+        .first()
+        or dataset
+    )
+
+
+def version_in_line(dataset: Dataset, number: int | None) -> Dataset | None:
+    """Version ``number`` of ``dataset``'s line (None: its latest); None when there is none."""
+    if number is None:
+        return latest_of(dataset)
+    root = line_root(dataset)
+    return (
+        Dataset.objects.filter(Q(pk=root.pk) | Q(root=root), owner=dataset.owner, version=number)
+        .order_by("-pk")
+        .first()
+    )
+
+
 def versions_of(dataset: Dataset) -> list[Dataset]:
     """Every version of ``dataset``'s line (its owner's), oldest first, with change logs."""
     root = line_root(dataset)
@@ -272,15 +295,19 @@ def _marks(base: Dataset, changes: list[DatasetChange]) -> list[dict[str, Any]]:
 
 
 def publish(user, base: Dataset) -> Dataset:
-    """The user's draft on ``base`` as a new version; CorrectionError when there is none.
+    """The user's draft on ``base`` as the next version of the same dataset (same name,
+    ``version`` + 1, made from the line's newest version even when the draft was made on
+    an older one: DatasetRow.index is the same in every version); CorrectionError when
+    there is no draft.
 
     One transaction: the new version appears with its rows, its marks and its change log,
-    or not at all. The base and the runs that used it are not touched.
+    or not at all. Earlier versions and the runs that used them are not touched.
     """
     with transaction.atomic():
         changes = list(pending(user, base).select_for_update())
         if not changes:
             raise CorrectionError("There are no corrections to publish.")
+        base = latest_of(base)  # corrections seen on an older version go on top of the newest
         root = line_root(base)
         number = (
             Dataset.all_objects.filter(Q(pk=root.pk) | Q(root=root)).aggregate(n=Max("version"))[
@@ -294,7 +321,7 @@ def publish(user, base: Dataset) -> Dataset:
             if field.name not in ("id", "created", "parent", "root", "version", "marks")
         }
         copied.update(
-            name=f"{root.name} v{number}"[:200],
+            name=root.name,  # the same dataset: its version number says which one
             builtin_key="",  # a corrected copy is not the shipped dataset
             parent=base,
             root=root,

@@ -85,7 +85,7 @@ def test_marks_before_and_after_and_an_answer_become_the_next_version(client_use
     response = client_user.post(reverse("datasets:publish-version", args=[dataset.pk]))
     version = Dataset.objects.get(parent=dataset)
     assert response.status_code == 302
-    assert (version.version, version.root_id) == (2, dataset.pk)
+    assert (version.name, version.version, version.root_id) == (dataset.name, 2, dataset.pk)
     assert DatasetRow.objects.get(dataset=version, index=row4).data["team"] == "box"
     assert DatasetRow.objects.get(dataset=dataset, index=row4).data["team"] == "bug"
     marks = sorted((m["row"], m["predicted"]["team"], m["reward"]) for m in version.marks)
