@@ -14,7 +14,7 @@ from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from training.insight.eval_table import ROWS_PER_PAGE
 
-from .helpers_eval_table import LABELS, crafted_run
+from .helpers_eval_table import LABELS, crafted_predictions, crafted_run, seeded_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,6 +111,37 @@ def test_a_mark_on_a_failed_prediction_or_an_unknown_action_is_said_on_the_row(c
     assert "correction-error" in act(client_user, run, 2, "answer", team="").content.decode()
     assert not DatasetChange.objects.exists()
     assert act(client_user, run, 99, "right:after").status_code == 404
+
+
+def test_a_run_judged_by_people_counts_and_lists_the_examples_people_judged(client_user, user):
+    first = crafted_run(user, size=12)
+    act(client_user, first, 3, "wrong:after")  # "bug" for "money", on example 3 only
+    act(client_user, first, 0, "right:before")  # "box" for "money" counts as right
+    version = versions.publish(user, first.dataset)
+    run = seeded_run(user, version, *crafted_predictions(12), reward_human_marks=True)
+    assert run.config["reward"]["judge_by_people"] is True
+    html = client_user.get(reverse("training:eval-table", args=[run.pk]), **HTMX).content.decode()
+    assert 'id="eval-judged" data-examples="2"' in html
+    assert "(2 predictions)" in html and "2 marks in" in html
+    judged = client_user.get(
+        reverse("training:eval-table", args=[run.pk]) + "?judged=1", **HTMX
+    ).content.decode()
+    assert re.findall(r'<tr class="eval-row[^"]*" data-index="(\d+)"', judged) == ["0", "3"]
+    assert judged.count('class="judged-badge"') == 2
+    zero = re.search(r'data-index="0".*?</tr>', judged, re.S).group(0)
+    assert 'data-judged="1.0"' in re.search(r"eval-before.*?</td>", zero, re.S).group(0)
+    three = re.search(r'data-index="3".*?</tr>', judged, re.S).group(0)
+    assert 'data-judged="0.0"' in re.search(r"eval-after.*?</td>", three, re.S).group(0)
+    # Example 6 predicted the same "bug" for "money", but the mark was on example 3 only.
+    csv = client_user.get(reverse("training:eval-table-csv", args=[run.pk])).content.decode()
+    lines = csv.splitlines()
+    assert lines[0].endswith(",judged_by_people")
+    assert lines[1].endswith(",before:1") and lines[4].endswith(",after:0")
+    assert lines[7].endswith(",")
+    # A run that does not judge by people says nothing of it.
+    plain = seeded_run(user, version, *crafted_predictions(12))
+    html = client_user.get(reverse("training:eval-table", args=[plain.pk]), **HTMX).content.decode()
+    assert 'id="eval-judged"' not in html and "judged-badge" not in html
 
 
 def test_only_the_owner_corrects_a_runs_examples(client, user, other_user):
