@@ -40,6 +40,7 @@ urlpatterns = [
     path("runs/<int:pk>/", run_page.run_detail, name="run-detail"),
     path("runs/<int:pk>/poll/", run_page.run_poll, name="run-poll"),
     path("runs/<int:pk>/cancel/", run_page.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/pause/", run_page.run_pause, name="run-pause"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:pk>/resume-budget/", budget.run_resume_budget, name="run-resume-budget"),
     path(

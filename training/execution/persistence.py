@@ -68,6 +68,7 @@ class PersistenceCallback(Callback):
         self.tracker = tracker
         self.base_usage = base_usage or {}
         self.cancelled = False
+        self.paused = False  # Pause answered: fit stopped at an epoch's end, checkpoint saved
         self.superseded = superseded if superseded is not None else threading.Event()
         self.throttle = events.PartsThrottle()
 
@@ -162,6 +163,9 @@ class PersistenceCallback(Callback):
             EpochLog.objects.update_or_create(
                 run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
+        if run.pause_requested and epoch + 1 < run.epochs and self.program is not None:
+            self.program.stop_training = True  # fit stops here, after this checkpoint
+            self.paused = True
         return run
 
     def _on_candidate(self, event: dict) -> Run | None:

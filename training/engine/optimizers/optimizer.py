@@ -395,6 +395,7 @@ class Optimizer:
             "candidate_count": self.candidate_count,
             "epoch": self.epoch,
             "example_pool": copy.deepcopy(self.example_pool),
+            "rng": rng_state(self.rng),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -402,3 +403,36 @@ class Optimizer:
         self.candidate_count = int(state.get("candidate_count", 0))
         self.epoch = int(state.get("epoch", 0))
         self.example_pool = copy.deepcopy(state.get("example_pool", {}))
+        restored = rng_from_state(state.get("rng"))
+        if restored is not None:  # a resumed fit draws what the uninterrupted one would
+            self.rng = restored
+
+
+#: ``random.Random.getstate()``'s Mersenne Twister state: 624 words and the position.
+_RNG_WORDS = 625
+
+
+def rng_state(rng: random.Random) -> list[Any]:
+    """The optimizer's random generator as JSON (saved in its state, so a fit resumed from a
+    checkpoint, e.g. after the dashboard's Pause, makes the same draws as one never stopped)."""
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def rng_from_state(saved: Any) -> random.Random | None:
+    """The generator ``rng_state`` saved, or None when ``saved`` is not one (checked, never
+    trusted: a state is plain JSON from a document)."""
+    try:
+        version, internal, gauss = saved
+        words = [int(word) for word in internal]
+        if (
+            version != 3
+            or len(words) != _RNG_WORDS
+            or any(not 0 <= word < 2**32 for word in words[:-1])
+        ):
+            return None
+        rng = random.Random()
+        rng.setstate((3, tuple(words), None if gauss is None else float(gauss)))
+        return rng
+    except (TypeError, ValueError, OverflowError):
+        return None
