@@ -85,7 +85,9 @@ def publish_version(request, pk: int):
         target = dataset
     else:
         messages.success(
-            request, f"Published “{version.name}” with {version.changes.count()} change(s)."
+            request,
+            f"Published {version.label}, the next version of “{version.name}”, with "
+            f"{version.changes.count()} change(s).",
         )
         target = version
     return page_redirect(request, "datasets:detail", pk=target.pk)
