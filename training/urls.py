@@ -71,6 +71,7 @@ urlpatterns = [
         name="eval-correction",
     ),
     path("runs/<int:pk>/examples/pending/", corrections.eval_pending, name="eval-pending"),
+    path("runs/<int:pk>/rescore/", corrections.run_rescore, name="run-rescore"),
     path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
     path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
     path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),

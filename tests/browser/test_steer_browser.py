@@ -1,7 +1,7 @@
 """Steering in Chromium against the real server and worker (issue 30): corrections made in the
 per-example table (a label picked from the label set, marks before and after, undo) are
-counted at once and publish v2 of the same dataset, which a new run uses by default; a run
-that judged by people lists the examples people judged; a paused run frees its worker and,
+counted at once and publish v2 of the same dataset, which a new run uses by default; the
+first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run frees its worker and,
 resumed, finishes. No console error on any of these pages.
 
 Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep screenshots at 1280 and 390 px.
@@ -95,6 +95,19 @@ def test_corrections_in_the_table_publish_v2_of_the_same_dataset(logged_in_page,
     expect(log).to_have_count(4)
     assert set(log.locator(".change-author").all_inner_texts()) == {"tester"}
     screenshot(page, "steer-dataset-v2")
+    # The first run, re-scored on v2 from its stored predictions: example 4 is "box" now.
+    traces = "from training.models import LMCallTrace;print(LMCallTrace.objects.count())"
+    calls_before = shell(live_stack, traces)
+    page.goto(f"/runs/{run_id}/")
+    page.select_option("#rescore-version", "2")
+    page.click("#rescore-run")
+    for phase in ("before", "after"):
+        line = page.locator(f'#rescore-table tr[data-phase="{phase}"]')
+        expect(line.locator(".rescore-old")).to_have_text("0.750")
+        expect(line.locator(".rescore-new")).to_contain_text("0.667")
+        expect(line.locator(".rescore-changed")).to_have_attribute("data-count", "1")
+    assert shell(live_stack, traces) == calls_before  # no program call
+    screenshot(page, "steer-rescored")
     # One dataset in the list, with two versions; a new run takes v2 unless pinned.
     page.goto("/datasets/")
     entry = page.locator("#dataset-list tr", has_text="steer routing")

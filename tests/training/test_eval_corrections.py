@@ -1,7 +1,9 @@
 """Correcting any example where the per-example table shows it (issue 30): each row's
 prediction before and after training marked right or wrong, or the row given its right answer
 (a label field offers the label set); saved at once, undoable, counted above the table, and
-published as the next version of the same dataset. Only the run's owner may do it."""
+published as the next version of the same dataset; the examples a "judge by people" run's
+marks scored; a finished run re-scored on the next version from its stored predictions. Only
+the run's owner may do it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.urls import reverse
 from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from training.insight.eval_table import ROWS_PER_PAGE
+from training.models import EvaluationExample, LMCallTrace, Run
 
 from .helpers_eval_table import LABELS, crafted_predictions, crafted_run, seeded_run
 
@@ -150,3 +153,43 @@ def test_only_the_owner_corrects_a_runs_examples(client, user, other_user):
     assert act(client, run, 3, "wrong:after").status_code == 404
     assert client.get(reverse("training:eval-pending", args=[run.pk]), **HTMX).status_code == 404
     assert not DatasetChange.objects.exists()
+
+
+def rescored(client, run, number):
+    url = reverse("training:run-rescore", args=[run.pk]) + f"?version={number}"
+    response = client.get(url, **HTMX)
+    assert response.status_code == 200
+    return response.context
+
+
+def test_a_finished_run_is_rescored_on_the_next_version_from_its_stored_predictions(
+    client_user, user
+):
+    run = crafted_run(user, size=12)  # both phases 0.75; example 3: "money" → "bug"
+    stored = list(EvaluationExample.objects.order_by("pk").values_list("reward", flat=True))
+    act(client_user, run, 3, "answer", team="bug")  # its right answer was "bug" after all
+    act(client_user, run, 6, "right:after")  # "bug" for "money" is fine on example 6
+    version = versions.publish(user, run.dataset)
+    phases = {p["phase"]: p for p in rescored(client_user, run, 2)["rescored"]["phases"]}
+    assert (phases["before"]["old"], phases["before"]["new"]) == (0.75, 8 / 12)
+    assert (phases["after"]["old"], phases["after"]["new"]) == (0.75, 10 / 12)
+    assert [c["index"] for c in phases["after"]["changed"]] == [3]  # marks: not this reward
+    assert [c["index"] for c in phases["before"]["changed"]] == [3]
+    # Nothing stored changed, and nothing called a model: no trace, no usage.
+    assert list(EvaluationExample.objects.order_by("pk").values_list("reward", flat=True)) == stored
+    assert not LMCallTrace.objects.exists()
+    run.refresh_from_db()
+    assert run.lm_calls == 0 and run.final_reward == 0.75
+    # A run judged by people takes the version's marks too.
+    judged = seeded_run(user, run.dataset, *crafted_predictions(12), reward_human_marks=True)
+    phases = {p["phase"]: p for p in rescored(client_user, judged, 2)["rescored"]["phases"]}
+    assert phases["after"]["new"] == 11 / 12
+    assert sorted(c["index"] for c in phases["after"]["changed"]) == [3, 6]
+    html = client_user.get(
+        reverse("training:run-rescore", args=[run.pk]) + "?version=2", **HTMX
+    ).content.decode()
+    assert 'id="rescore-table" data-version="2"' in html and version.label in html
+    # A judge would need its model: said, not done; an unknown version is said too.
+    Run.objects.filter(pk=run.pk).update(config={**run.config, "reward": {"name": "LMAsJudge"}})
+    assert "needs its model" in rescored(client_user, run, 2)["rescore_error"]
+    assert "no other version 9" in rescored(client_user, run, 9)["rescore_error"]
