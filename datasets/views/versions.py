@@ -71,7 +71,9 @@ def correct_row(request, pk: int, row_index: int):
     context["oob_pending"] = request.method == "POST"
     response = render(request, "datasets/partials/correction.html", context, status=status)
     if request.method == "POST" and not error:
-        response["HX-Trigger"] = "corrections-changed"  # other counts on the page ask again
+        # Other counts on the page ask again (not the panel this partial sits in: its own
+        # count comes out of band, and a panel redrawn meanwhile would lose this swap).
+        response["HX-Trigger"] = "row-correction-saved"
     return response
 
 
