@@ -119,7 +119,8 @@ class Dataset(models.Model):
         base_manager_name = "all_objects"
 
     def __str__(self) -> str:
-        return self.name
+        # Versions share the name: a later one says its number (drop-downs, admin).
+        return self.name if self.version == 1 else self.label
 
     def input_schema_fields(self) -> list[dict[str, str]]:
         """Input fields as ``[{"name", "type", "description"}]`` for create_data_model."""
