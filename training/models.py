@@ -154,6 +154,9 @@ class Run(models.Model):
     # Pause pressed: the worker stops when the current epoch ends (its checkpoint saved) and
     # the run is "paused", its slot free; Resume continues from that checkpoint.
     pause_requested = models.BooleanField(default=False)
+    # Candidates people wrote for the live population (training.runs.hand_candidates):
+    # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
+    hand_candidates = models.JSONField(default=list, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

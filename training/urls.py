@@ -12,7 +12,16 @@ from training.insight.views import (
     traces,
 )
 from training.programs.views import program_versions, programs
-from training.runs.views import branching, budget, forecast, home, promote, run_management, runs
+from training.runs.views import (
+    branching,
+    budget,
+    forecast,
+    hand_candidates,
+    home,
+    promote,
+    run_management,
+    runs,
+)
 
 app_name = "training"
 
@@ -49,6 +58,11 @@ urlpatterns = [
         name="candidate-detail",
     ),
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/by-hand/",
+        hand_candidates.hand_candidate,
+        name="hand-candidate",
+    ),
     path("runs/<int:pk>/branch/", branching.branch_create, name="run-branch"),
     path("runs/<int:pk>/corrections/", corrections.run_corrections, name="run-corrections"),
     path(

@@ -47,7 +47,9 @@ from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
 
-OPERATIONS = ("seed", "few_shot", "mutation", "crossover")
+OPERATIONS = ("seed", "few_shot", "mutation", "crossover", "by_hand")
+#: A value a person writes may hold at most this many characters (as JSON).
+MAX_BY_HAND_CHARS = 20_000
 
 
 @register_synalinks_serializable(package="synalinks")
@@ -173,6 +175,30 @@ class Optimizer:
             "status": "pending",
         }
         return variable.add_candidate(candidate)
+
+    def add_by_hand(
+        self, name: str, value: dict[str, Any], parent_ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A person's own candidate for variable ``name`` (e.g. a candidate's instructions
+        edited on the dashboard while fit runs): added pending, with operation ``by_hand``,
+        and scored like any other at the optimizer's next scoring of pending candidates
+        (OMEGA: the next batch end; others: the epoch end); from then on it competes and can
+        be a parent as any other. ValueError when ``value`` is not a value of that variable
+        (its keys) or is too long.
+
+        Example:
+
+        ```python
+        optimizer.add_by_hand("generator/state", {**best["value"], "instructions": "..."},
+                              parent_ids=[best["id"]])
+        ```
+        """
+        variable = self.variable(name)
+        if not isinstance(value, dict) or set(value) != set(variable.value):
+            raise ValueError(f"a candidate of {name} has the fields {sorted(variable.value)}")
+        if len(json.dumps(value, default=str)) > MAX_BY_HAND_CHARS:
+            raise ValueError(f"a candidate by hand holds at most {MAX_BY_HAND_CHARS} characters")
+        return self.add_candidate(variable, value, "by_hand", parent_ids=parent_ids)
 
     async def emit_candidate(
         self, variable: Variable, candidate: dict[str, Any], **extra: Any
