@@ -13,7 +13,14 @@ import json
 import re
 
 import pytest
-from helpers_runs import create_program, fits_the_width, launch_run, screenshot, shell
+from helpers_runs import (
+    create_program,
+    fits_the_width,
+    launch_run,
+    open_rules_omega_run,
+    screenshot,
+    shell,
+)
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -193,4 +200,46 @@ def test_a_paused_run_frees_its_worker_and_resumed_finishes(logged_in_page, live
         )
     )
     assert done == ["succeeded", 2, list(range(8)), 1]
+    assert errors == []
+
+
+def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_stack):
+    page = logged_in_page
+    errors = console_errors(page)
+    run_id = open_rules_omega_run(page, live_stack, "By hand", 0.05, epochs=200)
+    seed = page.locator("#run-leaderboard tr.candidate").first
+    seed.wait_for(timeout=60_000)
+    page.goto(
+        f"/runs/{run_id}/candidates/"
+        + shell(
+            live_stack,
+            f"from training.models import Candidate;print(Candidate.objects.filter(run_id={run_id}).order_by('pk').first().pk)",
+        )
+        + "/"
+    )
+    page.click("#hand-candidate")
+    page.fill("#hand-instructions", "Route each message to money, bug or box, by hand.")
+    page.click("#hand-preview")
+    expect(page.locator("#hand-diff")).to_contain_text("by hand.")
+    screenshot(page, "steer-by-hand-diff")
+    page.click("#hand-add")
+    page.wait_for_url(re.compile(rf"/runs/{run_id}/$"))
+    row = page.locator('#run-leaderboard tr.candidate[data-operation="by_hand"]')
+    expect(row).to_have_count(1, timeout=60_000)
+    expect(row.locator(".candidate-operation")).to_have_text("by hand")
+    state = json.loads(
+        shell(
+            live_stack,
+            "import json;from training.models import Candidate, Run;"
+            f"c=Candidate.objects.get(run_id={run_id}, operation='by_hand');"
+            f"print(json.dumps([c.reward is not None, c.value['instructions'], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
+        )
+    )
+    assert state == [True, "Route each message to money, bug or box, by hand.", "added"]
+    page.locator("#cancel-run").click()
+    expect(page.locator("#run-status .status-badge")).to_have_attribute(
+        "data-status", "cancelled", timeout=60_000
+    )
+    lineage = page.locator('#lineage-svg [data-operation="by_hand"]')
+    expect(lineage.first).to_be_attached(timeout=30_000)
     assert errors == []
