@@ -119,7 +119,8 @@ class Dataset(models.Model):
         base_manager_name = "all_objects"
 
     def __str__(self) -> str:
-        return self.name
+        # Versions share the name: a later one says its number (drop-downs, admin).
+        return self.name if self.version == 1 else self.label
 
     def input_schema_fields(self) -> list[dict[str, str]]:
         """Input fields as ``[{"name", "type", "description"}]`` for create_data_model."""
@@ -134,6 +135,12 @@ class Dataset(models.Model):
             {key: value for key, value in field.items() if key != "choices"}
             for field in self.target_fields
         ]
+
+    @property
+    def label(self) -> str:
+        """The dataset with its version, as pages and choices name it: "Support tickets v2"
+        (versions of one dataset share its name; ``datasets.versions``)."""
+        return f"{self.name} v{self.version}"
 
     @property
     def input_names(self) -> list[str]:
@@ -198,6 +205,10 @@ class DatasetChange(models.Model):
     before = models.JSONField(default=dict)  # the row's target fields before
     after = models.JSONField(default=dict)  # the typed answer's target fields (kind answer)
     predicted = models.JSONField(null=True, blank=True)  # the judged prediction (marks)
+    # Which prediction a mark is about (``datasets.versions.mark_key``; "" for a typed
+    # answer): a row may carry one answer and one mark per distinct prediction (the
+    # per-example table marks the predictions before and after training apart).
+    mark_key = models.CharField(max_length=64, blank=True, default="")
     run_id_source = models.PositiveIntegerField(null=True, blank=True)  # where it was seen
     created = models.DateTimeField(auto_now_add=True)
 
@@ -205,9 +216,9 @@ class DatasetChange(models.Model):
         ordering = ["row_index", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["base", "author", "row_index"],
+                fields=["base", "author", "row_index", "mark_key"],
                 condition=models.Q(version__isnull=True),
-                name="datasetchange_one_pending_per_row",
+                name="datasetchange_one_pending_per_row_and_prediction",
             )
         ]
 

@@ -25,9 +25,23 @@ def datasets_of(user) -> QuerySet[Dataset]:
     return Dataset.objects.filter(owner=user)
 
 
+def dataset_lines(user) -> list[Dataset]:
+    """One entry per dataset: the newest version of each line of versions (newest first),
+    each with ``version_count`` (how many versions its line has)."""
+    lines: dict[int, list[Dataset]] = {}
+    for dataset in datasets_of(user):
+        lines.setdefault(dataset.root_id or dataset.pk, []).append(dataset)
+    latest = []
+    for group in lines.values():
+        newest = max(group, key=lambda d: (d.version, d.pk))
+        newest.version_count = len(group)
+        latest.append(newest)
+    return sorted(latest, key=lambda d: (d.created, d.pk), reverse=True)
+
+
 def dataset_choices(user) -> QuerySet[Dataset]:
     """Only what a filter drop-down needs: id and name."""
-    return Dataset.objects.filter(owner=user).only("id", "name")
+    return Dataset.objects.filter(owner=user).only("id", "name", "version")
 
 
 def imported_builtin_keys(user) -> set[str]:

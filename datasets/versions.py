@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -47,8 +48,38 @@ class CorrectionError(DatasetError):
     """A correction this dataset cannot take; the message is for the person who made it."""
 
 
+def mark_key(predicted: Any) -> str:
+    """Which prediction a mark is about: a digest of its canonical JSON (``DatasetChange``
+    keeps one pending mark per row and prediction)."""
+    canonical = json.dumps(predicted, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def line_root(dataset: Dataset) -> Dataset:
     return dataset.root or dataset
+
+
+def latest_of(dataset: Dataset) -> Dataset:
+    """The newest version of ``dataset``'s line (what a new run uses unless pinned)."""
+    root = line_root(dataset)
+    return (
+        Dataset.objects.filter(Q(pk=root.pk) | Q(root=root), owner=dataset.owner)
+        .order_by("-version", "-pk")
+        .first()
+        or dataset
+    )
+
+
+def version_in_line(dataset: Dataset, number: int | None) -> Dataset | None:
+    """Version ``number`` of ``dataset``'s line (None: its latest); None when there is none."""
+    if number is None:
+        return latest_of(dataset)
+    root = line_root(dataset)
+    return (
+        Dataset.objects.filter(Q(pk=root.pk) | Q(root=root), owner=dataset.owner, version=number)
+        .order_by("-pk")
+        .first()
+    )
 
 
 def versions_of(dataset: Dataset) -> list[Dataset]:
@@ -137,37 +168,81 @@ def record(
     """Add (or replace) the user's draft correction of one row; CorrectionError if unusable.
 
     ``kind`` is ``answer`` (``answer`` holds the target fields), ``right`` or ``wrong``
-    (``predicted`` holds the judged prediction, a dict or its JSON).
+    (``predicted`` holds the judged prediction, a dict or its JSON). A row keeps one typed
+    answer and one mark per prediction. A typed answer that is already the row's, given with
+    the prediction it was typed against, is that prediction's mark (wrong when it differs
+    from the answer, right when it equals it): what the person meant, not an error.
     """
     if kind not in KINDS:
         raise CorrectionError(f"Choose one of {', '.join(KINDS)}.")
     row = _row(dataset, int(row_index))
     before = targets_of(dataset, row.data)
     fields: dict[str, Any] = {"split": row.split, "before": before, "after": {}, "predicted": None}
+    key = ""
     if kind == DatasetChange.ANSWER:
         fields["after"] = _answer(dataset, answer or {})
         if fields["after"] == before:
-            raise CorrectionError("That is already the row's answer.")
-    else:
+            if predicted in (None, ""):
+                raise CorrectionError("That is already the row's answer.")
+            fields["after"] = {}
+            judged = _prediction(dataset, predicted)
+            kind = (
+                DatasetChange.RIGHT
+                if targets_of(dataset, judged) == before
+                else DatasetChange.WRONG
+            )
+    if kind != DatasetChange.ANSWER:
         fields["predicted"] = _prediction(dataset, predicted)
+        key = mark_key(fields["predicted"])
     fields["run_id_source"] = _source_run(user, dataset, run_id)
     with transaction.atomic():
-        existing = pending(user, dataset).select_for_update().filter(row_index=row.index).first()
+        mine = pending(user, dataset).select_for_update()
+        existing = mine.filter(row_index=row.index, mark_key=key).first()
         if existing is None and pending(user, dataset).count() >= MAX_PENDING:
             raise CorrectionError(f"A draft holds at most {MAX_PENDING} corrections: publish it.")
         if existing is not None:
-            for key, value in {"kind": kind, **fields}.items():
-                setattr(existing, key, value)
+            for name, value in {"kind": kind, **fields}.items():
+                setattr(existing, name, value)
             existing.save()
             return existing
         return DatasetChange.objects.create(
-            base=dataset, author=user, row_index=row.index, kind=kind, **fields
+            base=dataset, author=user, row_index=row.index, kind=kind, mark_key=key, **fields
         )
 
 
-def discard(user, dataset: Dataset, row_index: int) -> None:
-    """Drop the user's draft correction of one row (nothing when there is none)."""
-    pending(user, dataset).filter(row_index=int(row_index)).delete()
+def judge(
+    user,
+    dataset: Dataset,
+    row_index: int,
+    verdict: str,
+    predicted: Any,
+    answer: dict[str, Any] | None = None,
+    run_id: Any = None,
+) -> list[DatasetChange]:
+    """Mark one prediction right or wrong and, with a wrong mark, optionally say the right
+    answer (e.g. the label picked from the label set): a mark, plus a typed answer when the
+    one given is not already the row's. Marking wrong while giving the row's own answer is
+    just the mark, never refused. Returns the changes recorded."""
+    if verdict not in (DatasetChange.RIGHT, DatasetChange.WRONG):
+        raise CorrectionError("Mark the prediction right or wrong.")
+    given = {name: value for name, value in (answer or {}).items() if not is_empty(value)}
+    corrected = None
+    if verdict == DatasetChange.WRONG and given:
+        corrected = _answer(dataset, given)  # checked before anything is recorded
+    with transaction.atomic():
+        changes = [record(user, dataset, row_index, verdict, predicted=predicted, run_id=run_id)]
+        if corrected is not None and corrected != changes[0].before:
+            changes.append(record(user, dataset, row_index, "answer", corrected, run_id=run_id))
+    return changes
+
+
+def discard(user, dataset: Dataset, row_index: int, key: str | None = None) -> None:
+    """Drop the user's draft corrections of one row: all of them, or the one ``key`` names
+    (``mark_key`` of a prediction, "" for the typed answer); nothing when there is none."""
+    mine = pending(user, dataset).filter(row_index=int(row_index))
+    if key is not None:
+        mine = mine.filter(mark_key=key)
+    mine.delete()
 
 
 def _copy_rows(source: Dataset, target: Dataset) -> None:
@@ -184,8 +259,9 @@ def _copy_rows(source: Dataset, target: Dataset) -> None:
 def _marks(base: Dataset, changes: list[DatasetChange]) -> list[dict[str, Any]]:
     """The base's marks, with this draft's verdicts added (a new verdict on the same row and
     prediction replaces the old one); a typed answer drops the row's earlier marks, which
-    were judged against an answer that is no longer the row's."""
-    answered = {c.row_index for c in changes if c.kind == DatasetChange.ANSWER}
+    were judged against an answer that is no longer the row's. This draft's own marks on a
+    row it also answers are judged against that new answer (what the new version holds)."""
+    answered = {c.row_index: c.after for c in changes if c.kind == DatasetChange.ANSWER}
     judged = {
         (c.row_index, json.dumps(c.predicted, sort_keys=True))
         for c in changes
@@ -208,7 +284,7 @@ def _marks(base: Dataset, changes: list[DatasetChange]) -> list[dict[str, Any]]:
                 {
                     "row": change.row_index,
                     "inputs": inputs.get(change.row_index),
-                    "expected": change.before,
+                    "expected": answered.get(change.row_index, change.before),
                     "predicted": change.predicted,
                     "reward": 1.0 if change.kind == DatasetChange.RIGHT else 0.0,
                 }
@@ -219,15 +295,19 @@ def _marks(base: Dataset, changes: list[DatasetChange]) -> list[dict[str, Any]]:
 
 
 def publish(user, base: Dataset) -> Dataset:
-    """The user's draft on ``base`` as a new version; CorrectionError when there is none.
+    """The user's draft on ``base`` as the next version of the same dataset (same name,
+    ``version`` + 1, made from the line's newest version even when the draft was made on
+    an older one: DatasetRow.index is the same in every version); CorrectionError when
+    there is no draft.
 
     One transaction: the new version appears with its rows, its marks and its change log,
-    or not at all. The base and the runs that used it are not touched.
+    or not at all. Earlier versions and the runs that used them are not touched.
     """
     with transaction.atomic():
         changes = list(pending(user, base).select_for_update())
         if not changes:
             raise CorrectionError("There are no corrections to publish.")
+        base = latest_of(base)  # corrections seen on an older version go on top of the newest
         root = line_root(base)
         number = (
             Dataset.all_objects.filter(Q(pk=root.pk) | Q(root=root)).aggregate(n=Max("version"))[
@@ -241,7 +321,7 @@ def publish(user, base: Dataset) -> Dataset:
             if field.name not in ("id", "created", "parent", "root", "version", "marks")
         }
         copied.update(
-            name=f"{root.name} v{number}"[:200],
+            name=root.name,  # the same dataset: its version number says which one
             builtin_key="",  # a corrected copy is not the shipped dataset
             parent=base,
             root=root,

@@ -112,6 +112,7 @@ class Run(models.Model):
     FAILED = "failed"
     CANCELLED = "cancelled"
     STOPPED = "stopped"  # at a budget cap (training.execution.budget): resumable
+    PAUSED = "paused"  # by its owner at an epoch's end (training.runs.launch.request_pause)
     STATUS_CHOICES = [
         (QUEUED, "Queued"),
         (RUNNING, "Running"),
@@ -119,10 +120,11 @@ class Run(models.Model):
         (FAILED, "Failed"),
         (CANCELLED, "Cancelled"),
         (STOPPED, "Stopped"),
+        (PAUSED, "Paused"),
     ]
     ACTIVE = (QUEUED, RUNNING)
     FINISHED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
-    RESUMABLE = (FAILED, CANCELLED, STOPPED)
+    RESUMABLE = (FAILED, CANCELLED, STOPPED, PAUSED)
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
@@ -149,6 +151,12 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     worker_pid = models.IntegerField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # Pause pressed: the worker stops when the current epoch ends (its checkpoint saved) and
+    # the run is "paused", its slot free; Resume continues from that checkpoint.
+    pause_requested = models.BooleanField(default=False)
+    # Candidates people wrote for the live population (training.runs.hand_candidates):
+    # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
+    hand_candidates = models.JSONField(default=list, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -245,9 +253,16 @@ class Run(models.Model):
 
     @property
     def can_resume(self) -> bool:
-        if self.status == self.STOPPED:  # at a budget cap: from its checkpoint, or from the start
+        if self.status in (self.STOPPED, self.PAUSED):  # from its checkpoint, or the start
             return True
         return self.status in (self.FAILED, self.CANCELLED) and self.checkpoint_json is not None
+
+    @property
+    def can_pause(self) -> bool:
+        """Running (or queued) with an epoch still to come after the current one."""
+        if self.status not in self.ACTIVE or self.cancel_requested or self.pause_requested:
+            return False
+        return self.status == self.QUEUED or self.current_epoch < self.epochs - 1
 
     @property
     def duration(self):

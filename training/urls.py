@@ -12,7 +12,16 @@ from training.insight.views import (
     traces,
 )
 from training.programs.views import program_versions, programs
-from training.runs.views import branching, budget, forecast, home, promote, run_management, runs
+from training.runs.views import (
+    branching,
+    budget,
+    forecast,
+    hand_candidates,
+    home,
+    promote,
+    run_management,
+    runs,
+)
 
 app_name = "training"
 
@@ -46,6 +55,7 @@ urlpatterns = [
     path("runs/<int:pk>/", run_page.run_detail, name="run-detail"),
     path("runs/<int:pk>/poll/", run_page.run_poll, name="run-poll"),
     path("runs/<int:pk>/cancel/", run_page.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/pause/", run_page.run_pause, name="run-pause"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:pk>/resume-budget/", budget.run_resume_budget, name="run-resume-budget"),
     path(
@@ -54,6 +64,11 @@ urlpatterns = [
         name="candidate-detail",
     ),
     path("runs/<int:pk>/candidates/", traces.candidate_list, name="candidate-list"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/by-hand/",
+        hand_candidates.hand_candidate,
+        name="hand-candidate",
+    ),
     path("runs/<int:pk>/branch/", branching.branch_create, name="run-branch"),
     path("runs/<int:pk>/corrections/", corrections.run_corrections, name="run-corrections"),
     path(
@@ -70,6 +85,13 @@ urlpatterns = [
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
     path("runs/<int:pk>/examples/", eval_table.eval_table, name="eval-table"),
     path("runs/<int:pk>/examples.csv", eval_table.eval_table_csv, name="eval-table-csv"),
+    path(
+        "runs/<int:pk>/examples/<int:index>/correction/",
+        corrections.eval_correction,
+        name="eval-correction",
+    ),
+    path("runs/<int:pk>/examples/pending/", corrections.eval_pending, name="eval-pending"),
+    path("runs/<int:pk>/rescore/", corrections.run_rescore, name="run-rescore"),
     path("runs/<int:pk>/program.json", downloads.run_program_json, name="run-program-json"),
     path("runs/<int:pk>/history.csv", downloads.run_history_csv, name="run-history-csv"),
     path("runs/<int:pk>/plots/<str:kind>.png", downloads.run_plot, name="run-plot"),

@@ -39,7 +39,7 @@ MAPPED_PREVIEW_ROWS = 5
 def dataset_list(request):
     imported = selectors.imported_builtin_keys(request.user)
     context = {
-        "datasets": selectors.datasets_of(request.user),
+        "datasets": selectors.dataset_lines(request.user),
         "builtins": [(spec, spec.key in imported) for spec in BUILTINS.values()],
         "uploads": selectors.uploads_of(request.user),
     }

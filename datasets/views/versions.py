@@ -69,7 +69,12 @@ def correct_row(request, pk: int, row_index: int):
     context = correction_context(request.user, dataset, row_index, shown, run_id)
     context["error"] = error
     context["oob_pending"] = request.method == "POST"
-    return render(request, "datasets/partials/correction.html", context, status=status)
+    response = render(request, "datasets/partials/correction.html", context, status=status)
+    if request.method == "POST" and not error:
+        # Other counts on the page ask again (not the panel this partial sits in: its own
+        # count comes out of band, and a panel redrawn meanwhile would lose this swap).
+        response["HX-Trigger"] = "row-correction-saved"
+    return response
 
 
 @require_POST
@@ -82,7 +87,9 @@ def publish_version(request, pk: int):
         target = dataset
     else:
         messages.success(
-            request, f"Published “{version.name}” with {version.changes.count()} change(s)."
+            request,
+            f"Published {version.label}, the next version of “{version.name}”, with "
+            f"{version.changes.count()} change(s).",
         )
         target = version
     return page_redirect(request, "datasets:detail", pk=target.pk)

@@ -50,7 +50,7 @@
         "data-operation": edge.operation,
       });
       const hint = el("title");
-      hint.textContent = `${edge.source} → ${edge.target}: ${edge.operation}`;
+      hint.textContent = `${edge.source} → ${edge.target}: ${edge.operation === "by_hand" ? "by hand" : edge.operation}`;
       path.append(hint);
       edges.append(path);
     });
@@ -64,7 +64,7 @@
       group.addEventListener("mousemove", (event) => {
         tip.replaceChildren();
         const title = document.createElement("strong");
-        title.textContent = `${node.id} · ${node.operation}`;
+        title.textContent = `${node.id} · ${node.operation === "by_hand" ? "by hand" : node.operation}`;
         const facts = document.createElement("div");
         facts.textContent = `epoch ${node.epoch + 1} · reward ${fmt(node.reward)} · ${node.status}`;
         tip.append(title, facts);

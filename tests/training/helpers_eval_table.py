@@ -51,12 +51,19 @@ def expected_teams(dataset: Dataset) -> list[str]:
     ]
 
 
-def seeded_run(user, dataset: Dataset, before: list, after: list | None) -> Run:
+def seeded_run(user, dataset: Dataset, before: list, after: list | None, **form: object) -> Run:
     """A finished run whose evaluations predicted ``before`` / ``after`` (one team or None
-    per test example: None is a failed prediction), scored by exact match."""
+    per test example: None is a failed prediction), scored by exact match; ``form``: more
+    launch-form values (e.g. ``reward_human_marks=True``)."""
     program = make_program(user, dataset)
     config = validate_run_config(
-        {"reward": "ExactMatch", "optimizer": "RandomFewShot", "epochs": 1, "batch_size": 8},
+        {
+            "reward": "ExactMatch",
+            "optimizer": "RandomFewShot",
+            "epochs": 1,
+            "batch_size": 8,
+            **form,
+        },
         ["team"],
         ["team"],
         "fake/fewshot",
@@ -85,3 +92,19 @@ def seeded_run(user, dataset: Dataset, before: list, after: list | None) -> Run:
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
     return run
+
+
+def crafted_predictions(size: int) -> tuple[list, list]:
+    """Test example i is LABELS[i % 3]; before: all right but 0, 1 (failed) and 2 (wrong);
+    after: all right except 3 and 6 (regressed to "bug") and 9 (failed)."""
+    truth = [LABELS[i % 3] for i in range(size)]
+    before = list(truth)
+    before[0], before[1], before[2] = "box", None, "bug"
+    after = list(truth)
+    after[3], after[6], after[9] = "bug", "bug", None
+    return before, after
+
+
+def crafted_run(user, size=30) -> Run:
+    """A run on a new routing dataset that predicted ``crafted_predictions(size)``."""
+    return seeded_run(user, routing_dataset(user, test=size), *crafted_predictions(size))

@@ -76,7 +76,8 @@ def test_three_marks_become_a_new_version_and_the_original_stays(
         demo_dataset.pk,
         demo_dataset.row_count,
     )
-    assert version.name == f"{demo_dataset.name} v2" and version.builtin_key == ""
+    assert version.name == demo_dataset.name and version.label == f"{demo_dataset.name} v2"
+    assert version.builtin_key == ""
     changes = list(version.changes.order_by("row_index"))
     assert [(c.row_index, c.kind, c.author) for c in changes] == sorted(
         zip(rows, ("right", "wrong", "answer"), [user] * 3, strict=True)
@@ -130,9 +131,10 @@ def test_a_run_on_the_new_version_uses_the_corrections(client_user, user, progra
             data["answer_team"] = item["sample"]["predicted"]["team"]
         correct(client_user, demo_dataset, item["row_index"], **data)
     version = versions.publish(user, demo_dataset)
-    # Judge by people is refused on a version without marks, accepted on the new one.
-    assert "reward_human_marks" in _launch_errors(client_user, program, demo_dataset)
-    assert "reward_human_marks" not in _launch_errors(client_user, program, version)
+    # Judge by people is refused on a version without marks (v1, pinned), accepted on the
+    # new one (the latest, which the form takes when no version is pinned).
+    assert "reward_human_marks" in _launch_errors(client_user, program, demo_dataset, pinned=1)
+    assert "reward_human_marks" not in _launch_errors(client_user, program, demo_dataset)
     branch = Run.objects.create(
         owner=user,
         program=program,
@@ -165,10 +167,11 @@ def test_a_run_on_the_new_version_uses_the_corrections(client_user, user, progra
     assert new[changed[0]] == answered["sample"]["predicted"]
 
 
-def _launch_errors(client, program, dataset):
+def _launch_errors(client, program, dataset, pinned=None):
     data = {
         "program": program.pk,
         "dataset": dataset.pk,
+        **({"dataset_version": pinned} if pinned else {}),
         "reward": "ExactMatch",
         "optimizer": "RandomFewShot",
         "epochs": 1,
@@ -183,6 +186,56 @@ def _launch_errors(client, program, dataset):
         Run.objects.filter(pk=int(response["Location"].strip("/").split("/")[-1])).delete()
         return {}
     return response.context["form"].errors
+
+
+def test_a_new_run_uses_the_latest_version_or_the_pinned_one_and_says_which(
+    client_user, user, program, demo_dataset
+):
+    run = finished_run(user, program, demo_dataset)
+    row = panel(client_user, run).context["items"][0]
+    correct(
+        client_user, demo_dataset, row["row_index"], kind="wrong", predicted=row["predicted_json"]
+    )
+    version = versions.publish(user, demo_dataset)
+    base = {
+        "program": program.pk,
+        "dataset": demo_dataset.pk,  # the program's dataset: v1
+        "reward": "ExactMatch",
+        "optimizer": "RandomFewShot",
+        "epochs": 1,
+        "batch_size": 8,
+        "evaluations_before": 0,
+        "evaluations_after": 1,
+    }
+    form = client_user.get(reverse("training:run-create") + f"?program={program.pk}")
+    html = form.content.decode()
+    assert (
+        f'<option value="{version.pk}" selected>{demo_dataset.name} (v2, latest)</option>' in html
+    )
+    assert f'<option value="{demo_dataset.pk}"' not in html  # one entry per dataset
+    launched = []
+    for pinned in (None, 1):
+        data = {**base, **({"dataset_version": pinned} if pinned else {})}
+        response = client_user.post(reverse("training:run-create"), data)
+        assert response.status_code == 302
+        launched.append(Run.objects.get(pk=int(response["Location"].strip("/").split("/")[-1])))
+    latest, old = launched
+    assert (latest.dataset_id, latest.config["dataset_version"]) == (
+        version.pk,
+        {"number": 2, "pinned": False},
+    )
+    assert (old.dataset_id, old.config["dataset_version"]) == (
+        demo_dataset.pk,
+        {"number": 1, "pinned": True},
+    )
+    page = client_user.get(latest.get_absolute_url()).content.decode()
+    assert f"{demo_dataset.name} v2</a>" in page and "(latest at launch)" in page
+    assert "(pinned)" in client_user.get(old.get_absolute_url()).content.decode()
+    response = client_user.post(reverse("training:run-create"), {**base, "dataset_version": 7})
+    assert "has no version 7" in response.context["form"].errors["dataset_version"][0]
+    Run.objects.filter(pk__in=[r.pk for r in launched]).update(status=Run.CANCELLED)
+    listing = client_user.get(reverse("datasets:list")).content.decode()
+    assert listing.count(f">{demo_dataset.name}</a>") == 1 and "(2 versions)" in listing
 
 
 def test_unusable_corrections_say_why(client_user, user, program, demo_dataset):

@@ -19,6 +19,7 @@ from training.models import EvaluationExample, Run
 
 from .conftest import make_program, run_config
 from .helpers_eval_table import LABELS, routing_dataset, seeded_run
+from .helpers_eval_table import crafted_run as crafted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,18 +79,6 @@ def test_failed_predictions_keep_their_error(client_user, user, demo_dataset):
     html = table(client_user, run, "state=failed")
     assert len(shown_indices(html)) == after_failed
     assert "simulated non-retryable failure" in html
-
-
-def crafted(user, size=30):
-    """Test example i is LABELS[i % 3]; before: all right but 0, 1 (failed) and 2 (wrong);
-    after: all right except 3 and 6 (regressed to "money") and 9 (failed)."""
-    dataset = routing_dataset(user, test=size)
-    truth = [LABELS[i % 3] for i in range(size)]
-    before = list(truth)
-    before[0], before[1], before[2] = "box", None, "bug"
-    after = list(truth)
-    after[3], after[6], after[9] = "bug", "bug", None
-    return seeded_run(user, dataset, before, after)
 
 
 def test_states_filter_search_sort_and_pages(client_user, user):

@@ -196,7 +196,7 @@ class Steps:
     before, fit, the evaluations after, the sample answers.
 
     ``run()`` goes through them and returns the attempt's final status and fields:
-    CANCELLED as soon as one is interrupted, FAILED as soon as one made predictions that all
+    CANCELLED as soon as one is interrupted, PAUSED when Pause stopped fit at an epoch's end, FAILED as soon as one made predictions that all
     failed (``prediction_failures``), STOPPED at a budget cap (``budget.BudgetWatch``).
     Whether to stop (the run's Cancel, or the attempt superseded) is asked in one place,
     ``stop_requested``.
@@ -285,6 +285,8 @@ class Steps:
             await self.fit()
         if self.program.interrupted or self.callback.cancelled or await self.stop_requested():
             return Run.CANCELLED, await self.results()
+        if self.callback.paused:  # Pause: stopped at an epoch's end, the checkpoint saved
+            return Run.PAUSED, await self.results()
         if self.program.budget_exhausted is not None:
             await self.watch.refused(self.program.budget_exhausted)
         if self.watch.reached:  # stopped at a cap: everything kept, the best program evaluated

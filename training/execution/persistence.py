@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from training.engine.callbacks import Callback
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
-from training.execution import evaluation_examples, events, refusals, summaries
+from training.execution import evaluation_examples, events, hand_candidates, refusals, summaries
 from training.execution.usage import merged_usage
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 
@@ -68,6 +68,8 @@ class PersistenceCallback(Callback):
         self.tracker = tracker
         self.base_usage = base_usage or {}
         self.cancelled = False
+        self.paused = False  # Pause answered: fit stopped at an epoch's end, checkpoint saved
+        self.hand_queue: list[dict[str, Any]] = []  # candidates by hand, for the optimizer
         self.superseded = superseded if superseded is not None else threading.Event()
         self.throttle = events.PartsThrottle()
 
@@ -116,6 +118,10 @@ class PersistenceCallback(Callback):
             return
         emitted = time.time()
         run = await sync_to_async(handler)(event)
+        if self.hand_queue:  # at a batch end, between the optimizer's steps
+            entries, self.hand_queue = self.hand_queue, []
+            results = hand_candidates.add_to(getattr(self.program, "optimizer", None), entries)
+            await sync_to_async(hand_candidates.record)(self.run_id, self.attempt, results)
         if run is not None:
             await events.stored(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
 
@@ -136,6 +142,8 @@ class PersistenceCallback(Callback):
 
     def _on_batch_end(self, event: dict) -> Run | None:
         run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
+        if run is not None:
+            self.hand_queue = hand_candidates.queued(run)
         if run is not None and run.cancel_requested and self.program is not None:
             self.program.stop_training = True
             self.cancelled = True
@@ -162,6 +170,9 @@ class PersistenceCallback(Callback):
             EpochLog.objects.update_or_create(
                 run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
+        if run.pause_requested and epoch + 1 < run.epochs and self.program is not None:
+            self.program.stop_training = True  # fit stops here, after this checkpoint
+            self.paused = True
         return run
 
     def _on_candidate(self, event: dict) -> Run | None:

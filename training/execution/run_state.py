@@ -73,7 +73,12 @@ def cancel_requested(run_id: int) -> bool:
 def finish(run_id: int, attempt: int, status: str, **fields: Any) -> None:
     """Final state of this attempt (never overwrites a run the reaper already failed)."""
     updated = Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
-        status=status, finished_at=timezone.now(), heartbeat_at=timezone.now(), phase="", **fields
+        status=status,
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+        phase="",
+        pause_requested=False,  # answered: paused now, or the run ended before it could
+        **fields,
     )
     if updated:
         events.run_row_changed(run_id)

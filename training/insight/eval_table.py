@@ -26,6 +26,7 @@ from django.core.paginator import Page, Paginator
 
 from datasets.services import get_split
 from training.engine.utils import confusion
+from training.insight import eval_corrections, human_judgements
 from training.models import Evaluation, EvaluationExample, Run
 from training.query_filters import one_of
 
@@ -59,6 +60,7 @@ class TableFilters:
     expected: str = ""
     predicted: str = ""
     matrix: str = ""  # which phase's matrix the cell is in
+    judged: bool = False  # only the examples people judged (a "judge by people" run)
     problems: list[str] = field(default_factory=list)
 
     @classmethod
@@ -70,6 +72,7 @@ class TableFilters:
         filters.sort = one_of(
             query, "sort", SORTS, problems, default="index", normalize=lambda s: s.lstrip("-")
         )
+        filters.judged = query.get("judged", "") == "1"
         filters.matrix = one_of(query, "matrix", PHASES, problems)
         if filters.matrix:
             filters.target = query.get("field", "")[:200]
@@ -87,6 +90,7 @@ class TableFilters:
             "field": self.target if self.matrix else "",
             "expected": self.expected if self.matrix else "",
             "predicted": self.predicted if self.matrix else "",
+            "judged": "1" if self.judged else "",
         }
         values.update({key: "" if value is None else str(value) for key, value in changes.items()})
         return urlencode({key: value for key, value in values.items() if value})
@@ -101,7 +105,7 @@ class TableFilters:
 
     @property
     def active(self) -> bool:
-        return bool(self.state or self.q or self.matrix)
+        return bool(self.state or self.q or self.matrix or self.judged)
 
 
 @dataclass
@@ -119,6 +123,10 @@ class ExampleRow:
     after_error: str = ""
     has_before: bool = False
     has_after: bool = False
+    # People's draft corrections of this row (eval_corrections.RowCorrections), on a page.
+    corrections: Any = None
+    # {phase: reward} of the predictions people's marks scored (human_judgements).
+    judged: dict = field(default_factory=dict)
 
     @property
     def change(self) -> float | None:
@@ -278,6 +286,8 @@ def apply(rows: list[ExampleRow], filters: TableFilters, tables: list[dict]) -> 
     """The rows ``filters`` keep, in its order."""
     if filters.state:
         rows = [row for row in rows if row.state == filters.state]
+    if filters.judged:
+        rows = [row for row in rows if row.judged]
     if filters.matrix:
         matrix = next(
             (
@@ -336,6 +346,7 @@ def _sorted(rows: list[ExampleRow], sort: str) -> list[ExampleRow]:
 def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
     """The run page's table context: one page of filtered rows, counts per state, matrices."""
     rows, evaluations = example_rows(run)
+    human_judgements.mark_rows(run, rows)
     tables = matrices(run, rows)
     counts = {state: 0 for state in STATES}
     for row in rows:
@@ -343,7 +354,17 @@ def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
             counts[row.state] += 1
     kept = apply(rows, filters, tables)
     result_page: Page = Paginator(kept, ROWS_PER_PAGE).get_page(page)
+    corrections = (
+        eval_corrections.for_rows(run, result_page.object_list, eval_corrections.test_rows(run))
+        if rows
+        else {}
+    )
+    for row in result_page.object_list:
+        row.corrections = corrections.get(row.index)
     return {
+        "answer_fields": eval_corrections.answer_fields(run, rows),
+        **human_judgements.summary(run, rows),
+        **eval_corrections.pending_summary(run),
         "table_page": result_page,
         "table_filters": filters,
         "table_query": filters.as_query(),
@@ -365,8 +386,11 @@ def table_context(run: Run, query: Any) -> dict[str, Any]:
 
 def csv_rows(run: Run, filters: TableFilters):
     """The header, then every row ``filters`` keep (all pages), as lists of cells (texts as
-    the table shows them: a one-field object as its value, else its JSON)."""
+    the table shows them: a one-field object as its value, else its JSON); a run that judged
+    by people adds ``judged_by_people`` (``before:1 after:0``: the people's rewards)."""
     rows, _ = example_rows(run)
+    human_judgements.mark_rows(run, rows)
+    judged = human_judgements.judges_by_people(run)  # a column of its own only then
     kept = apply(rows, filters, matrices(run, rows))
     yield [
         "example",
@@ -379,6 +403,7 @@ def csv_rows(run: Run, filters: TableFilters):
         "reward_after",
         "error_after",
         "state",
+        *(["judged_by_people"] if judged else []),
     ]
     for row in kept:
         yield [
@@ -392,4 +417,5 @@ def csv_rows(run: Run, filters: TableFilters):
             "" if row.after_reward is None else row.after_reward,
             row.after_error,
             row.state,
+            *([" ".join(f"{p}:{reward:g}" for p, reward in row.judged.items())] if judged else []),
         ]

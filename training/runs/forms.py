@@ -17,6 +17,8 @@ from functools import cached_property
 from django import forms
 from django.conf import settings
 
+from datasets import selectors as dataset_selectors
+from datasets import versions
 from datasets.models import Dataset
 from training.engine import bounds
 from training.execution import budget
@@ -135,6 +137,13 @@ class RunForm(forms.Form):
         queryset=Dataset.objects.none(),
         help_text="Its train split trains (and validates); its test split scores before/after.",
     )
+    dataset_version = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Dataset version",
+        help_text="Which version of the dataset (v1 = as imported; corrections make the next); "
+        "blank: its latest.",
+    )
     # Reward
     reward = forms.ChoiceField(
         choices=[(name, name) for name in REWARDS],
@@ -199,6 +208,7 @@ class RunForm(forms.Form):
             "program",
             "version",
             "dataset",
+            "dataset_version",
             "reward",
             "optimizer",
             "epochs",
@@ -230,11 +240,28 @@ class RunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["program"].queryset = Program.objects.filter(owner=user)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
+        self._dataset_lines(user)
         self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.fields["nfs_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.run_config = None
         self.presets = PRESETS
         self.version = None
+
+    def _dataset_lines(self, user) -> None:
+        """The dataset choice lists each dataset once (its latest version; any version's id
+        is accepted and ``dataset_version`` says which one is used). A program's dataset
+        (often v1) opens as its line's latest."""
+        lines = dataset_selectors.dataset_lines(user)
+        latest = {line.root_id or line.pk: line for line in lines}
+        chosen = self.initial.get("dataset")
+        if chosen and not self.is_bound:
+            found = Dataset.objects.filter(owner=user, pk=chosen).first()
+            if found is not None:
+                newest = latest.get(found.root_id or found.pk)
+                self.initial["dataset"] = newest.pk if newest else found.pk
+        self.fields["dataset"].widget.choices = [("", "---------")] + [
+            (line.pk, f"{line.name} (v{line.version}, latest)") for line in lines
+        ]
 
     @cached_property
     def groups(self) -> dict[str, list]:
@@ -250,6 +277,12 @@ class RunForm(forms.Form):
         program, dataset = data.get("program"), data.get("dataset")
         if program is None or dataset is None:
             return data
+        number = data.get("dataset_version")
+        dataset = versions.version_in_line(dataset, number)
+        if dataset is None:
+            self.add_error("dataset_version", f"This dataset has no version {number}.")
+            return data
+        data["dataset"] = dataset
         self.version = launch_version(program, data.get("version"))
         if self.version is None:
             self.add_error("version", f"“{program.name}” has no version {data.get('version')}.")
@@ -279,6 +312,11 @@ class RunForm(forms.Form):
         except RunConfigError as exc:
             for field, message in exc.errors.items():
                 self.add_error(field if field in self.fields else None, message)
+        if self.run_config is not None:
+            self.run_config["dataset_version"] = {
+                "number": dataset.version,
+                "pinned": number is not None,
+            }
         if data.get("reward_human_marks") and not dataset.marks:
             self.add_error(
                 "reward_human_marks",

@@ -1,5 +1,5 @@
-"""Launching, cancelling and resuming runs (also with new budget caps); the runs list's
-filters live in ``training.runs.selectors``."""
+"""Launching, cancelling, pausing and resuming runs (also with new budget caps); the runs
+list's filters live in ``training.runs.selectors``."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def request_cancel(run: Run) -> Run:
     Run.objects.filter(pk=run.pk, status__in=(Run.QUEUED, Run.RUNNING)).update(
         cancel_requested=True
     )
-    Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(
+    Run.objects.filter(pk=run.pk, status__in=(Run.QUEUED, Run.PAUSED)).update(
         status=Run.CANCELLED, finished_at=timezone.now()
     )
     run.refresh_from_db()
@@ -69,8 +69,31 @@ class ResumeError(ValueError):
     pass
 
 
+class PauseError(ValueError):
+    pass
+
+
+def request_pause(run: Run) -> Run:
+    """Pause a run without losing anything: a running one stops when its current epoch ends
+    (the checkpoint a run resumes from is saved per epoch: a batch inside an epoch cannot be
+    resumed), then frees its worker, status "paused"; a queued one is paused at once.
+    Resume continues from the checkpoint with the same population and optimizer state.
+
+    Decided by the database, like Cancel: a run claimed meanwhile still sees the flag."""
+    if not run.can_pause:
+        raise PauseError("Only a queued or running run with an epoch still to come can pause.")
+    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(pause_requested=True)
+    Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(
+        status=Run.PAUSED, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    events.run_changed(run, ("status", "actions", "progress"))
+    return run
+
+
 def resume(run: Run) -> Run:
-    """Relaunch a failed, cancelled or stopped run from its last completed epoch (new attempt)."""
+    """Relaunch a failed, cancelled, stopped or paused run from its last completed epoch
+    (new attempt)."""
     if not run.can_resume:
         raise ResumeError(
             "Only a failed or cancelled run with at least one completed epoch can be resumed."
@@ -81,6 +104,7 @@ def resume(run: Run) -> Run:
             attempt=F("attempt") + 1,
             error="",
             cancel_requested=False,
+            pause_requested=False,
             finished_at=None,
             phase="",
         )

@@ -83,3 +83,9 @@ def split_label(key) -> str:
     if key.startswith("val_"):
         return f"validation {key[4:]}"
     return f"training {key}"
+
+
+@register.filter
+def operation_label(value) -> str:
+    """A candidate's operation as pages say it: ``by_hand`` is "by hand" (a person's)."""
+    return "by hand" if value == "by_hand" else str(value or "")

@@ -47,7 +47,9 @@ from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
 
-OPERATIONS = ("seed", "few_shot", "mutation", "crossover")
+OPERATIONS = ("seed", "few_shot", "mutation", "crossover", "by_hand")
+#: A value a person writes may hold at most this many characters (as JSON).
+MAX_BY_HAND_CHARS = 20_000
 
 
 @register_synalinks_serializable(package="synalinks")
@@ -173,6 +175,30 @@ class Optimizer:
             "status": "pending",
         }
         return variable.add_candidate(candidate)
+
+    def add_by_hand(
+        self, name: str, value: dict[str, Any], parent_ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A person's own candidate for variable ``name`` (e.g. a candidate's instructions
+        edited on the dashboard while fit runs): added pending, with operation ``by_hand``,
+        and scored like any other at the optimizer's next scoring of pending candidates
+        (OMEGA: the next batch end; others: the epoch end); from then on it competes and can
+        be a parent as any other. ValueError when ``value`` is not a value of that variable
+        (its keys) or is too long.
+
+        Example:
+
+        ```python
+        optimizer.add_by_hand("generator/state", {**best["value"], "instructions": "..."},
+                              parent_ids=[best["id"]])
+        ```
+        """
+        variable = self.variable(name)
+        if not isinstance(value, dict) or set(value) != set(variable.value):
+            raise ValueError(f"a candidate of {name} has the fields {sorted(variable.value)}")
+        if len(json.dumps(value, default=str)) > MAX_BY_HAND_CHARS:
+            raise ValueError(f"a candidate by hand holds at most {MAX_BY_HAND_CHARS} characters")
+        return self.add_candidate(variable, value, "by_hand", parent_ids=parent_ids)
 
     async def emit_candidate(
         self, variable: Variable, candidate: dict[str, Any], **extra: Any
@@ -395,6 +421,7 @@ class Optimizer:
             "candidate_count": self.candidate_count,
             "epoch": self.epoch,
             "example_pool": copy.deepcopy(self.example_pool),
+            "rng": rng_state(self.rng),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -402,3 +429,36 @@ class Optimizer:
         self.candidate_count = int(state.get("candidate_count", 0))
         self.epoch = int(state.get("epoch", 0))
         self.example_pool = copy.deepcopy(state.get("example_pool", {}))
+        restored = rng_from_state(state.get("rng"))
+        if restored is not None:  # a resumed fit draws what the uninterrupted one would
+            self.rng = restored
+
+
+#: ``random.Random.getstate()``'s Mersenne Twister state: 624 words and the position.
+_RNG_WORDS = 625
+
+
+def rng_state(rng: random.Random) -> list[Any]:
+    """The optimizer's random generator as JSON (saved in its state, so a fit resumed from a
+    checkpoint, e.g. after the dashboard's Pause, makes the same draws as one never stopped)."""
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def rng_from_state(saved: Any) -> random.Random | None:
+    """The generator ``rng_state`` saved, or None when ``saved`` is not one (checked, never
+    trusted: a state is plain JSON from a document)."""
+    try:
+        version, internal, gauss = saved
+        words = [int(word) for word in internal]
+        if (
+            version != 3
+            or len(words) != _RNG_WORDS
+            or any(not 0 <= word < 2**32 for word in words[:-1])
+        ):
+            return None
+        rng = random.Random()
+        rng.setstate((3, tuple(words), None if gauss is None else float(gauss)))
+        return rng
+    except (TypeError, ValueError, OverflowError):
+        return None

@@ -1,16 +1,20 @@
-"""The run page's "Correct the data" panel: the run's sample answers, each with the
-reusable per-row correction partial (``datasets.views.versions``). Loaded by htmx after the
-page (and re-polled while the run is active, since samples arrive when it succeeds)."""
+"""Corrections on the run page: the "Correct the data" panel (the run's sample answers, each
+with the reusable per-row correction partial of ``datasets.views.versions``; loaded by htmx
+after the page, re-polled while the run is active, since samples arrive when it succeeds),
+every row of the per-example table (``eval_correction``, ``eval_pending``), and re-scoring a
+finished run on another version of its dataset (``run_rescore``)."""
 
 from __future__ import annotations
 
-from django.shortcuts import render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from datasets import selectors as dataset_selectors
 from datasets import versions
 from datasets.views.versions import correction_context
+from training.insight import eval_corrections, eval_table, rescoring
 from training.runs import selectors
 
 
@@ -35,3 +39,66 @@ def run_corrections(request, pk: int):
         "pending_count": versions.pending(request.user, dataset).count(),
     }
     return render(request, "training/partials/run_corrections.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def eval_correction(request, pk: int, index: int):
+    """One per-example table row's corrections (``eval_corrections``): POST ``action`` (a
+    mark, ``answer`` with ``answer_<field>``, an undo) saves it at once and answers with the
+    row's cell, plus ``HX-Trigger: corrections-changed`` so the count above the table (and
+    the sample answers' panel) ask for themselves again."""
+    run = selectors.owned_run(request.user, pk)
+    rows, _ = eval_table.example_rows(run)
+    error = ""
+    status = 200
+    if request.method == "POST":
+        answer = {name: request.POST.get(f"answer_{name}", "") for name in run.dataset.target_names}
+        try:
+            eval_corrections.apply(run, rows, index, request.POST.get("action", ""), answer)
+        except versions.CorrectionError as exc:
+            error = str(exc)
+            status = 200 if request.htmx else 400  # htmx swaps only 2xx: the cell says it
+    context = eval_corrections.row_context(run, rows, index)
+    if context is None:
+        raise Http404("No such example.")
+    if not request.htmx and request.method == "POST" and not error:
+        return redirect(f"{run.get_absolute_url()}#eval-table")
+    response = render(
+        request,
+        "training/partials/eval_correction.html",
+        {**context, "error": error},
+        status=status,
+    )
+    if request.method == "POST" and not error:
+        response["HX-Trigger"] = "corrections-changed"
+    return response
+
+
+@require_GET
+@never_cache
+def eval_pending(request, pk: int):
+    """The count of unpublished corrections above the per-example table."""
+    run = selectors.owned_run(request.user, pk)
+    context = {"run": run, **eval_corrections.pending_summary(run)}
+    return render(request, "training/partials/eval_pending.html", context)
+
+
+@require_GET
+@never_cache
+def run_rescore(request, pk: int):
+    """A finished run's test figures scored again on another version of its dataset
+    (``rescoring``; ``?version=N``), from its stored predictions: no program call."""
+    run = selectors.owned_run(request.user, pk)
+    choices = rescoring.other_versions(run)
+    context: dict = {"run": run, "rescore_versions": choices}
+    number = request.GET.get("version", "")
+    if number.isdigit():
+        version = next((d for d in choices if d.version == int(number)), None)
+        if version is None:
+            context["rescore_error"] = f"This dataset has no other version {number}."
+        else:
+            try:
+                context["rescored"] = rescoring.rescore(run, version)
+            except rescoring.RescoreError as exc:
+                context["rescore_error"] = str(exc)
+    return render(request, "training/partials/run_rescore.html", context)

@@ -1,5 +1,5 @@
-"""The run page: its first render, the poll of its status, Cancel (answered with the fragments
-it changed), and a candidate's page.
+"""The run page: its first render, the poll of its status, Cancel and Pause (answered 204:
+the live stream brings what they changed), and a candidate's page.
 
 GET views only read: a run whose worker died is failed by the reaper
 (``manage.py reap_runs``, see ``training.execution.reaper``), never by a page view.
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
+from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from core.redirects import page_redirect
 from training.insight import live
 from training.insight.trace_reads import candidate_trace_counts
 from training.programs import candidate_diff
@@ -52,6 +54,21 @@ def run_cancel(request, pk: int):
     targets under that detached button (console: ``htmx:oobErrorNoTarget #run-status``).
     """
     run = run_services.request_cancel(owned_run(request, pk))
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect(run)
+
+
+@require_POST
+def run_pause(request, pk: int):
+    """Pause: the worker stops when the current epoch ends and frees its slot; answered like
+    Cancel (204 to htmx). A run that cannot pause says why."""
+    run = owned_run(request, pk)
+    try:
+        run = run_services.request_pause(run)
+    except run_services.PauseError as exc:
+        messages.error(request, str(exc))
+        return page_redirect(request, run)
     if request.htmx:
         return HttpResponse(status=204)
     return redirect(run)

@@ -1,0 +1,93 @@
+"""Your own candidate in a live population (issue 30): on a paused (or running) OMEGA or
+RandomFewShot run, a candidate's instructions edited by hand join the population at the
+worker's next batch end, are scored like any other and shown "by hand" in the leaderboard
+and the lineage. Runs execute in-process on the scripted fake LMs."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from training.execution import attempt as execution
+from training.models import Candidate, Run
+from training.runs import hand_candidates
+from training.runs.branching import Edits
+
+from .conftest import make_program, make_run, run_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OMEGA = {
+    "optimizer": "OMEGA",
+    "omega_embedding_model": "fake/embedding",
+    "omega_population_size": 4,
+}
+HAND = "Route each message to the team that owns it: money, bug or box."
+
+
+def paused_after_epoch_0(user, dataset, model, **config):
+    program = make_program(user, dataset, model=model)
+    settings = {"epochs": 3, "evaluations_before": 0, "evaluations_after": 1, **config}
+    run = make_run(user, program, dataset, run_config(model=model, **settings))
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+    assert execution.execute(run.pk, 1) == Run.PAUSED
+    run.refresh_from_db()
+    return run
+
+
+@pytest.mark.parametrize(
+    ("model", "config"), [("fake/fewshot", {}), ("fake/rules", OMEGA)], ids=["rfs", "omega"]
+)
+def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
+    client_user, user, demo_dataset, model, config
+):
+    run = paused_after_epoch_0(user, demo_dataset, model, **config)
+    start = Candidate.objects.filter(run=run).exclude(reward=None).order_by("-reward").first()
+    assert "instructions" in start.value
+    # The form shows the diff before anything is queued.
+    url = reverse("training:hand-candidate", args=[run.pk, start.pk])
+    preview = client_user.post(url, {"branch_instructions": HAND, "preview": "1"})
+    assert preview.status_code == 200 and 'id="hand-diff"' in preview.content.decode()
+    assert Run.objects.get(pk=run.pk).hand_candidates == []
+    response = client_user.post(url, {"branch_instructions": HAND})
+    assert response.status_code == 302
+    run.refresh_from_db()
+    (entry,) = run.hand_candidates
+    assert (entry["state"], entry["parent"], entry["value"]["instructions"]) == (
+        "queued",
+        start.candidate_id,
+        HAND,
+    )
+    run = Run.objects.get(pk=run.pk)
+    from training.runs import launch
+
+    launch.resume(run)
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    (entry,) = run.hand_candidates
+    assert entry["state"] == "added", entry
+    mine = Candidate.objects.get(run=run, operation="by_hand")
+    assert (mine.candidate_id, mine.parent_ids, mine.value["instructions"]) == (
+        entry["note"],
+        [start.candidate_id],
+        HAND,
+    )
+    assert mine.reward is not None and mine.status != "pending"
+    page = client_user.get(run.get_absolute_url()).content.decode()
+    assert "by hand" in page
+
+
+def test_only_live_omega_or_random_few_shot_runs_take_one_and_only_their_owner(
+    client, client_user, user, other_user, demo_dataset
+):
+    run = paused_after_epoch_0(user, demo_dataset, "fake/fewshot")
+    start = Candidate.objects.filter(run=run).first()
+    with pytest.raises(hand_candidates.HandCandidateError, match="change something"):
+        hand_candidates.submit(run, start, Edits(instructions=start.value["instructions"]))
+    Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
+    run.refresh_from_db()
+    with pytest.raises(hand_candidates.HandCandidateError, match="paused OMEGA or RandomFewShot"):
+        hand_candidates.submit(run, start, Edits(instructions=HAND))
+    client.force_login(other_user)
+    url = reverse("training:hand-candidate", args=[run.pk, start.pk])
+    assert client.post(url, {"branch_instructions": HAND}).status_code == 404

@@ -1,0 +1,155 @@
+"""People's corrections in the run page's per-example table (issue 30).
+
+The table's rows come from ``eval_table.example_rows`` (which imports this module for the
+page's corrections; callers pass the rows in).
+
+Every row of the table (a test example) can be corrected where it is shown: its prediction
+before training and its prediction after training each marked right or wrong, or the row
+given its right answer (on a label field: picked from the label set). The corrections are
+the run owner's draft on the run's dataset version (``datasets.versions``), so the table
+reads them next to the rows it shows, and the count of the draft sits above the table.
+
+The prediction a mark is about is read here from the stored evaluation (never taken from
+the request), and the example's position in the test split is mapped to its dataset row
+(``DatasetRow.index``, the same in every version).
+
+Each function takes a run its caller already checked belongs to the user (``owned_run``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasets import versions
+from datasets.models import DatasetChange, DatasetRow
+from training.engine.utils import confusion
+from training.models import Evaluation, Run
+
+PHASES = (Evaluation.BEFORE, Evaluation.AFTER)
+
+#: What a row's correction form may ask (``action``): a mark per phase, an answer, an undo.
+ACTIONS = (
+    *(f"{verdict}:{phase}" for verdict in ("right", "wrong") for phase in PHASES),
+    "answer",
+    *(f"undo:{what}" for what in (*PHASES, "answer")),
+)
+
+
+@dataclass
+class RowCorrections:
+    """One table row's corrections: a mark per phase that has a prediction, and the typed
+    answer, each the pending ``DatasetChange`` or None."""
+
+    row_index: int  # DatasetRow.index of the example
+    marks: list[dict[str, Any]] = field(default_factory=list)  # {"phase", "change"}
+    answer: DatasetChange | None = None
+
+    @property
+    def count(self) -> int:
+        return sum(1 for mark in self.marks if mark["change"]) + (1 if self.answer else 0)
+
+
+def test_rows(run: Run) -> list[int]:
+    """``DatasetRow.index`` of each test example, in the order the run read them."""
+    rows = run.dataset.rows.filter(split=DatasetRow.TEST).order_by("index")
+    return list(rows.values_list("index", flat=True))
+
+
+def answer_fields(run: Run, rows: list) -> list[dict[str, Any]]:
+    """The target fields a row's right answer is given in, each with its labels when it is
+    a label field (the dataset's declared label set, else the labels of the test split)."""
+    fields = []
+    for target in run.dataset.target_fields:
+        labels = list(target.get("choices") or [])
+        if not labels:
+            values = [row.expected.get(target["name"]) for row in rows]
+            if rows and confusion.is_label(values):
+                labels = [str(label) for label in confusion.labels_of(values)]
+        fields.append({"name": target["name"], "labels": labels})
+    return fields
+
+
+def for_rows(run: Run, rows: list, row_indices: list[int]) -> dict[int, RowCorrections]:
+    """Each shown row's corrections (by example index), from the owner's draft in one read."""
+    drafted: dict[tuple[int, str], DatasetChange] = {
+        (change.row_index, change.mark_key): change
+        for change in versions.pending(run.owner, run.dataset)
+    }
+    result = {}
+    for row in rows:
+        if row.index >= len(row_indices):
+            continue
+        index = row_indices[row.index]
+        entry = RowCorrections(row_index=index, answer=drafted.get((index, "")))
+        for phase in PHASES:
+            prediction = row.prediction(phase)
+            if prediction is not None:
+                key = versions.mark_key(prediction)
+                entry.marks.append({"phase": phase, "change": drafted.get((index, key))})
+        result[row.index] = entry
+    return result
+
+
+def pending_summary(run: Run) -> dict[str, Any]:
+    """The draft's counts, for the line above the table: marks and answers not published."""
+    kinds = list(versions.pending(run.owner, run.dataset).values_list("kind", flat=True))
+    answers = kinds.count(DatasetChange.ANSWER)
+    return {
+        "dataset": run.dataset,
+        "pending_count": len(kinds),
+        "pending_marks": len(kinds) - answers,
+        "pending_answers": answers,
+    }
+
+
+def row_context(run: Run, rows: list, example_index: int) -> dict[str, Any] | None:
+    """The context of one row's correction cell (None: the run has no such example).
+    ``rows``: the table's rows (``eval_table.example_rows``)."""
+    if not 0 <= example_index < len(rows):
+        return None
+    row = rows[example_index]
+    indices = test_rows(run)
+    corrections = for_rows(run, [row], indices).get(example_index)
+    if corrections is None:
+        return None
+    row.corrections = corrections
+    return {
+        "run": run,
+        "row": row,
+        "corrections": corrections,
+        "answer_fields": answer_fields(run, rows),
+    }
+
+
+def apply(run: Run, rows: list, example_index: int, action: str, answer: dict[str, Any]) -> None:
+    """Do what the row's form asked (``ACTIONS``) on the run owner's draft, through
+    ``datasets.versions`` (the one write of this presenter room); ``rows``: the table's rows.
+    ``versions.CorrectionError`` when it cannot be done (said on the row)."""
+    if action not in ACTIONS:
+        raise versions.CorrectionError("Choose right, wrong, an answer or undo.")
+    if not 0 <= example_index < len(rows):
+        raise versions.CorrectionError("This run has no such example.")
+    row = rows[example_index]
+    indices = test_rows(run)
+    dataset_row = indices[example_index]
+    verb, _, what = action.partition(":")
+    if verb == "undo":
+        if what == "answer":
+            versions.discard(run.owner, run.dataset, dataset_row, "")
+        elif row.prediction(what) is not None:
+            key = versions.mark_key(row.prediction(what))
+            versions.discard(run.owner, run.dataset, dataset_row, key)
+        return
+    if verb == "answer":
+        predicted = row.after if row.has_after else row.before
+        versions.record(
+            run.owner, run.dataset, dataset_row, "answer", answer, predicted, run_id=run.pk
+        )
+        return
+    prediction = row.prediction(what)
+    if prediction is None:
+        raise versions.CorrectionError(f"There is no prediction {what} training to mark.")
+    versions.judge(
+        run.owner, run.dataset, dataset_row, verb, prediction, answer=answer, run_id=run.pk
+    )
