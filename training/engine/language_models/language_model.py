@@ -26,7 +26,9 @@ import pydantic
 from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
+from training.engine.language_models.endpoint_client import EndpointClients
 from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
@@ -70,7 +72,16 @@ class LanguageModel:
     Args:
         model: ``"provider/name"`` as litellm knows it (``"openai/gpt-4o-mini"``,
             ``"ollama/llama3"``), or an offline ``"local/…"`` model (checked at construction).
-        api_base: the endpoint, when not the provider's default.
+        api_base: the endpoint, when not the provider's default. A model with one is called
+            with ``api_key`` or no key at all, never a provider key from the environment
+            (:mod:`~training.engine.language_models.endpoint_client`), and its connections
+            are checked where they are made (:mod:`~training.engine.language_models.address_guard`).
+        api_key: the endpoint's own key (only with ``api_base``); never saved in the config,
+            shown in ``repr`` or traced.
+        endpoint: the name of a saved endpoint this model's ``api_base`` came from, kept in
+            the config (an exported program names its endpoint, never its key).
+        allow_private_addresses: whether ``api_base`` may be a loopback or private address
+            (a self-hosted server); link-local and metadata addresses never are.
         temperature: sampling temperature (>= 0); 0 makes calls deterministic.
         max_tokens: upper bound on the completion's tokens (None: the provider's default).
         max_concurrency: requests in flight at once for this (model, api_base).
@@ -114,6 +125,9 @@ class LanguageModel:
         parse_retry_temperature: float = 0.3,
         structured_output: str = "auto",
         seed: int | None = None,
+        api_key: str | None = None,
+        endpoint: str | None = None,
+        allow_private_addresses: bool = True,
     ):
         if not isinstance(model, str) or not model:
             raise ValueError("LanguageModel(model=...) needs a model string like 'provider/name'")
@@ -136,6 +150,15 @@ class LanguageModel:
         self.parse_retry_temperature = float(parse_retry_temperature)
         self.structured_output = structured_output
         self.seed = seed
+        self.endpoint = endpoint or None
+        self.allow_private_addresses = bool(allow_private_addresses)
+        self._endpoint = (
+            EndpointClients(
+                model, api_base, api_key, AddressPolicy(self.allow_private_addresses), timeout
+            )
+            if api_base
+            else None
+        )
         self.cache: ResponseCache | None = make_cache(cache)
         self._supports_schema: bool | None = None
         if model.startswith("local/"):
@@ -146,7 +169,9 @@ class LanguageModel:
         load_local_provider(f"LanguageModel({self.model!r})", self.model)
 
     def get_config(self) -> dict[str, Any]:
-        return {
+        """The saved configuration: never ``api_key``; ``endpoint`` and
+        ``allow_private_addresses`` only when they say something."""
+        config = {
             "model": self.model,
             "api_base": self.api_base,
             "temperature": self.temperature,
@@ -160,6 +185,11 @@ class LanguageModel:
             "structured_output": self.structured_output,
             "seed": self.seed,
         }
+        if self.endpoint:
+            config["endpoint"] = self.endpoint
+        if not self.allow_private_addresses:
+            config["allow_private_addresses"] = False
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> LanguageModel:
@@ -394,8 +424,8 @@ class LanguageModel:
             "temperature": temperature,
             "num_retries": 0,
         }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self._endpoint is not None:  # its own key or none, a guarded client
+            kwargs.update(self._endpoint.request_options("chat"))
         if self.max_tokens:
             kwargs["max_tokens"] = self.max_tokens
         if self.timeout:
