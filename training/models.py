@@ -81,6 +81,16 @@ class Endpoint(models.Model):
     name = models.CharField(max_length=100)
     url = models.CharField(max_length=300)
     encrypted_key = models.TextField(blank=True)  # a Fernet token, or "" for no key
+    # How its models are asked for structured output (LanguageModel(structured_output=…)).
+    STRUCTURED_OUTPUT_CHOICES = [
+        ("auto", "Ask litellm (known hosted models)"),
+        ("json_object", "JSON object with its schema (llama.cpp server, Ollama, vLLM)"),
+        ("response_format", "JSON schema response format (OpenAI, LM Studio, vLLM)"),
+        ("prompt", "Schema in the prompt only"),
+    ]
+    structured_output = models.CharField(
+        max_length=20, choices=STRUCTURED_OUTPUT_CHOICES, default="json_object"
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

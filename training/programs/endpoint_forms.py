@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from training.models import Endpoint
 from training.programs import saved_endpoints
 
 
@@ -26,6 +27,12 @@ class EndpointForm(forms.Form):
         label="Key (optional)",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         help_text="Stored encrypted and never shown again. Server provider keys are never sent.",
+    )
+    structured_output = forms.ChoiceField(
+        choices=Endpoint.STRUCTURED_OUTPUT_CHOICES,
+        initial="json_object",
+        label="Structured output",
+        help_text="How answers are held to the program's fields on this server.",
     )
     shared = forms.BooleanField(required=False, label="For everyone (administrators)")
 
@@ -51,6 +58,7 @@ class EndpointForm(forms.Form):
                 data["url"],
                 data.get("key") or "",
                 shared=bool(data.get("shared")),
+                structured_output=data["structured_output"],
             )
         except saved_endpoints.EndpointError as exc:
             self.add_error("name" if "named" in str(exc) else None, str(exc))

@@ -111,6 +111,7 @@ class ProgramForm(forms.Form):
                 api_base=data.get("api_base", ""),
                 max_tokens=data.get("max_tokens"),
                 endpoint=endpoint.name if endpoint is not None else "",
+                structured_output=endpoint.structured_output if endpoint is not None else "auto",
             )
         except program_services.ProgramError as exc:
             message = str(exc)

@@ -162,6 +162,7 @@ def make_language_model(
     api_base: str = "",
     max_tokens: int | None = None,
     endpoint: str = "",
+    structured_output: str = "auto",
 ) -> Any:
     """The engine LM for a model string (``provider/name``), at ``api_base`` (``endpoint``:
     the saved endpoint's name it came from; its key is added only where the model is called,
@@ -187,6 +188,7 @@ def make_language_model(
         max_tokens=max_tokens or None,
         endpoint=endpoint or None,
         allow_private_addresses=may_reach_private({"endpoint": endpoint}),
+        structured_output=structured_output,
     )
 
 

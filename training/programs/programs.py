@@ -77,6 +77,7 @@ def build_engine_program(
     description: str = "",
     max_tokens: int | None = None,
     endpoint: str = "",
+    structured_output: str = "auto",
 ) -> Any:
     """The engine Program for a dataset schema + module + instructions + LM (at ``api_base``;
     ``endpoint``: the name of the saved endpoint that URL is, kept in the model's config)."""
@@ -93,6 +94,7 @@ def build_engine_program(
             api_base=api_base,
             max_tokens=max_tokens,
             endpoint=endpoint,
+            structured_output=structured_output,
         )
         input_model = create_data_model(_class_name(name, "Input"), input_fields)
         output_model = create_data_model(_class_name(name, "Output"), target_fields)

@@ -61,7 +61,15 @@ def check_url(url: str) -> str:
     return url
 
 
-def save(owner, name: str, url: str, key: str = "", *, shared: bool = False) -> Endpoint:
+def save(
+    owner,
+    name: str,
+    url: str,
+    key: str = "",
+    *,
+    shared: bool = False,
+    structured_output: str = "json_object",
+) -> Endpoint:
     """Save an endpoint (``shared``: for everyone, ``owner`` must be an administrator).
 
     Args:
@@ -70,6 +78,8 @@ def save(owner, name: str, url: str, key: str = "", *, shared: bool = False) -> 
         url: its base URL (``http://localhost:8080/v1``), checked by ``check_url``.
         key: its own key, stored encrypted; "" for none.
         shared: saved for everyone (administrators only).
+        structured_output: how its models are asked for structured output (the engine's
+            ``LanguageModel(structured_output=…)``).
 
     Returns:
         The saved Endpoint.
@@ -88,6 +98,7 @@ def save(owner, name: str, url: str, key: str = "", *, shared: bool = False) -> 
         name=name,
         url=url,
         encrypted_key=endpoint_keys.encrypt((key or "").strip()),
+        structured_output=structured_output,
     )
 
 
@@ -140,6 +151,8 @@ def connect(document: Any, owner) -> Any:
         node["config"]["api_base"] = endpoint.url
         node["config"]["api_key"] = key
         node["config"]["allow_private_addresses"] = allow_private_endpoints()
+        if _kind == "language_model":
+            node["config"]["structured_output"] = endpoint.structured_output
     return document
 
 

@@ -63,6 +63,10 @@ class RawCompletion:
     cost: float | None = None
 
 
+#: The ways a call asks for structured output (``LanguageModel(structured_output=…)``).
+STRUCTURED_OUTPUTS = ("auto", "response_format", "json_object", "prompt")
+
+
 @register_synalinks_serializable(package="synalinks")
 class LanguageModel:
     """A chat model reached through litellm (``provider/name`` model strings).
@@ -94,7 +98,10 @@ class LanguageModel:
         parse_retry_temperature: the temperature of the one retry of a deterministic call
             whose output did not parse.
         structured_output: "auto" (ask litellm whether the provider supports
-            ``response_format``), "response_format", or "prompt" (schema in the prompt).
+            ``response_format``), "response_format" (a ``json_schema`` response format),
+            "json_object" (``{"type": "json_object", "schema": …}``, what llama-cpp-python's
+            server turns into a grammar; the schema is in the prompt too), or "prompt"
+            (schema in the prompt).
         seed: passed to providers that honour it.
 
     Returns:
@@ -135,8 +142,10 @@ class LanguageModel:
             raise ValueError(f"LanguageModel({model!r}): temperature must be >= 0")
         if max_concurrency < 1:
             raise ValueError(f"LanguageModel({model!r}): max_concurrency must be >= 1")
-        if structured_output not in ("auto", "response_format", "prompt"):
-            raise ValueError("structured_output must be 'auto', 'response_format' or 'prompt'")
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(
+                "structured_output must be one of " + ", ".join(map(repr, STRUCTURED_OUTPUTS))
+            )
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"LanguageModel({model!r}): seed must be an integer or None")
         self.model = model
@@ -214,7 +223,7 @@ class LanguageModel:
 
     def supports_response_schema(self) -> bool:
         if self.structured_output != "auto":
-            return self.structured_output == "response_format"
+            return self.structured_output in ("response_format", "json_object")
         if self._supports_schema is None:
             try:
                 litellm = get_litellm()
@@ -245,7 +254,12 @@ class LanguageModel:
         )
         use_format = self.supports_response_schema()
         messages = with_output_note(
-            messages, output_note(schema, with_schema=not use_format, key=data_model)
+            messages,
+            output_note(
+                schema,
+                with_schema=not use_format or self.structured_output == "json_object",
+                key=data_model,
+            ),
         )
         attempts = [temperature]
         if temperature == 0.0:
@@ -432,7 +446,9 @@ class LanguageModel:
             kwargs["timeout"] = self.timeout
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if schema is not None:
+        if schema is not None and self.structured_output == "json_object":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": True},
