@@ -58,7 +58,9 @@ def llama_server_fixture(tmp_path_factory):
     try:
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited ({proc.returncode}): {log.read_text()[-2000:]}")
+                pytest.fail(
+                    f"llama.cpp server exited ({proc.returncode}): {log.read_text()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{url}/models", timeout=1) as response:
                     if response.status == 200:
@@ -66,7 +68,9 @@ def llama_server_fixture(tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() - started > START_SECONDS:
-                pytest.fail(f"llama.cpp server not up in {START_SECONDS} s: {log.read_text()[-2000:]}")
+                pytest.fail(
+                    f"llama.cpp server not up in {START_SECONDS} s: {log.read_text()[-2000:]}"
+                )
             time.sleep(0.1)
         yield LlamaServer(url=url, started_in=time.monotonic() - started, log=str(log))
     finally:

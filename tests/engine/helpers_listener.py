@@ -78,11 +78,15 @@ class RecordingListener:
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                listener.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                listener.requests.append(
+                    (self.path, {k.lower(): v for k, v in self.headers.items()})
+                )
                 self._answer(_body(self.path))
 
             def do_GET(self):
-                listener.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                listener.requests.append(
+                    (self.path, {k.lower(): v for k, v in self.headers.items()})
+                )
                 self._answer({"object": "list", "data": [{"id": "m", "object": "model"}]})
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

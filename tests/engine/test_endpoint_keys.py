@@ -105,7 +105,9 @@ async def _chat(provider: str, base: str, api_key: str | None = None) -> None:
 
 
 async def _embed(provider: str, base: str, api_key: str | None = None) -> None:
-    model = synalinks.EmbeddingModel(model=f"{provider}/m", api_base=base, api_key=api_key, retries=0)
+    model = synalinks.EmbeddingModel(
+        model=f"{provider}/m", api_base=base, api_key=api_key, retries=0
+    )
     try:
         await asyncio.wait_for(model(["a text"]), 10)
     except Exception:

@@ -19,9 +19,9 @@ from django.core import serializers
 from django.urls import reverse
 
 import training.engine as synalinks
+from training import models as training_models
 from training.engine.data_model import create_data_model
 from training.execution import attempt as execution
-from training import models as training_models
 from training.models import Endpoint, Program, Run
 from training.programs import saved_endpoints
 from training.programs.forms import ProgramForm
@@ -267,9 +267,7 @@ def test_an_imported_program_cannot_carry_a_test_fake_under_a_real_model_name(de
         program_from_json(document)
 
 
-def test_a_stored_program_whose_api_base_is_refused_still_has_its_page(
-    user, demo_dataset, client
-):
+def test_a_stored_program_whose_api_base_is_refused_still_has_its_page(user, demo_dataset, client):
     lm = synalinks.LanguageModel(model="openai/gpt-4o-mini", api_base="http://10.1.2.3:8000/v1")
     program = stored_program(user, demo_dataset, lm)
     client.force_login(user)
@@ -280,9 +278,7 @@ def test_a_stored_program_whose_api_base_is_refused_still_has_its_page(
     )
 
 
-def test_test_connection_lists_the_models_with_the_endpoints_key_only(
-    user, listener, client
-):
+def test_test_connection_lists_the_models_with_the_endpoints_key_only(user, listener, client):
     endpoint = saved_endpoints.save(user, "lab", listener.url, ENDPOINT_KEY)
     client.force_login(user)
     page = client.post(reverse("training:endpoint-test", args=[endpoint.pk])).content.decode()

@@ -6,27 +6,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0011_run_refusals'),
+        ("training", "0011_run_refusals"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Endpoint',
+            name="Endpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('url', models.CharField(max_length=300)),
-                ('encrypted_key', models.TextField(blank=True)),
-                ('structured_output', models.CharField(choices=[('auto', 'Ask litellm (known hosted models)'), ('json_object', 'JSON object with its schema (llama.cpp server, Ollama, vLLM)'), ('response_format', 'JSON schema response format (OpenAI, LM Studio, vLLM)'), ('prompt', 'Schema in the prompt only')], default='json_object', max_length=20)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='endpoints', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("url", models.CharField(max_length=300)),
+                ("encrypted_key", models.TextField(blank=True)),
+                (
+                    "structured_output",
+                    models.CharField(
+                        choices=[
+                            ("auto", "Ask litellm (known hosted models)"),
+                            (
+                                "json_object",
+                                "JSON object with its schema (llama.cpp server, Ollama, vLLM)",
+                            ),
+                            (
+                                "response_format",
+                                "JSON schema response format (OpenAI, LM Studio, vLLM)",
+                            ),
+                            ("prompt", "Schema in the prompt only"),
+                        ],
+                        default="json_object",
+                        max_length=20,
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="endpoints",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('owner', 'name'), name='endpoint_unique_per_owner'), models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('name',), name='endpoint_unique_shared')],
+                "ordering": ["name", "id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("owner", "name"), name="endpoint_unique_per_owner"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("owner__isnull", True)),
+                        fields=("name",),
+                        name="endpoint_unique_shared",
+                    ),
+                ],
             },
         ),
     ]

@@ -14,7 +14,6 @@ allow them, nor carry a test fake into production.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any

@@ -88,8 +88,12 @@ class AddressPolicy:
             address = _plain(ipaddress.ip_address(name))
         except ValueError:
             return None  # a name: its addresses are checked when it is resolved
-        if any(address in network for network in NEVER_NETWORKS if network.version == address.version):
-            return f"{address} is a link-local, metadata or broadcast address, never a model endpoint"
+        if any(
+            address in network for network in NEVER_NETWORKS if network.version == address.version
+        ):
+            return (
+                f"{address} is a link-local, metadata or broadcast address, never a model endpoint"
+            )
         if not self.allow_private and not address.is_global:
             return (
                 f"{address} is a loopback or private address, which this server does not allow "

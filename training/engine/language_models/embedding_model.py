@@ -70,7 +70,9 @@ class EmbeddingModel:
         self.endpoint = endpoint or None
         self.allow_private_addresses = bool(allow_private_addresses)
         self._endpoint = (
-            EndpointClients(model, api_base, api_key, AddressPolicy(self.allow_private_addresses), 120.0)
+            EndpointClients(
+                model, api_base, api_key, AddressPolicy(self.allow_private_addresses), 120.0
+            )
             if api_base
             else None
         )
