@@ -11,6 +11,7 @@ off; an imported program cannot bring a test fake (or any other LM class) into a
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -164,8 +165,9 @@ def test_a_run_on_a_saved_endpoint_sends_no_server_key_and_no_credential(
 
 
 def test_the_endpoints_own_key_goes_there_and_is_stored_nowhere_in_clear(
-    user, demo_dataset, listener, client
+    user, demo_dataset, listener, client, caplog
 ):
+    caplog.set_level(logging.DEBUG)  # every logger, litellm's and httpx's included
     program = on_endpoint(user, demo_dataset, listener, key=ENDPOINT_KEY)
     run = make_run(user, program, demo_dataset, small_config())
     assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
@@ -173,6 +175,7 @@ def test_the_endpoints_own_key_goes_there_and_is_stored_nowhere_in_clear(
     endpoint = Endpoint.objects.get(name="lab")
     assert endpoint.encrypted_key and ENDPOINT_KEY not in endpoint.encrypted_key
     assert ENDPOINT_KEY not in everything_stored()
+    assert caplog.records and ENDPOINT_KEY not in caplog.text
     client.force_login(user)
     export = client.get(reverse("training:program-export", args=[program.pk])).content.decode()
     assert '"endpoint": "lab"' in export and ENDPOINT_KEY not in export
@@ -307,3 +310,20 @@ def test_others_cannot_test_or_delete_an_endpoint(user, other_user, listener, cl
     assert client.post(reverse("training:endpoint-delete", args=[endpoint.pk])).status_code == 404
     assert "mine" not in client.get(reverse("training:endpoints")).content.decode()
     assert listener.requests == []
+
+
+def test_an_administrators_shared_endpoint_serves_everyone_but_only_staff_delete_it(
+    user, other_user, listener, client
+):
+    user.is_staff = True
+    user.save()
+    shared = saved_endpoints.save(user, "team", listener.url, ENDPOINT_KEY, shared=True)
+    with pytest.raises(saved_endpoints.EndpointError, match="only an administrator"):
+        saved_endpoints.save(other_user, "mine", listener.url, shared=True)
+    assert saved_endpoints.resolve(other_user, "team") == shared
+    own = saved_endpoints.save(other_user, "team", listener.url)  # their own wins by name
+    assert saved_endpoints.resolve(other_user, "team") == own
+    client.force_login(other_user)
+    assert client.post(reverse("training:endpoint-delete", args=[shared.pk])).status_code == 404
+    page = client.get(reverse("training:endpoints")).content.decode()
+    assert page.count(">team<") == 2 and ENDPOINT_KEY not in page
