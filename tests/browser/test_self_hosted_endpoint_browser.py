@@ -60,6 +60,7 @@ def test_a_program_on_a_loopback_llama_cpp_server_trains_end_to_end(
     page.fill("#id_model", "openai/smollm2")
     page.select_option("#id_endpoint", label="llama.cpp here")
     page.fill("#id_max_tokens", "24")
+    shoot(page, "program-form")
     page.click("#program-form button[type=submit]")
     page.wait_for_url("**/programs/*/")
     expect(page.locator("main")).to_contain_text(llama_server.url)
