@@ -58,10 +58,12 @@ def _body(path: str) -> dict:
 
 class RecordingListener:
     """``with RecordingListener() as listener:`` serves on ``listener.url`` (127.0.0.1, a free
-    port); ``listener.requests`` holds ``(path, {header: value})`` of every request."""
+    port); ``listener.requests`` holds ``(path, {header: value})`` of every request, ``listener.bodies``
+    the POST bodies."""
 
     def __init__(self):
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self.bodies: list[bytes] = []
         listener = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,7 +79,9 @@ class RecordingListener:
                 self.wfile.write(data)
 
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                listener.bodies.append(
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                )
                 listener.requests.append(
                     (self.path, {k.lower(): v for k, v in self.headers.items()})
                 )

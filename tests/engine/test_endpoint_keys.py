@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import socket
 
 import pytest
@@ -205,3 +206,18 @@ async def test_the_address_is_checked_when_the_connection_is_made(monkeypatch):
         with pytest.raises(LanguageModelConfigError, match="resolves to 169.254.169.254"):
             await second(MESSAGES, Answer)
     assert len(listener.requests) == 1
+
+
+async def test_json_object_structured_output_sends_the_schema_as_llama_cpp_server_reads_it():
+    with RecordingListener() as listener:
+        model = synalinks.LanguageModel(
+            model="openai/m", api_base=listener.url + "/v1", structured_output="json_object"
+        )
+        assert (await model(MESSAGES, Answer)).answer == "ok"
+    (body,) = listener.bodies
+    sent = json.loads(body)["response_format"]
+    assert sent["type"] == "json_object"
+    assert sent["schema"]["properties"]["answer"]["type"] == "string"
+    assert model.get_config()["structured_output"] == "json_object"
+    with pytest.raises(ValueError, match="structured_output must be one of"):
+        synalinks.LanguageModel(model="openai/m", structured_output="grammar")
