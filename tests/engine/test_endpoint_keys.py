@@ -132,8 +132,11 @@ async def test_no_server_key_reaches_a_custom_endpoint_for_any_openai_style_prov
     [(provider, kind) for provider, kinds in sorted(CLIENTS.items()) for kind in sorted(kinds)],
 )
 async def test_a_guarded_provider_sends_the_endpoints_own_key_or_no_credential(
-    server_keys, provider, kind
+    server_keys, provider, kind, monkeypatch
 ):
+    # a proxy in the environment (a dead one) is not used: it would connect past the guard
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
     call = _chat if kind == "chat" else _embed
     with RecordingListener() as listener:
         await call(provider, api_base(listener, provider))

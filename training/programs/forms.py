@@ -69,6 +69,9 @@ class ProgramForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self.fields["endpoint"].queryset = saved_endpoints.visible_to(user)
+        self.fields["endpoint"].label_from_instance = lambda endpoint: (
+            f"{endpoint.name} (everyone's)" if endpoint.shared else endpoint.name
+        )
         self.fields["model"].initial = settings.TRAINBOARD_LM
         self.engine_program = None
         self.label_sets = {}

@@ -184,7 +184,9 @@ async def _list_models(endpoint: Endpoint, key: str | None) -> list[str]:
     candidates = [f"{base}/models"]
     if not base.endswith("/v1"):
         candidates += [f"{base}/v1/models", f"{base}/api/tags"]
-    async with httpx.AsyncClient(transport=transport, timeout=TEST_SECONDS) as client:
+    async with httpx.AsyncClient(
+        transport=transport, timeout=TEST_SECONDS, trust_env=False
+    ) as client:
         last = ""
         for url in candidates:
             async with client.stream("GET", url) as response:

@@ -126,7 +126,10 @@ class EndpointClients:
             return openai.AsyncOpenAI(
                 api_key=self._api_key or NO_KEY,
                 base_url=self.api_base,
-                http_client=httpx.AsyncClient(transport=transport, timeout=timeout),
+                # trust_env off: a proxy from the environment would connect past the guard
+                http_client=httpx.AsyncClient(
+                    transport=transport, timeout=timeout, trust_env=False
+                ),
                 max_retries=0,  # the engine's retry loop decides
                 timeout=timeout,
             )
