@@ -8,7 +8,7 @@ from django import forms
 
 from datasets.ingest.fieldtypes import FIELD_TYPES
 from datasets.ingest.formats import FORMATS
-from datasets.ingest.mapping import field_name_for
+from datasets.ingest.mapping import LABEL_SET, field_name_for
 from datasets.ingest.splitting import SEED_MAX, TEST_RATIO_MAX, TEST_RATIO_MIN
 from datasets.ingest.textstream import ENCODINGS
 
@@ -49,7 +49,9 @@ class DatasetSettingsForm(forms.Form):
 
 
 def default_mapping_rows(columns: list[dict]) -> list[dict]:
-    """Initial mapping: columns that look like labels are targets, the rest inputs."""
+    """Initial mapping: columns named like answers are targets, the rest inputs (else the
+    last column is the target); a target whose values look like a label set (the profile's
+    ``labels``) is offered, and chosen, as one."""
     rows = []
     for position, column in enumerate(columns):
         is_target = column["name"].strip().lower() in TARGET_HINTS
@@ -59,6 +61,7 @@ def default_mapping_rows(columns: list[dict]) -> list[dict]:
                 "column": column["name"],
                 "inferred": column["type"],
                 "empty": column["empty"],
+                "labels": column.get("labels") or [],
                 "role": "target" if is_target else "input",
                 "name": field_name_for(column["name"], position + 1),
                 "type": column["type"],
@@ -67,6 +70,9 @@ def default_mapping_rows(columns: list[dict]) -> list[dict]:
         )
     if rows and not any(row["role"] == "target" for row in rows) and len(rows) > 1:
         rows[-1]["role"] = "target"
+    for row in rows:
+        if row["role"] == "target" and row["labels"]:
+            row["type"] = LABEL_SET
     return rows
 
 
@@ -86,9 +92,10 @@ def mapping_rows_from_post(columns: list[dict], data) -> list[dict]:
 
 
 def mapping_entries(rows: list[dict]) -> list[dict]:
-    """The rows the user mapped (role input or target), as validate_mapping expects."""
+    """The rows the user mapped (role input or target), as validate_mapping expects; each
+    carries the labels the file's profile found in its column (never posted values)."""
     return [
-        {key: row[key] for key in ("column", "role", "name", "type", "description")}
+        {key: row[key] for key in ("column", "role", "name", "type", "description", "labels")}
         for row in rows
         if row["role"] in ("input", "target")
     ]

@@ -22,17 +22,12 @@ from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
 from datasets.ingest.errors import DatasetError
+from datasets.ingest.label_guess import looks_like_label
 from datasets.ingest.splitting import stratified_split_mask
 from datasets.models import Dataset, DatasetRow
 from datasets.selectors import runs_using
 from training.engine.data_model import MAX_CHOICE_CHARS, MAX_CHOICES
 
-#: A label set is proposed when a str target has at most this many distinct values ...
-PROPOSE_MAX_LABELS = 20
-#: ... each at most this many characters ...
-PROPOSE_MAX_CHARS = 40
-#: ... and on average at least this many rows per value (few values relative to rows).
-PROPOSE_MIN_ROWS_PER_LABEL = 3
 #: Rows updated per statement when re-splitting.
 UPDATE_BATCH = 500
 
@@ -62,15 +57,6 @@ class LabelProfile:
         return 2 <= len(values) <= MAX_CHOICES and all(
             0 < len(value) <= MAX_CHOICE_CHARS for value in values
         )
-
-
-def looks_like_label(values: list[str], row_count: int) -> bool:
-    """Few distinct short values relative to the rows: what a class label looks like."""
-    return (
-        2 <= len(values) <= PROPOSE_MAX_LABELS
-        and all(0 < len(value) <= PROPOSE_MAX_CHARS for value in values)
-        and len(values) * PROPOSE_MIN_ROWS_PER_LABEL <= row_count
-    )
 
 
 def distribution(dataset: Dataset, name: str) -> tuple[int, list[tuple[str, int, int]]]:

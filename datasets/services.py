@@ -26,7 +26,7 @@ from datasets.ingest import DatasetError, detect_format, iter_records
 from datasets.ingest.mapping import MappedRows, Mapping, validate_mapping
 from datasets.ingest.profile import profile_records
 from datasets.ingest.records import Record
-from datasets.ingest.splitting import check_split_settings, split_mask
+from datasets.ingest.splitting import check_split_settings, split_mask, stratified_split_mask
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.selectors import runs_using
 
@@ -134,7 +134,8 @@ def _check_settings(name: str, test_ratio: float, seed: int) -> None:
 
 
 def _store_rows(dataset: Dataset, rows: Iterable[dict[str, Any]]) -> int:
-    """Insert rows in chunks, each its own short transaction, then mark the test split.
+    """Insert rows in chunks, each its own short transaction, then mark the test split
+    (stratified by the first label-set target, when there is one).
 
     Never one transaction around it all: on SQLite that held the only write lock for the
     whole parse (81 s for a 1M-row file), and every heartbeat, login and run update waited
@@ -142,8 +143,14 @@ def _store_rows(dataset: Dataset, rows: Iterable[dict[str, Any]]) -> int:
     """
     batch: list[DatasetRow] = []
     count = 0
+    # A label-set target (declared at the mapping step) splits stratified by default: each
+    # label keeps its share in train and test. One reference per row to an interned label.
+    stratify_by = next((f["name"] for f in dataset.target_fields if f.get("choices")), "")
+    labels: list[Any] = []
     for data in rows:
         batch.append(DatasetRow(dataset=dataset, index=count, data=data))
+        if stratify_by:
+            labels.append(data.get(stratify_by))
         count += 1
         if len(batch) >= INSERT_BATCH:
             _insert_chunk(batch)
@@ -152,7 +159,12 @@ def _store_rows(dataset: Dataset, rows: Iterable[dict[str, Any]]) -> int:
         _insert_chunk(batch)
     if count == 0:
         raise DatasetError("No rows are left once incomplete rows are skipped.")
-    test_indices = np.flatnonzero(split_mask(count, dataset.test_ratio, dataset.seed)).tolist()
+    if stratify_by:
+        mask = stratified_split_mask(labels, dataset.test_ratio, dataset.seed)
+        dataset.stratify_by = stratify_by
+    else:
+        mask = split_mask(count, dataset.test_ratio, dataset.seed)
+    test_indices = np.flatnonzero(mask).tolist()
     for start in range(0, len(test_indices), UPDATE_BATCH):
         DatasetRow.objects.filter(
             dataset=dataset, index__in=test_indices[start : start + UPDATE_BATCH]

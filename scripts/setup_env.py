@@ -427,16 +427,23 @@ def run_step(args: list[str], env: dict[str, str], progress: Progress) -> None:
         raise subprocess.CalledProcessError(process.returncode, args)
 
 
-def requirement_files(binding: Binding, scratch: Path) -> list[Path]:
+def requirement_files(binding: Binding, scratch: Path, without_binding: bool = False) -> list[Path]:
     """The requirements files to install; with a source build over a prebuilt binding,
-    requirements-local.txt is copied into ``scratch`` without the binding's line."""
+    requirements-local.txt is copied into ``scratch`` without the binding's line, and
+    ``without_binding`` leaves the source pin out too (everything but the binding: what
+    installs while the binding compiles)."""
     files = [BASE_DIR / name for name in REQUIREMENTS]
+    left_out = set()
     if binding.build == "source" and binding.prebuilt_line:
+        left_out.add(binding.prebuilt_line)
+    if without_binding and binding.source_pin:
+        left_out.add(binding.source_pin)
+    if left_out:
         local = BASE_DIR / LOCAL_REQUIREMENTS
         kept = [
             line
             for line in local.read_text(encoding="utf-8").splitlines()
-            if line.strip() != binding.prebuilt_line
+            if line.strip() not in left_out
         ]
         trimmed = scratch / LOCAL_REQUIREMENTS
         trimmed.write_text("\n".join(kept) + "\n", encoding="utf-8")
@@ -444,12 +451,17 @@ def requirement_files(binding: Binding, scratch: Path) -> list[Path]:
     return files
 
 
+def built_wheel() -> Path | None:
+    """The wheelhouse's llama-cpp-python wheel (None: not built yet)."""
+    wheels = sorted(wheelhouse(dict(os.environ)).glob("llama_cpp_python-*.whl"))
+    return wheels[-1] if wheels else None
+
+
 def source_wheel(env: dict[str, str], progress: Progress) -> Path:
     """The wheelhouse's llama-cpp-python wheel, compiled now (with pip) if it has none."""
     house = wheelhouse(dict(os.environ))
-    wheels = sorted(house.glob("llama_cpp_python-*.whl"))
-    if wheels:
-        return wheels[-1]
+    if built_wheel() is not None:
+        return built_wheel()
     with phase(f"compile {llama_cpp_pin()}"):
         print(
             f"setup: compiling {llama_cpp_pin()} ({env['CMAKE_BUILD_PARALLEL_LEVEL']} jobs at "
@@ -466,6 +478,32 @@ def source_wheel(env: dict[str, str], progress: Progress) -> Path:
             progress,
         )
     return sorted(house.glob("llama_cpp_python-*.whl"))[-1]
+
+
+@contextmanager
+def compiling_meanwhile(env: dict[str, str], progress: Progress):
+    """Compile the binding's wheel (:func:`source_wheel`) on a thread while the block runs;
+    wait for it at the end of the block and re-raise its failure there.
+
+    A cold set-up spends about two minutes compiling llama.cpp on two cores and half a
+    minute downloading and linking the other packages; overlapped, the second is free.
+    """
+    failures: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            source_wheel(env, progress)
+        except BaseException as exc:  # re-raised on the main thread below
+            failures.append(exc)
+
+    builder = threading.Thread(target=build, name="setup-compile", daemon=True)
+    builder.start()
+    try:
+        yield
+    finally:
+        builder.join()
+    if failures:
+        raise failures[0]
 
 
 def compile_bytecode(environ: dict[str, str]) -> bool:
@@ -493,6 +531,12 @@ def install_with_uv(
     if compile_bytecode(env):
         base.append("--compile-bytecode")
     with tempfile.TemporaryDirectory(prefix="trainboard-setup-") as scratch:
+        if binding.build == "source" and built_wheel() is None:
+            # The compile is CPU, the install is downloads and disk: do both at once.
+            others = requirement_files(binding, Path(scratch), without_binding=True)
+            with compiling_meanwhile(env, progress):
+                with phase("install requirements but the binding (uv, while it compiles)"):
+                    run_step(base + [a for p in others for a in ("-r", str(p))], env, progress)
         files = requirement_files(binding, Path(scratch))
         args = base + [arg for path in files for arg in ("-r", str(path))]
         if binding.build == "source":

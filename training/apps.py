@@ -7,10 +7,12 @@ class TrainingConfig(AppConfig):
 
     def ready(self):
         # Connects the post_save handler that gives every new program its version 1.
-        from training.execution import events
+        from training.execution import events, provider_limits
         from training.insight import live
         from training.programs import program_versions  # noqa: F401
 
         # The worker emits what changed on a run; insight renders and sends it (in every
         # process: web, worker, reaper), so no module of execution imports insight.
         events.listen(live)
+        # Provider rate limits shared by every worker, held in the project's Redis.
+        provider_limits.install()

@@ -41,6 +41,12 @@ urlpatterns = [
     path("runs/<int:pk>/promote/", promote.run_promote, name="run-promote"),
     path("runs/new/", runs.run_create, name="run-create"),
     path("runs/new/forecast/", forecast.run_forecast, name="run-forecast"),
+    path("programs/<int:pk>/quick-try/", home.quick_try_launch, name="quick-try"),
+    path(
+        "programs/<int:pk>/quick-try/forecast/",
+        home.quick_try_forecast,
+        name="quick-try-forecast",
+    ),
     path("runs/<int:pk>/", run_page.run_detail, name="run-detail"),
     path("runs/<int:pk>/poll/", run_page.run_poll, name="run-poll"),
     path("runs/<int:pk>/cancel/", run_page.run_cancel, name="run-cancel"),

@@ -1,7 +1,8 @@
 """Validating the user's column → field mapping, and applying it to each row.
 
 A mapping is a list of ``{"column", "role" ("input"|"target"), "name", "type",
-"description"}``. The result feeds ``create_data_model``, so names must be valid Python
+"description", "labels"}``; the type :data:`LABEL_SET` makes a ``str`` target whose
+``choices`` are the column's ``labels`` (the distinct values the upload's profile found). The result feeds ``create_data_model``, so names must be valid Python
 identifiers and unique across inputs and targets.
 """
 
@@ -13,9 +14,12 @@ from typing import Any
 
 from datasets.ingest.errors import DatasetError
 from datasets.ingest.fieldtypes import FIELD_TYPES, ConversionError, convert, is_empty
+from datasets.ingest.label_guess import PROPOSE_MAX_LABELS, PROPOSE_MIN_ROWS_PER_LABEL
 from datasets.ingest.records import Record
 
 ROLES = ("input", "target")
+#: The mapping step's "label set" type: stored as ``str`` with ``choices``.
+LABEL_SET = "label set"
 MAX_NAME = 64
 MAX_DESCRIPTION = 1000
 
@@ -71,9 +75,14 @@ def validate_mapping(entries: Iterable[dict[str, Any]], available: list[str]) ->
         if name in mapping.columns:
             raise DatasetError(f"Two fields are named {name!r}; field names must be unique.")
         field_type = entry.get("type", "str")
+        choices = None
+        if field_type == LABEL_SET:
+            choices = _label_choices(entry, name, column, role)
+            field_type = "str"
         if field_type not in FIELD_TYPES:
             raise DatasetError(
-                f"Field {name!r}: type {field_type!r} is not one of {', '.join(FIELD_TYPES)}."
+                f"Field {name!r}: type {field_type!r} is not one of "
+                f"{', '.join([*FIELD_TYPES, LABEL_SET])}."
             )
         description = str(entry.get("description") or "").strip()
         if len(description) > MAX_DESCRIPTION:
@@ -81,6 +90,8 @@ def validate_mapping(entries: Iterable[dict[str, Any]], available: list[str]) ->
                 f"Field {name!r}: the description is longer than {MAX_DESCRIPTION} characters."
             )
         spec = {"name": name, "type": field_type, "description": description}
+        if choices is not None:
+            spec["choices"] = choices
         (mapping.input_fields if role == "input" else mapping.target_fields).append(spec)
         mapping.columns[name] = column
     if not mapping.input_fields:
@@ -88,6 +99,22 @@ def validate_mapping(entries: Iterable[dict[str, Any]], available: list[str]) ->
     if not mapping.target_fields:
         raise DatasetError("Map at least one column to a target field.")
     return mapping
+
+
+def _label_choices(entry: dict[str, Any], name: str, column: str, role: str) -> list[str]:
+    if role != "target":
+        raise DatasetError(
+            f"Field {name!r}: a label set is what a program answers, so only a target can be "
+            "one; make the input str."
+        )
+    labels = [str(label) for label in entry.get("labels") or []]
+    if not labels:
+        raise DatasetError(
+            f"Column {column!r} has no small set of distinct values to make a label set of "
+            f"(a label set has 2 to {PROPOSE_MAX_LABELS} short values, each on at least "
+            f"{PROPOSE_MIN_ROWS_PER_LABEL} rows on average); keep it str."
+        )
+    return sorted(labels)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 from datasets.ingest.columns import check_column_count
 from datasets.ingest.errors import DatasetError
 from datasets.ingest.fieldtypes import combine_kinds, display, is_empty, kind_of
+from datasets.ingest.label_guess import DistinctValues
 from datasets.ingest.records import Record
 
 PREVIEW_ROWS = 20
@@ -31,7 +32,8 @@ def _count_duplicates(hashes: array) -> int:
 def profile_records(
     records: Iterable[Record], *, sniff_strings: bool, preview_rows: int = PREVIEW_ROWS
 ) -> dict[str, Any]:
-    """Row count, columns with inferred types and empty counts, duplicates, first rows."""
+    """Row count, columns with inferred types, empty counts and the label set they look like
+    (``labels``: sorted values, or None), duplicates, first rows."""
     columns: dict[str, dict[str, Any]] = {}  # insertion order = first appearance
     preview: list[dict[str, Any]] = []
     hashes = array("q")
@@ -44,10 +46,11 @@ def profile_records(
             if column is None:
                 # JSON rows may each bring new keys: the limit is on all of them together.
                 check_column_count(len(columns) + 1, record.line, "the file (all rows together)")
-                column = columns[name] = {"filled": 0, "kinds": set()}
+                column = columns[name] = {"filled": 0, "kinds": set(), "distinct": DistinctValues()}
             if not is_empty(value):
                 column["filled"] += 1
                 column["kinds"].add(kind_of(value, sniff_strings))
+                column["distinct"].add(value)
         hashes.append(hash(json.dumps(values, sort_keys=True, ensure_ascii=False)))
         if len(preview) < preview_rows:
             preview.append(values)
@@ -63,6 +66,10 @@ def profile_records(
                 "type": combine_kinds(columns[name]["kinds"]),
                 "empty": rows - columns[name]["filled"],
                 "nested": "json" in columns[name]["kinds"],
+                # a text column with few distinct values: the mapping step offers a label set
+                "labels": columns[name]["distinct"].labels(columns[name]["filled"])
+                if combine_kinds(columns[name]["kinds"]) == "str"
+                else None,
             }
             for name in names
         ],

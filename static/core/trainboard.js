@@ -28,3 +28,36 @@ window.Trainboard = {
     return `${rest}s`;
   },
 };
+
+// A table wider than its box scrolls inside it (.table-scroll); on a narrow screen that is not
+// visible, so each such box says which way there is more: data-more="right", "left right" or
+// "left" (trainboard.css fades that edge). Checked again when the box is resized, scrolled, or
+// a live swap brings new rows.
+(() => {
+  const mark = (box) => {
+    const more = [];
+    if (box.scrollLeft > 1) more.push("left");
+    if (box.scrollLeft + box.clientWidth < box.scrollWidth - 1) more.push("right");
+    if (more.length) box.dataset.more = more.join(" ");
+    else delete box.dataset.more;
+  };
+  const resized = "ResizeObserver" in window ? new ResizeObserver((es) => es.forEach((e) => mark(e.target))) : null;
+  const watch = (root) => {
+    if (!root || root.nodeType !== Node.ELEMENT_NODE) return;
+    const boxes = Array.from(root.querySelectorAll(".table-scroll"));
+    if (root.matches(".table-scroll")) boxes.push(root);
+    boxes.forEach((box) => {
+      if (!box.dataset.watched) {
+        box.dataset.watched = "1";
+        box.addEventListener("scroll", () => mark(box), { passive: true });
+        if (resized) {
+          resized.observe(box);
+          if (box.firstElementChild) resized.observe(box.firstElementChild);
+        }
+      }
+      mark(box);
+    });
+  };
+  document.addEventListener("DOMContentLoaded", () => watch(document.body));
+  document.addEventListener("htmx:load", (event) => watch(event.target));
+})();

@@ -34,10 +34,29 @@ def shoot(page, name: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+def log_sizes(live_stack) -> dict[str, int]:
+    return {
+        name: (live_stack.stack.log_dir / f"{name}.log").stat().st_size
+        for name in ("web", "worker")
+    }
+
+
+def assert_no_traceback_since(live_stack, offsets: dict[str, int]) -> None:
+    """The web and worker logs of this test hold no traceback, and no console error."""
+    for name, offset in offsets.items():
+        with open(live_stack.stack.log_dir / f"{name}.log", "rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode(errors="replace")
+        assert "Traceback" not in text, f"{name}.log: {text[-3000:]}"
+
+
 def test_a_program_on_a_loopback_llama_cpp_server_trains_end_to_end(
     logged_in_page, live_stack, llama_server
 ):
     page = logged_in_page
+    offsets = log_sizes(live_stack)
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     dataset_id = tiny_dataset_id(live_stack)
     # Settings → Endpoints: save the server, test the connection.
     page.goto("/settings/")
@@ -92,3 +111,5 @@ def test_a_program_on_a_loopback_llama_cpp_server_trains_end_to_end(
     expect(page.locator("#trace-response")).not_to_be_empty()
     assert "openai/smollm2" in page.locator("main").inner_text()
     shoot(page, "trace")
+    assert console_errors == []
+    assert_no_traceback_since(live_stack, offsets)

@@ -6,6 +6,7 @@ import importlib.util
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -226,3 +227,44 @@ def test_a_source_build_without_a_pin_or_a_bad_choice_says_what_is_missing(tree)
 def test_bytecode_is_compiled_at_install_only_where_python_cannot_cache_it():
     assert setup_env.compile_bytecode({"PYTHONDONTWRITEBYTECODE": "1"}) is True
     assert setup_env.compile_bytecode({}) is False
+
+
+def test_what_installs_while_the_binding_compiles_leaves_only_the_binding_out(tree):
+    (tree / "requirements-local.txt").write_text(
+        "torch==2.13.0\nllama-cpp-python==0.3.36\nsentence-transformers==6.2.0\n"
+    )
+    scratch = tree / "scratch"
+    scratch.mkdir()
+    binding = setup_env.local_lm_binding({})
+
+    others = setup_env.requirement_files(binding, scratch, without_binding=True)[1]
+
+    assert others.read_text() == "torch==2.13.0\nsentence-transformers==6.2.0\n"
+    assert setup_env.requirement_files(binding, scratch)[1] == tree / "requirements-local.txt"
+
+
+def test_the_binding_compiles_while_the_other_packages_install(monkeypatch):
+    """The block (the other packages' install) runs while the compile has not finished: the
+    compile waits for a signal only the block gives, so run one after the other they would
+    never end."""
+    block_ran = threading.Event()
+    compiled = []
+
+    def compile_after_the_block_started(env, progress):
+        assert block_ran.wait(10), "the compile ran before the install, not beside it"
+        compiled.append(True)
+
+    monkeypatch.setattr(setup_env, "source_wheel", compile_after_the_block_started)
+    with setup_env.compiling_meanwhile({}, setup_env.Progress()):
+        block_ran.set()
+    assert compiled == [True]  # and the block's end waited for it
+
+
+def test_a_failed_compile_fails_the_set_up_after_the_install(monkeypatch):
+    def failing_compile(env, progress):
+        raise subprocess.CalledProcessError(1, ["pip", "wheel"])
+
+    monkeypatch.setattr(setup_env, "source_wheel", failing_compile)
+    with pytest.raises(subprocess.CalledProcessError):
+        with setup_env.compiling_meanwhile({}, setup_env.Progress()):
+            pass

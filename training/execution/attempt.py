@@ -29,6 +29,7 @@ from datasets.services import get_split
 from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
+from training.engine.language_models import rate_limits
 from training.execution import (
     budget,
     events,
@@ -40,6 +41,7 @@ from training.execution import (
 )
 from training.execution.heartbeat import Heartbeat, close_connection
 from training.execution.persistence import PersistenceCallback
+from training.execution.rate_limit_notice import RateLimitNotice
 from training.execution.run_config import (
     build_metrics,
     build_optimizer,
@@ -91,6 +93,8 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
     heartbeat.start()
     try:
         status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
+    except rate_limits.ProviderLimitTimeout as exc:  # saturated, not unreachable
+        status, fields = Run.FAILED, {"error": f"Waited too long for the provider: {exc}"}
     except synalinks.LanguageModelUnreachable as exc:
         status, fields = Run.FAILED, {"error": _unreachable_message(run, exc)}
     except ProgramError as exc:  # a stored program this server refuses to build (its models)
@@ -249,10 +253,15 @@ class Steps:
             await asyncio.sleep(CANCEL_CHECK_SECONDS)
 
     async def run(self) -> tuple[str, dict[str, Any]]:
-        if self.budget is None:
-            return await self.steps()
-        with self.budget.applied():
-            return await self.steps()
+        notice = RateLimitNotice(self.run_id, self.attempt, self.group)
+        try:
+            with rate_limits.watching_waits(notice):  # "rate limited" while calls wait
+                if self.budget is None:
+                    return await self.steps()
+                with self.budget.applied():
+                    return await self.steps()
+        finally:
+            await notice.close()
 
     def held_for_after(self, after: int) -> Any:
         """While the evaluations before and fit run, the calls of the evaluations after

@@ -360,6 +360,8 @@ def forecast(
             seconds=estimate["seconds"],
             trial=state["trial"],
         )
+        # the time range every page promises ("6–9 min"): the launch form, the home page
+        result["time_text"] = seconds_text(result["seconds"]["low"], result["seconds"]["high"])
     result["summary"] = summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
@@ -418,7 +420,10 @@ def summary(result: dict[str, Any]) -> str:
     if "seconds" in result:
         parts.append(f"{tokens_text(result['tokens']['expected'])}")
         parts.append(cost_text(result["cost"], result["local"]))
-        parts.append(seconds_text(result["seconds"]["low"], result["seconds"]["high"]))
+        parts.append(
+            result.get("time_text")
+            or seconds_text(result["seconds"]["low"], result["seconds"]["high"])
+        )
     return ", ".join(parts)
 
 

@@ -95,8 +95,8 @@ PRESETS = {
     "quick": {
         "label": "Quick try",
         "help": (
-            "NearestFewShot, one epoch, one evaluation each side: a first look in a minute or "
-            "two that learns even on the small local model."
+            "NearestFewShot, one epoch, one evaluation each side: a first look that learns "
+            "even on the small local model (the forecast says how long)."
         ),
         "values": {
             "optimizer": "NearestFewShot",

@@ -46,6 +46,26 @@ def set_phase(run_id: int, attempt: int, phase: str) -> Run:
     return Run.objects.select_related("program").get(pk=run_id)
 
 
+def swap_phase(
+    run_id: int,
+    attempt: int,
+    phase: str,
+    only_from: str | None = None,
+    unless: str | None = None,
+) -> tuple[str, Run] | None:
+    """Set the running attempt's phase to ``phase`` unless it changed meanwhile: only when it
+    is ``only_from`` (if given), never when it is ``unless`` (if given). Returns (the phase it
+    replaced, the run re-read), or None when nothing was changed."""
+    running = Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING)
+    current = running.values_list("phase", flat=True).first()
+    if current is None or (only_from is not None and current != only_from) or current == unless:
+        return None
+    phase = phase[: Run._meta.get_field("phase").max_length]
+    if not running.filter(phase=current).update(phase=phase, heartbeat_at=timezone.now()):
+        return None
+    return current, Run.objects.select_related("program").get(pk=run_id)
+
+
 def cancel_requested(run_id: int) -> bool:
     return bool(Run.objects.filter(pk=run_id).values_list("cancel_requested", flat=True).first())
 

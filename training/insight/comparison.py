@@ -54,10 +54,28 @@ def compare(runs: list[Run]) -> dict[str, Any]:
     }
 
 
+#: How an unset value reads in the configuration table: null, "", [] and {} are one "unset".
+UNSET = "—"
+
+
+def _shown(value: Any) -> str:
+    """A configuration value as the table shows it; every kind of empty is :data:`UNSET`, so
+    a run that left a setting null and one that left it empty do not differ."""
+    if value is None or value == "" or value == [] or value == {}:
+        return UNSET
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def config_diff(runs: list[Run]) -> list[dict[str, Any]]:
-    """Every configuration key (flattened) with each run's value; ``differs`` when they do."""
+    """Every configuration key (flattened) with each run's value; ``differs`` when they do.
+    The program, its version the run trained, and the dataset come first."""
     flat = [
-        {**summaries.flatten(run.config), "program": run.program.name, "dataset": run.dataset.name}
+        {
+            "program": run.program.name,
+            "program version": f"version {_version(run)}",
+            "dataset": run.dataset.name,
+            **summaries.flatten(run.config),
+        }
         for run in runs
     ]
     keys: list[str] = []
@@ -67,11 +85,12 @@ def config_diff(runs: list[Run]) -> list[dict[str, Any]]:
                 keys.append(key)
     rows = []
     for key in keys:
-        values = [item.get(key) for item in flat]
-        shown = [
-            json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
-            for value in values
-        ]
+        shown = [_shown(item.get(key)) for item in flat]
         rows.append({"key": key, "values": shown, "differs": len(set(shown)) > 1})
     rows.sort(key=lambda row: (not row["differs"], keys.index(row["key"])))
     return rows
+
+
+def _version(run: Run) -> int:
+    """The program version a run trained (runs from before versions trained version 1)."""
+    return run.program_version.number if run.program_version_id else 1

@@ -61,13 +61,17 @@ def plot_for(run: Run, kind: str) -> Path:
         )
     before = [e.metrics for e in run.evaluations.filter(phase=Evaluation.BEFORE)]
     after = [e.metrics for e in run.evaluations.filter(phase=Evaluation.AFTER)]
+    # Every evaluation scores the test split; "mean ± std" only over several evaluations
+    # (over one, the std is no spread at all: the page says the same, issue 27.3).
+    ylabel = "Test score (mean ± std)" if max(len(before), len(after)) > 1 else "Test score"
     if before and after:
         return Path(
             utils.plot_metrics_comparison_with_mean_and_std(
-                {"before training": before, "after training": after},
+                {"test before training": before, "test after training": after},
                 to_folder=str(folder),
                 to_file="evaluation.png",
-                title=f"Run #{run.pk}: before / after training",
+                title=f"Run #{run.pk}: test split before / after training",
+                ylabel=ylabel,
             )
         )
     results = before or after
@@ -78,6 +82,7 @@ def plot_for(run: Run, kind: str) -> Path:
             results,
             to_folder=str(folder),
             to_file="evaluation.png",
-            title=f"Run #{run.pk}: evaluation",
+            title=f"Run #{run.pk}: test split {'before' if before else 'after'} training",
+            ylabel=ylabel,
         )
     )

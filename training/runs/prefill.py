@@ -38,8 +38,9 @@ TRUE = ("1", "true", "on", "yes")
 def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
     """The launch form's initial values from a query dict (``request.GET``).
 
-    ``program`` (one of ``user``'s) brings its dataset and ``version``; ``preset`` its
-    values; then every other key naming a form field sets that field (last word).
+    ``program`` (one of ``user``'s) brings its dataset and ``version`` (without one, the
+    user's only or newest program is chosen: a form opened from "Launch a run" is ready to
+    launch); ``preset`` its values; then every other key naming a form field sets that field (last word).
     Unknown keys and other users' programs are ignored.
     """
     initial: dict[str, Any] = {}
@@ -50,6 +51,10 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
             initial = {"program": program.pk, "dataset": program.dataset_id}
             version = query.get("version", "")
             initial["version"] = int(version) if version.isdigit() else None
+    if not initial:  # no program asked for: the only or the newest one (issue 27.7)
+        newest = program_selectors.programs_of(user).order_by("-created", "-pk").first()
+        if newest is not None:
+            initial = {"program": newest.pk, "dataset": newest.dataset_id, "version": None}
     preset = PRESETS.get(query.get("preset", ""))
     if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
         initial.update(preset["values"])

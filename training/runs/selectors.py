@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.db.models import ExpressionWrapper, F, FloatField, Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from training.execution import summaries
 from training.execution.run_config import OPTIMIZERS
 from training.models import (
     Candidate,
@@ -40,6 +41,12 @@ COMPARE_CHOICES = 200
 def runs_of(user) -> QuerySet[Run]:
     """The user's runs with program and dataset, newest first."""
     return Run.objects.filter(owner=user).select_related("program", "dataset").order_by("-created")
+
+
+def has_succeeded_run(user) -> bool:
+    """Whether one of the user's runs has succeeded (the home page leads a user without one
+    through a first run)."""
+    return Run.objects.filter(owner=user, status=Run.SUCCEEDED).exists()
 
 
 def owned_run(user, pk: int) -> Run:
@@ -165,7 +172,7 @@ def runs_by_ids(user, ids: list[int]) -> list[Run]:
     epoch logs and evaluations prefetched (the compare page reads both for every run)."""
     return list(
         Run.objects.filter(owner=user, pk__in=ids)
-        .select_related("program", "dataset")
+        .select_related("program", "program_version", "dataset")
         .prefetch_related("epoch_logs", "evaluations")
         .order_by("pk")
     )
@@ -174,6 +181,23 @@ def runs_by_ids(user, ids: list[int]) -> list[Run]:
 def compare_choices(user) -> QuerySet[Run]:
     """The runs the compare page offers to pick from (the model's ordering, capped)."""
     return Run.objects.filter(owner=user).select_related("program", "dataset")[:COMPARE_CHOICES]
+
+
+def with_test_intervals(runs) -> list[Run]:
+    """``runs`` as a list, each with ``test_interval``: the paired bootstrap of its test
+    reward after − before (``summaries.paired_test_difference``, the run page's one source),
+    or None before both phases are scored. One query for all the runs' evaluations; every
+    list that shows a before → after reads it (home, runs list, compare, program page)."""
+    runs = list(runs)
+    found: dict[int, list[Evaluation]] = {run.pk: [] for run in runs}
+    rows = Evaluation.objects.filter(run_id__in=list(found)).only(
+        "run_id", "phase", "index", "example_rewards"
+    )
+    for evaluation in rows:
+        found[evaluation.run_id].append(evaluation)
+    for run in runs:
+        run.test_interval = summaries.paired_test_difference(found[run.pk])
+    return runs
 
 
 def epoch_logs(run: Run) -> QuerySet[EpochLog]:

@@ -34,6 +34,16 @@ def sign_class(value) -> str:
 
 
 @register.filter
+def noise_class(value, interval) -> str:
+    """``sign_class`` of a change, but only when its paired bootstrap ``interval`` (a
+    ``PairedBootstrap.to_dict()``) puts it beyond noise; "flat" within noise or without an
+    interval: a before → after is coloured only where the change is real (issue 27.3)."""
+    if value is None or not interval or interval.get("within_noise", True):
+        return "flat" if value is not None else ""
+    return sign_class(value)
+
+
+@register.filter
 def duration(value) -> str:
     """``1h 02m``, ``3m 05s``, ``45s`` from a timedelta or seconds (the browser ticks live
     figures on with ``Trainboard.formatDuration``, static/core/trainboard.js: the same format)."""

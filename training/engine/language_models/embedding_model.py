@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import tracing
+from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.endpoint_client import EndpointClients
@@ -151,6 +151,9 @@ class EmbeddingModel:
                 # no call of the calls cap (as in usage), but its tokens and cost count
                 bound=lambda: (0, budget_mod.text_token_bound(texts), self._cost_bound(texts)),
                 spent=lambda result: (result[1], result[2]),
+                limit_key=None
+                if self.model.startswith("local/")
+                else rate_limits.ProviderKey(self.model, self.api_base or None),
             )
         except Exception as exc:
             self._trace(texts, meta, error=str(exc), failed=True)

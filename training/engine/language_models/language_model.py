@@ -1,7 +1,8 @@
 """LanguageModel: structured JSON generation over ``litellm.acompletion``.
 
 One object per model configuration. Each call:
-1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.language_models.retry`);
+1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.language_models.retry`),
+   then for a slot of the provider's limit shared by every process (:mod:`~training.engine.language_models.rate_limits`);
 2. answers from the opt-in response cache when the call is deterministic (temperature 0);
 3. asks for structured output — ``response_format`` json_schema when litellm says the provider
    supports it, otherwise the (compact) schema is spelled out in the prompt; either way the
@@ -24,7 +25,7 @@ from typing import Any
 import pydantic
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import tracing
+from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
@@ -88,7 +89,9 @@ class LanguageModel:
             (a self-hosted server); link-local and metadata addresses never are.
         temperature: sampling temperature (>= 0); 0 makes calls deterministic.
         max_tokens: upper bound on the completion's tokens (None: the provider's default).
-        max_concurrency: requests in flight at once for this (model, api_base).
+        max_concurrency: requests in flight at once for this (model, api_base) in this
+            process; the limit across processes is the installed provider limiter's
+            (:mod:`~training.engine.language_models.rate_limits`).
         retries: further attempts after a transient error (timeouts, 429, 5xx).
         backoff: seconds before the first retry; doubles after each.
         timeout: seconds one request may take (litellm's timeout); each attempt is also
@@ -411,7 +414,13 @@ class LanguageModel:
             timeout=self.timeout,
             bound=bound,
             spent=lambda raw: (raw.prompt_tokens + raw.completion_tokens, raw.cost),
+            limit_key=None if self.holds_to_schema else self.provider_key,
         )
+
+    @property
+    def provider_key(self) -> rate_limits.ProviderKey:
+        """What this model's requests count against in the provider's shared rate limit."""
+        return rate_limits.ProviderKey(self.model, self.api_base or None)
 
     def cost_bound(self, tokens: int) -> float | None:
         """The most ``tokens`` tokens can cost on this model (each at the dearer of its input

@@ -1,5 +1,5 @@
-"""How a provider request is attempted: a per-model concurrency limit, a hard time bound,
-retries with backoff.
+"""How a provider request is attempted: a per-model concurrency limit, the provider's shared
+rate limit, a hard time bound, retries with backoff.
 
 Shared by :class:`LanguageModel` and :class:`EmbeddingModel`; which errors are retried is decided
 in :mod:`training.engine.language_models.errors`.
@@ -8,17 +8,26 @@ Every attempt is bounded here, whatever the provider does: litellm's own ``timeo
 request option a provider (or a custom one, or a test fake) may not honour, so each attempt also
 runs under an ``asyncio`` deadline (:func:`attempt_deadline`) that cancels it. The waits between
 attempts are capped too, so a call's total time is bounded by its retries.
+
+Each attempt also holds a slot of the provider's shared limit (:mod:`~training.engine.language_models.rate_limits`:
+requests in flight, requests and tokens per minute, across every process, when a limiter is
+installed), whose wait is bounded by the limiter. A 429 cools the provider down for every
+process (its Retry-After, else :data:`~training.engine.language_models.rate_limits.DEFAULT_COOL_DOWN_SECONDS`),
+and the wait before the retry is at least that Retry-After (at most
+:data:`~training.engine.language_models.rate_limits.MAX_COOL_DOWN_SECONDS`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from training.engine.language_models import budget as budget_mod
+from training.engine.language_models import rate_limits
 from training.engine.language_models.concurrency import semaphore
 from training.engine.language_models.errors import LanguageModelError, call_error, is_transient
 
@@ -57,6 +66,7 @@ async def call_with_retries(
     timeout: float | None = None,
     bound: Callable[[], tuple[int, int, float | None]] | None = None,
     spent: Callable[[T], tuple[int, float | None]] | None = None,
+    limit_key: rate_limits.ProviderKey | None = None,
 ) -> T:
     """Run ``request()`` under the key's semaphore, retrying transient errors.
 
@@ -83,6 +93,8 @@ async def call_with_retries(
             before it starts, so a cap is never passed (None: nothing reserved).
         spent: ``result -> (tokens, cost)``, what a successful attempt used (its
             reservation is settled with it; a failed attempt counts its call only).
+        limit_key: the provider limit the attempts count against (None: none); each attempt
+            takes a slot of the installed limiter for it, sized by ``bound``'s tokens.
 
     Returns:
         What ``request()`` returned.
@@ -92,13 +104,16 @@ async def call_with_retries(
             are spent.
         BudgetExhausted: when an attempt could pass a cap of an active budget (it never
             starts), or the budget's time ran out while it was in flight (it is cancelled).
+        ProviderLimitTimeout: no slot of the provider's shared limit within the limiter's
+            ``max_wait``.
     """
     sem = semaphore(semaphore_key, max_concurrency)
     deadline = attempt_deadline(timeout)
     delay = min(max(backoff, 0.0), MAX_BACKOFF_SECONDS)
     last: BaseException | None = None
     for attempt in range(retries + 1):
-        async with sem:
+        pause = delay * (1 + random.random() * jitter) if jitter else delay
+        async with sem, _provider_slot(limit_key, bound) as held:
             # Reserved once the slot is held (a wait for it costs nothing), in one step:
             # concurrent attempts can never jointly pass a cap.
             reservation = budget_mod.reserve_for(bound) if bound is not None else None
@@ -115,6 +130,7 @@ async def call_with_retries(
                 on_failure(exc, time.perf_counter() - started)
                 if not is_transient(exc) or attempt == retries:
                     raise call_error(where, exc, attempt + 1) from exc
+                pause = max(pause, _cooled_down(limit_key, exc))
                 last = exc
             except BaseException as exc:  # cancelled (interrupt, a cap): the call was made
                 if reservation is not None:
@@ -122,13 +138,37 @@ async def call_with_retries(
                 on_failure(exc, time.perf_counter() - started)
                 raise
             else:
+                used = spent(result) if spent is not None else (0, 0.0)
                 if reservation is not None:
-                    reservation.settle(*(spent(result) if spent is not None else (0, 0.0)))
+                    reservation.settle(*used)
+                held.settle(used[0])
                 on_success(result, time.perf_counter() - started)
                 return result
-        await asyncio.sleep(delay * (1 + random.random() * jitter) if jitter else delay)
+        await asyncio.sleep(pause)
         delay = min(delay * 2, MAX_BACKOFF_SECONDS)
     raise LanguageModelError(f"{where}: {last}")  # pragma: no cover
+
+
+def _provider_slot(
+    key: rate_limits.ProviderKey | None, bound: Callable[[], tuple[int, int, float | None]] | None
+) -> contextlib.AbstractAsyncContextManager[rate_limits.Slot]:
+    """The attempt's slot of the provider's shared limit, sized by its token bound."""
+    if key is None:
+        return contextlib.nullcontext(rate_limits.NO_SLOT)
+    return rate_limits.slot(key, bound()[1] if bound is not None else 0)
+
+
+def _cooled_down(key: rate_limits.ProviderKey | None, exc: BaseException) -> float:
+    """After a 429: every process's requests to ``key`` wait its Retry-After (or the default
+    cool-down); returns how long this call waits at least before its retry (0: not a 429)."""
+    if not rate_limits.is_rate_limited(exc):
+        return 0.0
+    asked = rate_limits.retry_after(exc)
+    seconds = rate_limits.DEFAULT_COOL_DOWN_SECONDS if asked is None else asked
+    seconds = min(seconds, rate_limits.MAX_COOL_DOWN_SECONDS)
+    if key is not None:
+        rate_limits.cool_down(key, seconds)
+    return seconds
 
 
 def _attempt_seconds(deadline: float, reservation: budget_mod.Reservation | None) -> float:

@@ -14,7 +14,7 @@ from training.runs import run_tree, selectors
 @require_GET
 def compare(request):
     ids = [int(value) for value in request.GET.getlist("runs") if value.isdigit()]
-    runs = run_tree.as_tree(selectors.runs_by_ids(request.user, ids))
+    runs = selectors.with_test_intervals(run_tree.as_tree(selectors.runs_by_ids(request.user, ids)))
     context = {"selected_ids": ids, "runs": runs}
     if len(runs) >= 2:
         data = comparison.compare(runs)
@@ -22,7 +22,7 @@ def compare(request):
         context["compare_json"] = json.dumps(data["chart"])
         context["learned"] = learned_comparison.compare_learned(runs)
     else:
-        context["choices"] = selectors.compare_choices(request.user)
+        context["choices"] = selectors.with_test_intervals(selectors.compare_choices(request.user))
         if ids:
             context["too_few"] = True
     return render(request, "training/compare.html", context)

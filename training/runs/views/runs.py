@@ -28,6 +28,7 @@ def owned_run(request, pk: int) -> Run:
 def run_list(request):
     runs, applied = selectors.runs_for(request.user, request.GET)
     runs = run_tree.as_tree(runs)  # branches under the run they came from
+    runs = selectors.with_test_intervals(runs)  # each before → after with its interval
     return render(
         request,
         "training/run_list.html",

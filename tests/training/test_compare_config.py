@@ -1,0 +1,51 @@
+"""Compare's configuration table (issue 27.8): a setting left null in one run and empty in the
+other is no difference, and the program version each run trained is a row of its own."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from training.programs.program_versions import promote
+
+from .test_views import make_finished_run
+
+pytestmark = pytest.mark.django_db
+
+
+def rows_of(html: str) -> dict[str, tuple[bool, list[str]]]:
+    table = html.split('id="compare-config"', 1)[1].split("</table>", 1)[0]
+    rows = {}
+    for cls, key, cells in re.findall(
+        r'<tr class="([^"]*)"><td><code>([^<]+)</code></td>(.*?)</tr>', table
+    ):
+        rows[key] = ("config-differs" in cls, re.findall(r"<td>(.*?)</td>", cells))
+    return rows
+
+
+def test_null_and_empty_are_one_unset_and_the_trained_version_is_shown(
+    client_user, user, program, demo_dataset
+):
+    first = make_finished_run(user, program, demo_dataset)
+    first.trained_program_json = program.engine_json
+    first.save()
+    version = promote(first)  # the program's version 2
+    second = make_finished_run(user, program, demo_dataset, program_version=version)
+    first.config["reward"]["in_mask"] = None
+    second.config["reward"]["in_mask"] = []
+    first.config["metrics_in_mask"] = ""
+    second.config["metrics_in_mask"] = None
+    first.config["budget"] = {}
+    second.config.pop("budget", None)
+    first.save()
+    second.save()
+    html = client_user.get(
+        reverse("training:compare"), {"runs": [first.pk, second.pk]}
+    ).content.decode()
+    rows = rows_of(html)
+    assert rows["program version"] == (True, ["version 1", "version 2"])
+    assert rows["reward.in_mask"] == (False, ["—", "—"])
+    assert rows["metrics_in_mask"] == (False, ["—", "—"])
+    assert [key for key, (differs, _) in rows.items() if differs] == ["program version"]
