@@ -29,6 +29,31 @@ DEFAULTS = {
 }
 
 
+#: On/off tunables (same precedence; the environment says 1/0, true/false, yes/no, on/off).
+FLAGS = {
+    # Saved endpoints may be loopback or private addresses (a model server on this machine or
+    # the local network); link-local and metadata addresses never are.
+    "TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS": True,
+}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def flag(name: str) -> bool:
+    """An on/off tunable: the Django setting, else the environment, else its default."""
+    value = getattr(settings, name, None)
+    if value is not None:
+        return value if isinstance(value, bool) else str(value).strip().lower() in _TRUE
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return FLAGS[name]
+    if raw not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(
+            f"environment variable {name}={raw!r} is not on or off (1/0, true/false, yes/no)"
+        )
+    return raw in _TRUE
+
+
 def get(name: str) -> float | int:
     default = DEFAULTS[name]
     kind = type(default)

@@ -62,6 +62,60 @@ class Program(models.Model):
         return reverse("training:program-detail", args=[self.pk])
 
 
+class Endpoint(models.Model):
+    """A model server someone saved: a name, a URL and optionally its own key.
+
+    ``owner`` None: shared, saved by an administrator for everyone. The key is stored only
+    encrypted (``training.programs.endpoint_keys``: Fernet keyed from SECRET_KEY) and never
+    shown again; programs name the endpoint (``"endpoint"`` in a model's config), never the
+    key, so exports and traces never carry it.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="endpoints",
+    )
+    name = models.CharField(max_length=100)
+    url = models.CharField(max_length=300)
+    encrypted_key = models.TextField(blank=True)  # a Fernet token, or "" for no key
+    # How its models are asked for structured output (LanguageModel(structured_output=…)).
+    STRUCTURED_OUTPUT_CHOICES = [
+        ("auto", "Ask litellm (known hosted models)"),
+        ("json_object", "JSON object with its schema (llama.cpp server, Ollama, vLLM)"),
+        ("response_format", "JSON schema response format (OpenAI, LM Studio, vLLM)"),
+        ("prompt", "Schema in the prompt only"),
+    ]
+    structured_output = models.CharField(
+        max_length=20, choices=STRUCTURED_OUTPUT_CHOICES, default="json_object"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="endpoint_unique_per_owner"),
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=models.Q(owner__isnull=True),
+                name="endpoint_unique_shared",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def shared(self) -> bool:
+        return self.owner_id is None
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.encrypted_key)
+
+
 class ProgramVersion(models.Model):
     """One version of a program's engine JSON, with its lineage.
 

@@ -11,7 +11,7 @@ from training.insight.views import (
     run_page,
     traces,
 )
-from training.programs.views import program_versions, programs
+from training.programs.views import endpoints, program_versions, programs
 from training.runs.views import (
     branching,
     budget,
@@ -38,6 +38,10 @@ urlpatterns = [
         program_versions.version_diff,
         name="program-version-diff",
     ),
+    path("endpoints/", endpoints.endpoint_list, name="endpoints"),
+    path("endpoints/new/", endpoints.endpoint_create, name="endpoint-create"),
+    path("endpoints/<int:pk>/delete/", endpoints.endpoint_delete, name="endpoint-delete"),
+    path("endpoints/<int:pk>/test/", endpoints.endpoint_test, name="endpoint-test"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/bulk/", run_management.runs_bulk, name="runs-bulk"),
     path("runs/<int:pk>/details/", run_management.run_details, name="run-details"),

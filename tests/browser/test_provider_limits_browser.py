@@ -55,7 +55,6 @@ def limited_stack(provider):
     limits = {f"{MODEL}@{provider.api_base}": {"in_flight": LIMIT}}
     with pytest.MonkeyPatch.context() as env:
         env.setenv("TRAINBOARD_PROVIDER_LIMITS", json.dumps(limits))
-        env.setenv("TRAINBOARD_ALLOWED_API_BASES", provider.api_base)
         env.setenv("OPENAI_API_KEY", "sk-test-local-server-only")
         env.setenv("TRAINBOARD_CELERY_QUEUE", f"limits-{uuid.uuid4().hex[:12]}")
         live, stop = start_live_stack(var_dir, concurrency=2)
@@ -81,17 +80,20 @@ new MutationObserver(() => {
 
 
 def program_on_provider(stack, provider, name: str, dataset_id: int) -> int:
-    """A program on the local server's endpoint, created as the program form creates it."""
+    """A program on the local server, saved as an endpoint, created as the program form does."""
     code = f"""
 from django.contrib.auth import get_user_model
 from datasets.models import Dataset
 from training.models import Program
+from training.programs import saved_endpoints
 from training.programs.programs import build_engine_program
 user = get_user_model().objects.get(username='tester')
 dataset = Dataset.objects.get(pk={dataset_id})
+if saved_endpoints.resolve(user, 'limited server') is None:  # loopback: a saved endpoint
+    saved_endpoints.save(user, 'limited server', {provider.api_base!r})
 engine = build_engine_program(name={name!r}, input_fields=dataset.input_schema_fields(),
     target_fields=dataset.target_schema_fields(), module='Generator', instructions='Route it.',
-    model={MODEL!r}, api_base={provider.api_base!r})
+    model={MODEL!r}, api_base={provider.api_base!r}, endpoint='limited server')
 program = Program.objects.create(owner=user, name={name!r}, dataset=dataset, module='Generator',
     instructions='Route it.', model={MODEL!r}, api_base={provider.api_base!r},
     engine_json=engine.get_config())

@@ -24,6 +24,7 @@ from training.engine.language_models.redis_limiter import RedisProviderLimiter
 from training.execution import attempt as execution
 from training.execution import provider_limits
 from training.models import Program, Run
+from training.programs import saved_endpoints
 from training.programs.programs import build_engine_program
 
 from .conftest import make_run, run_config
@@ -75,7 +76,6 @@ def provider(settings, monkeypatch):
     """A real local OpenAI-compatible server the programs may use."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-server-only")
     with OpenAIServer(limit=4, latency=0.0, content='{"team": "money"}') as server:
-        settings.TRAINBOARD_ALLOWED_API_BASES = server.api_base
         yield server
 
 
@@ -123,11 +123,13 @@ def test_a_run_without_a_slot_within_the_wait_fails_saying_so(
     user, demo_dataset, provider, slot_held_elsewhere
 ):
     fields = {"name": "Limited", "module": "Generator", "instructions": "Route it."}
+    saved_endpoints.save(user, "local server", provider.api_base)  # loopback: a saved endpoint
     engine = build_engine_program(
         input_fields=demo_dataset.input_schema_fields(),
         target_fields=demo_dataset.target_schema_fields(),
         model=MODEL,
         api_base=provider.api_base,
+        endpoint="local server",
         **fields,
     )
     program = Program.objects.create(

@@ -88,7 +88,7 @@ def test_the_launch_form_refuses_a_model_whose_key_is_missing(user, demo_dataset
     assert not form.is_valid()
     assert form.errors["program"] == [
         "model 'openai/gpt-4o-mini' needs OPENAI_API_KEY in the server's environment, which "
-        "is not set: ask the administrator to set it, or give the program its own API base"
+        "is not set: ask the administrator to set it, or put the program on a saved endpoint"
     ]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000")
     assert "program" not in RunForm(data=data, user=user).errors

@@ -55,9 +55,9 @@ from training.models import Evaluation, Run
 from training.programs.lm import describe_address
 from training.programs.programs import (
     ProgramError,
+    callable_document,
     first_generator,
     program_from_json,
-    sanitize_engine_json,
 )
 
 logger = logging.getLogger(__name__)
@@ -144,8 +144,9 @@ def _load(run: Run) -> dict[str, Any]:
     run_state.drop_unfinished_epochs(run)
     return {
         "config": run.config,
-        # Stored JSON may be an upload: never let it choose caches or unbounded LM settings.
-        "document": sanitize_engine_json(run.checkpoint_json or run.launch_json),
+        # Stored JSON may be an upload: never let it choose caches or unbounded LM settings;
+        # models on saved endpoints get their URL and key here, in memory only.
+        "document": callable_document(run.checkpoint_json or run.launch_json, run.owner),
         "resume_epoch": (run.checkpoint_epoch + 1) if run.checkpoint_json is not None else 0,
         "train": get_split(run.dataset, "train"),
         "test": get_split(run.dataset, "test"),

@@ -144,8 +144,8 @@ def run_trial(program_row: Any, dataset: Any, mutation_model: str = "") -> dict[
     """A few predictions of the program on its model (and, with ``mutation_model``, one
     OMEGA mutation of its first variable on that model): ``{"trial": Trial dict}`` or
     ``{"error": what went wrong, in words}``. Bounded by :data:`TRIAL_SECONDS`."""
-    try:
-        engine = _engine_program(program_row)
+    try:  # this one is called: its saved endpoint's URL and key, in memory
+        engine = program_from_json(program_row.engine_json, owner=program_row.owner)
     except ProgramError as exc:
         return {"error": f"This program cannot run here: {exc}"}
     rows, targets = get_split(dataset, "train")

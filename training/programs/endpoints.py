@@ -1,36 +1,44 @@
-"""Where a model may be sent: the ``api_base`` policy (pure: no Django, no network).
+"""Where a model may be sent: the ``api_base`` rules (pure: no Django, no network).
 
-The worker holds provider keys (``OPENAI_API_KEY``…) in its environment, and litellm sends
-them with every request to whatever ``api_base`` a model names. So a server-held key only ever
-goes to a provider's own endpoint: a model with no ``api_base``. A custom ``api_base`` is
-allowed only when an administrator lists it in ``TRAINBOARD_ALLOWED_API_BASES`` (those
-endpoints are trusted with the server's keys, e.g. a company proxy or a local Ollama), and
-even a listed one is refused when it is not ``http``/``https`` or names a link-local or
-cloud-metadata address (169.254.0.0/16, fe80::/10, ``metadata.google.internal``).
+The server's provider keys (``OPENAI_API_KEY``…) never leave for a custom endpoint: the
+engine calls a model with an ``api_base`` with that endpoint's own key or none
+(:mod:`training.engine.language_models.endpoint_client`). What is left to decide is where
+requests may go, typed URL by typed URL:
+
+- only ``http``/``https`` URLs with a host;
+- link-local and cloud-metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254,
+  ``metadata.google.internal``) never, whatever else is allowed;
+- loopback and private addresses (a model server on this machine or the local network) only
+  for a *saved* endpoint (Settings → Endpoints), and only while the administrator allows them
+  (``TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS``, on by default); a raw API base typed on a program
+  must be a public address;
+- the model's provider must be one whose requests the engine carries over its guarded client
+  (:data:`~training.engine.language_models.endpoint_client.CLIENTS`: OpenAI-compatible
+  servers, vLLM, Ollama, LM Studio, llamafile, a LiteLLM proxy, Xinference).
+
+These checks read the URL as typed. The same address rule is applied again by the engine when
+each connection is made (:mod:`training.engine.language_models.address_guard`), so a host
+name that later resolves elsewhere (DNS rebinding) is refused there.
 
 Example:
 
-    allowed = parse_allowed("http://localhost:11434, https://proxy.example.com/v1")
-    check_api_base("http://localhost:11434", allowed)        # fine
-    check_api_base("http://attacker.example:8080/v1", allowed)  # EndpointRefused
+    check_api_base("http://localhost:11434", saved=True, allow_private=True)   # fine
+    check_api_base("http://localhost:11434", saved=False, allow_private=True)  # EndpointRefused
+    check_api_base("http://169.254.169.254/", saved=True, allow_private=True)  # EndpointRefused
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from training.engine.language_models.address_guard import AddressPolicy
+from training.engine.language_models.endpoint_client import CLIENTS, provider_of
+
 SCHEMES = {"http": 80, "https": 443}
-#: Never a model endpoint: link-local addresses, where clouds serve instance credentials.
-BLOCKED_NETWORKS = (
-    ipaddress.ip_network("169.254.0.0/16"),
-    ipaddress.ip_network("fe80::/10"),
-    ipaddress.ip_network("fd00:ec2::/32"),
-)
-BLOCKED_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
-SETTING = "TRAINBOARD_ALLOWED_API_BASES"
+SETTING = "TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS"
+#: Names that are this machine whatever DNS says (refused with the loopback rule).
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
 class EndpointRefused(ValueError):
@@ -45,12 +53,6 @@ class Endpoint:
     host: str
     port: int
     path: str
-
-    def covers(self, other: Endpoint) -> bool:
-        """Same scheme, host and port, and ``other``'s path at or under this one's."""
-        if (self.scheme, self.host, self.port) != (other.scheme, other.host, other.port):
-            return False
-        return not self.path or other.path == self.path or other.path.startswith(self.path + "/")
 
 
 def parse_endpoint(api_base: str) -> Endpoint:
@@ -71,46 +73,51 @@ def parse_endpoint(api_base: str) -> Endpoint:
     host = (parts.hostname or "").lower().rstrip(".")
     if not host:
         raise EndpointRefused(f"api_base {text!r} has no host")
-    if host in BLOCKED_HOSTS or _blocked_address(host):
-        raise EndpointRefused(
-            f"api_base {text!r}: link-local and cloud-metadata addresses are never model endpoints"
-        )
+    why = AddressPolicy(allow_private=True).refusal(host)
+    if why:
+        raise EndpointRefused(f"api_base {text!r}: {why}")
     return Endpoint(scheme, host, port or SCHEMES[scheme], parts.path.rstrip("/"))
 
 
-def _blocked_address(host: str) -> bool:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return any(address in network for network in BLOCKED_NETWORKS)
+def is_private_host(host: str) -> bool:
+    """Whether a typed host is a loopback or private address (or ``localhost``)."""
+    return host in LOOPBACK_NAMES or AddressPolicy(allow_private=False).refusal(host) is not None
 
 
-def parse_allowed(value: str | Iterable[str] | None) -> tuple[Endpoint, ...]:
-    """The administrator's list (comma/space separated text, or a list of URLs)."""
-    if value is None:
-        return ()
-    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
-    return tuple(parse_endpoint(item) for item in items if str(item).strip())
-
-
-def check_api_base(api_base: str | None, allowed: Iterable[Endpoint]) -> None:
-    """EndpointRefused unless ``api_base`` is empty (the provider's own endpoint) or covered
-    by an ``allowed`` endpoint.
+def check_api_base(api_base: str | None, *, saved: bool, allow_private: bool) -> None:
+    """EndpointRefused unless requests may be sent to ``api_base`` as typed.
 
     Args:
-        api_base: the model's ``api_base`` (None or "" for the provider's default).
-        allowed: the endpoints an administrator trusts with the server's keys.
+        api_base: the URL (None or "" for the provider's own endpoint: always fine).
+        saved: whether it is a saved endpoint's URL (Settings → Endpoints) rather than an
+            API base typed on a program.
+        allow_private: the administrator's ``TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS``.
     """
     if not (api_base or "").strip():
         return
     endpoint = parse_endpoint(api_base)
-    if not any(entry.covers(endpoint) for entry in allowed):
+    if not is_private_host(endpoint.host):
+        return
+    text = api_base.strip()
+    if not saved:
         raise EndpointRefused(
-            f"api_base {api_base.strip()!r} is not an endpoint this server sends requests "
-            "to: the server's provider keys only go to the provider's own endpoint (leave "
-            "the API base empty) or to an endpoint an administrator lists in "
-            f"{SETTING}"
+            f"api_base {text!r} is a loopback or private address: save it as an endpoint "
+            "(Settings → Endpoints) and pick that endpoint on the program"
         )
+    if not allow_private:
+        raise EndpointRefused(
+            f"api_base {text!r} is a loopback or private address, which this server does not "
+            f"allow (the administrator's {SETTING} is off)"
+        )
+
+
+def check_provider(model: str, api_base: str | None) -> None:
+    """EndpointRefused when a model at a custom ``api_base`` uses a provider prefix whose
+    requests the engine does not carry over its guarded client."""
+    if not (api_base or "").strip() or provider_of(model) in CLIENTS:
+        return
+    prefixes = ", ".join(f"{name}/" for name in sorted(CLIENTS))
+    raise EndpointRefused(
+        f"model {model!r} at a custom API base: use one of the prefixes {prefixes} (an "
+        "OpenAI-compatible server, e.g. openai/<model> with http://localhost:8080/v1)"
+    )

@@ -17,6 +17,7 @@ from datasets import labels as dataset_labels
 from datasets.models import Dataset
 from training.models import Program
 from training.programs import programs as program_services
+from training.programs import saved_endpoints
 
 
 class ProgramForm(forms.Form):
@@ -41,7 +42,21 @@ class ProgramForm(forms.Form):
         max_length=200,
         help_text="provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, ollama/llama3.",
     )
-    api_base = forms.CharField(max_length=300, required=False, label="API base (optional)")
+    endpoint = forms.ModelChoiceField(
+        queryset=saved_endpoints.Endpoint.objects.none(),
+        required=False,
+        label="Endpoint (optional)",
+        help_text=(
+            "A model server saved in Settings → Endpoints (self-hosted or OpenAI-compatible; "
+            "use a prefix such as openai/ or hosted_vllm/). Empty: the provider's own endpoint."
+        ),
+    )
+    api_base = forms.CharField(
+        max_length=300,
+        required=False,
+        label="API base (optional)",
+        help_text="A public URL, called with no key; a local or private server: save it as an endpoint.",
+    )
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     max_tokens = forms.IntegerField(
         required=False,
@@ -53,6 +68,10 @@ class ProgramForm(forms.Form):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
+        self.fields["endpoint"].queryset = saved_endpoints.visible_to(user)
+        self.fields["endpoint"].label_from_instance = lambda endpoint: (
+            f"{endpoint.name} (everyone's)" if endpoint.shared else endpoint.name
+        )
         self.fields["model"].initial = settings.TRAINBOARD_LM
         self.engine_program = None
         self.label_sets = {}
@@ -74,6 +93,12 @@ class ProgramForm(forms.Form):
         if self.errors:
             return data
         dataset = data["dataset"]
+        endpoint = data.get("endpoint")
+        if endpoint is not None:
+            if (data.get("api_base") or "").strip():
+                self.add_error("api_base", "pick an endpoint or type an API base, not both")
+                return data
+            data["api_base"] = endpoint.url
         try:
             self.engine_program = program_services.build_engine_program(
                 name=data["name"],
@@ -88,14 +113,15 @@ class ProgramForm(forms.Form):
                 temperature=data["temperature"],
                 api_base=data.get("api_base", ""),
                 max_tokens=data.get("max_tokens"),
+                endpoint=endpoint.name if endpoint is not None else "",
+                structured_output=endpoint.structured_output if endpoint is not None else "auto",
             )
         except program_services.ProgramError as exc:
             message = str(exc)
             field = "model" if "model" in message.lower() else None
-            if message.startswith(
-                "api_base"
-            ):  # the endpoint policy (training/programs/endpoints.py)
-                field = "api_base"
+            if message.startswith("api_base") or "custom API base" in message:
+                # the endpoint rules (training/programs/endpoints.py)
+                field = "endpoint" if endpoint is not None else "api_base"
             self.add_error(field, message)
         return data
 

@@ -5,16 +5,15 @@ litellm provider. ``register_provider`` lets a process resolve one more prefix i
 instead of through litellm; Trainboard registers none (the test settings register the
 scripted ``fake/`` models of tests/support/fake_models.py).
 
-Every way a model is built passes the endpoint policy (:mod:`training.programs.endpoints`):
+Every way a model is built passes the endpoint rules (:mod:`training.programs.endpoints`):
 a form's model (``make_language_model``) and every model found in a stored or uploaded
 program document (``check_model_config``, called by the document walk the worker's load and
-the import share), so an imported program cannot send the server's keys elsewhere, nor carry
-a test fake into production.
+the import share), so an imported program cannot send requests where this server does not
+allow them, nor carry a test fake into production.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -82,22 +81,27 @@ def check_provider(model: str, kind: str = "model") -> None:
         )
 
 
-def allowed_api_bases() -> tuple[endpoints.Endpoint, ...]:
-    """``TRAINBOARD_ALLOWED_API_BASES``: the Django setting, else the environment variable."""
-    from django.conf import settings
+def allow_private_endpoints() -> bool:
+    """``TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS``: saved endpoints may be loopback/private."""
+    from training import conf
 
-    value = getattr(settings, endpoints.SETTING, None)
-    if value is None:
-        value = os.environ.get(endpoints.SETTING, "")
-    return endpoints.parse_allowed(value)
+    return conf.flag(endpoints.SETTING)
 
 
-def check_endpoint(api_base: str | None) -> None:
-    """ModelStringError unless requests may be sent to ``api_base`` (see ``endpoints``)."""
+def check_endpoint(api_base: str | None, model: str = "", saved: bool = False) -> None:
+    """ModelStringError unless requests may be sent to ``api_base`` (see ``endpoints``):
+    ``saved`` for a saved endpoint's URL, False for an API base typed on a program."""
     try:
-        endpoints.check_api_base(api_base, allowed_api_bases())
+        endpoints.check_api_base(api_base, saved=saved, allow_private=allow_private_endpoints())
+        endpoints.check_provider(model, api_base)
     except endpoints.EndpointRefused as exc:
         raise ModelStringError(str(exc)) from None
+
+
+def may_reach_private(config: dict) -> bool:
+    """Whether a model config's connections may go to loopback/private addresses: only a
+    saved endpoint's, and only while the administrator allows it."""
+    return bool(config.get("endpoint")) and allow_private_endpoints()
 
 
 #: The engine classes a stored or uploaded document may name for each kind of model.
@@ -126,7 +130,7 @@ def check_model_config(class_name: str, config: dict, kind: str) -> None:
                 f"program here (only {ENGINE_CLASSES[kind].__name__})"
             )
         check_provider(model, kind.replace("_", " "))
-    check_endpoint(config.get("api_base"))
+    check_endpoint(config.get("api_base"), model, saved=bool(config.get("endpoint")))
 
 
 def missing_keys(model: str, api_base: str | None = None) -> list[str]:
@@ -152,13 +156,20 @@ def missing_keys(model: str, api_base: str | None = None) -> list[str]:
 
 
 def make_language_model(
-    model: str, temperature: float = 0.0, api_base: str = "", max_tokens: int | None = None
+    model: str,
+    temperature: float = 0.0,
+    api_base: str = "",
+    max_tokens: int | None = None,
+    endpoint: str = "",
+    structured_output: str = "auto",
 ) -> Any:
-    """The engine LM for a model string (``provider/name``)."""
+    """The engine LM for a model string (``provider/name``), at ``api_base`` (``endpoint``:
+    the saved endpoint's name it came from; its key is added only where the model is called,
+    by ``saved_endpoints.connect``)."""
     model = (model or "").strip()
     if not model:
         raise ModelStringError("a model string is required, e.g. local/smollm2")
-    check_endpoint(api_base)
+    check_endpoint(api_base, model, saved=bool(endpoint))
     provider = _registered(model)
     if provider is not None:
         return provider.language_model(
@@ -174,6 +185,9 @@ def make_language_model(
         temperature=temperature,
         api_base=api_base or None,
         max_tokens=max_tokens or None,
+        endpoint=endpoint or None,
+        allow_private_addresses=may_reach_private({"endpoint": endpoint}),
+        structured_output=structured_output,
     )
 
 

@@ -25,6 +25,7 @@ def settings_of(program: Any, engine_program: Any | None) -> list[tuple[str, str
     return [
         ("Module", summary.get("module") or program.module),
         ("Model", summary.get("model") or program.model),
+        ("Endpoint", summary.get("endpoint") or "none (no saved endpoint)"),
         ("API base", summary.get("api_base") or program.api_base or "the provider's default"),
         ("Temperature", f"{float(temperature or 0.0):g}"),
         ("Max tokens", str(max_tokens) if max_tokens else "no cap (the model's default)"),

@@ -27,7 +27,12 @@ from core.bounded_json import (
 from training.engine.data_model import create_data_model
 from training.engine.saving import get_registered_object
 from training.models import Program
-from training.programs.lm import ModelStringError, check_model_config, make_language_model
+from training.programs.lm import (
+    ModelStringError,
+    check_model_config,
+    make_language_model,
+    may_reach_private,
+)
 from training.programs.lm import missing_keys as lm_missing_keys
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
@@ -71,8 +76,11 @@ def build_engine_program(
     api_base: str = "",
     description: str = "",
     max_tokens: int | None = None,
+    endpoint: str = "",
+    structured_output: str = "auto",
 ) -> Any:
-    """The engine Program for a dataset schema + module + instructions + LM."""
+    """The engine Program for a dataset schema + module + instructions + LM (at ``api_base``;
+    ``endpoint``: the name of the saved endpoint that URL is, kept in the model's config)."""
     if module not in MODULES:
         raise ProgramError(f"module must be one of {', '.join(MODULES)}, not {module!r}")
     if not input_fields or not target_fields:
@@ -81,7 +89,12 @@ def build_engine_program(
         raise ProgramError(f"temperature must be between 0 and 2, got {temperature}")
     try:
         language_model = make_language_model(
-            model, temperature=temperature, api_base=api_base, max_tokens=max_tokens
+            model,
+            temperature=temperature,
+            api_base=api_base,
+            max_tokens=max_tokens,
+            endpoint=endpoint,
+            structured_output=structured_output,
         )
         input_model = create_data_model(_class_name(name, "Input"), input_fields)
         output_model = create_data_model(_class_name(name, "Output"), target_fields)
@@ -127,6 +140,9 @@ def _clamp(value: Any, low: float, high: float) -> Any:
 def _sanitize_model_config(config: dict, is_language_model: bool) -> None:
     if is_language_model:
         config["cache"] = False  # never a path or Redis URL chosen by the document
+    config.pop("api_key", None)  # a key comes only from a saved endpoint, at the call
+    if config.get("api_base"):  # loopback/private only for a saved endpoint, if allowed
+        config["allow_private_addresses"] = may_reach_private(config)
     for name, (low, high) in MODEL_LIMITS.items():
         if name in config or (name == "timeout" and is_language_model):
             config[name] = _clamp(config.get(name), low, high)
@@ -139,7 +155,9 @@ def sanitize_engine_json(document: Any) -> Any:
     check existed), so it is untrusted: a language model's ``cache`` could name any
     directory (``"disk:/any/path"``, created by the web process or the worker) or any
     Redis host. Every language/embedding model config found anywhere in the document
-    (program modules, compile section, judges) gets ``cache`` False and its timeout,
+    (program modules, compile section, judges) gets ``cache`` False, no ``api_key`` (a key
+    comes only from a saved endpoint, added where the model is called:
+    ``saved_endpoints.connect``), private addresses only for a saved endpoint, and its timeout,
     retries, concurrency and backoff clamped to ``MODEL_LIMITS``, and must pass
     ``lm.check_model_config`` (the engine's own class, a known provider, an allowed
     ``api_base``): ProgramError otherwise. Every path that builds an engine program from
@@ -170,11 +188,28 @@ def model_nodes(document: Any, key: Any = None) -> Iterator[tuple[str, dict]]:
             yield from model_nodes(child, key)
 
 
-def program_from_json(document: Any) -> Any:
+def callable_document(document: Any, owner) -> Any:
+    """A sanitised copy of ``document`` whose models on saved endpoints have those endpoints'
+    current URLs and keys (``saved_endpoints.connect``): for where the models are called (the
+    worker, the forecast trial), kept in memory only. ProgramError when it cannot be."""
+    from training.programs import saved_endpoints
+
+    document = sanitize_engine_json(document)
+    try:
+        return saved_endpoints.connect(document, owner)
+    except saved_endpoints.EndpointError as exc:
+        raise ProgramError(str(exc)) from None
+
+
+def program_from_json(document: Any, owner=None) -> Any:
     """Load an engine program from its JSON document; ProgramError with the reason if not.
 
-    The document is sanitised first (see ``sanitize_engine_json``)."""
-    document = sanitize_engine_json(document)  # its ProgramError says which model is refused
+    The document is sanitised first (see ``sanitize_engine_json``); with ``owner``, its saved
+    endpoints are connected too (``callable_document``: for a program that will be called)."""
+    if owner is not None:
+        document = callable_document(document, owner)
+    else:
+        document = sanitize_engine_json(document)  # its ProgramError says which model is refused
     try:
         return synalinks.Program.from_config(document, compile=False)
     except synalinks.saving.UnknownObjectError as exc:
@@ -234,8 +269,8 @@ def missing_keys(program: Any) -> str | None:
         if names:
             return (
                 f"model {model.model!r} needs {' or '.join(names)} in the server's environment, "
-                "which is not set: ask the administrator to set it, or give the program its own "
-                "API base"
+                "which is not set: ask the administrator to set it, or put the program on a "
+                "saved endpoint"
             )
     return None
 
@@ -256,6 +291,7 @@ def summarize(program: Any) -> dict[str, Any]:
         "model": "",
         "temperature": 0.0,
         "api_base": "",
+        "endpoint": "",
         "max_tokens": None,
     }
     if generator is None:
@@ -269,6 +305,7 @@ def summarize(program: Any) -> dict[str, Any]:
     lm = generator.language_model
     summary["model"] = getattr(lm, "model", "")
     summary["api_base"] = getattr(lm, "api_base", None) or ""
+    summary["endpoint"] = getattr(lm, "endpoint", None) or ""
     summary["max_tokens"] = getattr(lm, "max_tokens", None)
     temperature = (
         generator.temperature

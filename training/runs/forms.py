@@ -288,7 +288,10 @@ class RunForm(forms.Form):
             self.add_error("version", f"“{program.name}” has no version {data.get('version')}.")
             return data
         try:
-            engine_program = program_services.program_from_json(self.version.engine_json)
+            # with its owner: a saved endpoint it names must exist (and its key be readable)
+            engine_program = program_services.program_from_json(
+                self.version.engine_json, owner=program.owner
+            )
         except program_services.ProgramError as exc:
             self.add_error("program", str(exc))
             return data

@@ -8,6 +8,8 @@ from typing import Any
 from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.address_guard import AddressPolicy
+from training.engine.language_models.endpoint_client import EndpointClients
 from training.engine.language_models.errors import short_message
 from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
 from training.engine.language_models.retry import call_with_retries
@@ -23,7 +25,11 @@ class EmbeddingModel:
 
     Args:
         model: ``"provider/name"`` as litellm knows it, or ``"local/minilm"`` (offline).
-        api_base: the endpoint, when not the provider's default.
+        api_base: the endpoint, when not the provider's default; called with ``api_key`` or no
+            key, never the environment's, over checked connections (as :class:`LanguageModel`).
+        api_key: the endpoint's own key; never saved in the config.
+        endpoint: the saved endpoint's name, kept in the config.
+        allow_private_addresses: whether ``api_base`` may be a loopback or private address.
         batch_size: texts per request.
         max_concurrency: requests in flight at once for this model.
         retries: further attempts after a transient error.
@@ -49,6 +55,9 @@ class EmbeddingModel:
         max_concurrency: int = 4,
         retries: int = 3,
         backoff: float = 0.5,
+        api_key: str | None = None,
+        endpoint: str | None = None,
+        allow_private_addresses: bool = True,
     ):
         if not isinstance(model, str) or not model:
             raise ValueError("EmbeddingModel(model=...) needs a model string")
@@ -58,11 +67,21 @@ class EmbeddingModel:
         self.max_concurrency = int(max_concurrency)
         self.retries = int(retries)
         self.backoff = float(backoff)
+        self.endpoint = endpoint or None
+        self.allow_private_addresses = bool(allow_private_addresses)
+        self._endpoint = (
+            EndpointClients(
+                model, api_base, api_key, AddressPolicy(self.allow_private_addresses), 120.0
+            )
+            if api_base
+            else None
+        )
         if model.startswith("local/"):
             load_local_provider(f"EmbeddingModel({model!r})", model)
 
     def get_config(self) -> dict[str, Any]:
-        return {
+        """The saved configuration: never ``api_key``."""
+        config = {
             "model": self.model,
             "api_base": self.api_base,
             "batch_size": self.batch_size,
@@ -70,6 +89,11 @@ class EmbeddingModel:
             "retries": self.retries,
             "backoff": self.backoff,
         }
+        if self.endpoint:
+            config["endpoint"] = self.endpoint
+        if not self.allow_private_addresses:
+            config["allow_private_addresses"] = False
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> EmbeddingModel:
@@ -161,8 +185,8 @@ class EmbeddingModel:
     async def _raw_embed(self, texts: list[str]) -> tuple[list[list[float]], int, float | None]:
         litellm = get_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "input": texts}
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self._endpoint is not None:  # its own key or none, a guarded client
+            kwargs.update(self._endpoint.request_options("embedding"))
         response = await litellm.aembedding(**kwargs)
         data = response.data if hasattr(response, "data") else response["data"]
         vectors = [item["embedding"] if isinstance(item, dict) else item.embedding for item in data]

@@ -96,12 +96,28 @@ _CONNECTION_TEXT = (
 #: What providers say when no key was given at all (OpenAI's client raises it as a 500):
 #: nothing works until the configuration changes, so it is never retried.
 _MISSING_CREDENTIALS_TEXT = ("missing credentials", "api_key client option must be set")
+#: A connection the address guard refused (``address_guard.REFUSED``, repeated here so this
+#: module imports nothing of the engine): the same address is refused on every attempt.
+_REFUSED_ADDRESS_TEXT = "refused by the endpoint address rule"
 
 
 def is_missing_credentials(exc: BaseException) -> bool:
     """The provider's client had no API key at all."""
     text = str(exc).lower()
     return any(marker in text for marker in _MISSING_CREDENTIALS_TEXT)
+
+
+def refused_address(exc: BaseException) -> BaseException | None:
+    """The exception in ``exc``'s chain that says the address guard refused the connection
+    (client libraries wrap it in their own "Connection error."), or None."""
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            return None
+        if _REFUSED_ADDRESS_TEXT in str(current):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _type_names(exc: BaseException) -> set[str]:
@@ -111,6 +127,8 @@ def _type_names(exc: BaseException) -> set[str]:
 def is_non_transient(exc: BaseException) -> bool:
     """Errors that retrying cannot fix: the same request fails the same way."""
     if _type_names(exc) & NON_TRANSIENT_TYPES or is_missing_credentials(exc):
+        return True
+    if refused_address(exc) is not None:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and status in NON_TRANSIENT_STATUS
@@ -187,15 +205,26 @@ def call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelEr
             f"{where}: litellm does not know this model's provider ({kind}, not retried). "
             f"litellm says: {_long(exc)} -- {_local_models_hint()}"
         )
+    refused = refused_address(exc)
+    if refused is not None:
+        return LanguageModelConfigError(
+            f"{where}: the connection was not made (not retried): {_long(refused, 400)}"
+        )
     if (
         "AuthenticationError" in names
         or "PermissionDeniedError" in names
         or status in (401, 403)
         or is_missing_credentials(exc)
     ):
+        fix = (
+            "Give its endpoint the key that server expects (a custom endpoint never gets the "
+            "server's provider keys)"
+            if "at api_base" in where
+            else "Set the provider's API key in the environment (e.g. OPENAI_API_KEY, "
+            "ANTHROPIC_API_KEY)"
+        )
         return LanguageModelConfigError(
-            f"{where}: the provider refused the credentials ({kind}, not retried). Set the "
-            f"provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY). "
+            f"{where}: the provider refused the credentials ({kind}, not retried). {fix}. "
             f"Provider said: {_long(exc, 300)}"
         )
     if "NotFoundError" in names or status == 404:

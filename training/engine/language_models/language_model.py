@@ -27,7 +27,9 @@ import pydantic
 from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
+from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
+from training.engine.language_models.endpoint_client import EndpointClients
 from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
@@ -62,6 +64,10 @@ class RawCompletion:
     cost: float | None = None
 
 
+#: The ways a call asks for structured output (``LanguageModel(structured_output=…)``).
+STRUCTURED_OUTPUTS = ("auto", "response_format", "json_object", "prompt")
+
+
 @register_synalinks_serializable(package="synalinks")
 class LanguageModel:
     """A chat model reached through litellm (``provider/name`` model strings).
@@ -71,7 +77,16 @@ class LanguageModel:
     Args:
         model: ``"provider/name"`` as litellm knows it (``"openai/gpt-4o-mini"``,
             ``"ollama/llama3"``), or an offline ``"local/…"`` model (checked at construction).
-        api_base: the endpoint, when not the provider's default.
+        api_base: the endpoint, when not the provider's default. A model with one is called
+            with ``api_key`` or no key at all, never a provider key from the environment
+            (:mod:`~training.engine.language_models.endpoint_client`), and its connections
+            are checked where they are made (:mod:`~training.engine.language_models.address_guard`).
+        api_key: the endpoint's own key (only with ``api_base``); never saved in the config,
+            shown in ``repr`` or traced.
+        endpoint: the name of a saved endpoint this model's ``api_base`` came from, kept in
+            the config (an exported program names its endpoint, never its key).
+        allow_private_addresses: whether ``api_base`` may be a loopback or private address
+            (a self-hosted server); link-local and metadata addresses never are.
         temperature: sampling temperature (>= 0); 0 makes calls deterministic.
         max_tokens: upper bound on the completion's tokens (None: the provider's default).
         max_concurrency: requests in flight at once for this (model, api_base) in this
@@ -86,7 +101,10 @@ class LanguageModel:
         parse_retry_temperature: the temperature of the one retry of a deterministic call
             whose output did not parse.
         structured_output: "auto" (ask litellm whether the provider supports
-            ``response_format``), "response_format", or "prompt" (schema in the prompt).
+            ``response_format``), "response_format" (a ``json_schema`` response format),
+            "json_object" (``{"type": "json_object", "schema": …}``, what llama-cpp-python's
+            server turns into a grammar; the schema is in the prompt too), or "prompt"
+            (schema in the prompt).
         seed: passed to providers that honour it.
 
     Returns:
@@ -117,6 +135,9 @@ class LanguageModel:
         parse_retry_temperature: float = 0.3,
         structured_output: str = "auto",
         seed: int | None = None,
+        api_key: str | None = None,
+        endpoint: str | None = None,
+        allow_private_addresses: bool = True,
     ):
         if not isinstance(model, str) or not model:
             raise ValueError("LanguageModel(model=...) needs a model string like 'provider/name'")
@@ -124,8 +145,10 @@ class LanguageModel:
             raise ValueError(f"LanguageModel({model!r}): temperature must be >= 0")
         if max_concurrency < 1:
             raise ValueError(f"LanguageModel({model!r}): max_concurrency must be >= 1")
-        if structured_output not in ("auto", "response_format", "prompt"):
-            raise ValueError("structured_output must be 'auto', 'response_format' or 'prompt'")
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(
+                "structured_output must be one of " + ", ".join(map(repr, STRUCTURED_OUTPUTS))
+            )
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"LanguageModel({model!r}): seed must be an integer or None")
         self.model = model
@@ -139,6 +162,15 @@ class LanguageModel:
         self.parse_retry_temperature = float(parse_retry_temperature)
         self.structured_output = structured_output
         self.seed = seed
+        self.endpoint = endpoint or None
+        self.allow_private_addresses = bool(allow_private_addresses)
+        self._endpoint = (
+            EndpointClients(
+                model, api_base, api_key, AddressPolicy(self.allow_private_addresses), timeout
+            )
+            if api_base
+            else None
+        )
         self.cache: ResponseCache | None = make_cache(cache)
         self._supports_schema: bool | None = None
         if model.startswith("local/"):
@@ -149,7 +181,9 @@ class LanguageModel:
         load_local_provider(f"LanguageModel({self.model!r})", self.model)
 
     def get_config(self) -> dict[str, Any]:
-        return {
+        """The saved configuration: never ``api_key``; ``endpoint`` and
+        ``allow_private_addresses`` only when they say something."""
+        config = {
             "model": self.model,
             "api_base": self.api_base,
             "temperature": self.temperature,
@@ -163,6 +197,11 @@ class LanguageModel:
             "structured_output": self.structured_output,
             "seed": self.seed,
         }
+        if self.endpoint:
+            config["endpoint"] = self.endpoint
+        if not self.allow_private_addresses:
+            config["allow_private_addresses"] = False
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> LanguageModel:
@@ -187,7 +226,7 @@ class LanguageModel:
 
     def supports_response_schema(self) -> bool:
         if self.structured_output != "auto":
-            return self.structured_output == "response_format"
+            return self.structured_output in ("response_format", "json_object")
         if self._supports_schema is None:
             try:
                 litellm = get_litellm()
@@ -218,7 +257,12 @@ class LanguageModel:
         )
         use_format = self.supports_response_schema()
         messages = with_output_note(
-            messages, output_note(schema, with_schema=not use_format, key=data_model)
+            messages,
+            output_note(
+                schema,
+                with_schema=not use_format or self.structured_output == "json_object",
+                key=data_model,
+            ),
         )
         attempts = [temperature]
         if temperature == 0.0:
@@ -403,15 +447,17 @@ class LanguageModel:
             "temperature": temperature,
             "num_retries": 0,
         }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self._endpoint is not None:  # its own key or none, a guarded client
+            kwargs.update(self._endpoint.request_options("chat"))
         if self.max_tokens:
             kwargs["max_tokens"] = self.max_tokens
         if self.timeout:
             kwargs["timeout"] = self.timeout
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if schema is not None:
+        if schema is not None and self.structured_output == "json_object":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": True},
