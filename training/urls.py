@@ -9,10 +9,20 @@ from training.insight.views import (
     eval_table,
     population,
     run_page,
+    selection,
     traces,
 )
 from training.programs.views import program_versions, programs
-from training.runs.views import branching, budget, forecast, home, promote, run_management, runs
+from training.runs.views import (
+    branching,
+    budget,
+    candidate_versions,
+    forecast,
+    home,
+    promote,
+    run_management,
+    runs,
+)
 
 app_name = "training"
 
@@ -59,6 +69,12 @@ urlpatterns = [
         "runs/<int:pk>/population/embed/",
         population.run_population_embed,
         name="run-population-embed",
+    ),
+    path("runs/<int:pk>/selection/", selection.run_selection, name="run-selection"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/use/",
+        candidate_versions.candidate_use,
+        name="candidate-use",
     ),
     path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),
