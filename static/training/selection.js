@@ -70,7 +70,7 @@
     const shown = points.filter((p) => p.selection != null);
     frame(svg, "validation reward", "selection reward", [0, 0.25, 0.5, 0.75, 1], [0, 0.5, 1], unit, unitY);
     svg.appendChild(el("line", { x1: unit(0), y1: unitY(0), x2: unit(1), y2: unitY(1), class: "chart-diagonal" }));
-    shown.forEach((p) => {
+    shown.sort((a, b) => Number(a.chosen) - Number(b.chosen)).forEach((p) => {
       const dot = el("circle", { cx: unit(p.reward), cy: unitY(p.selection), r: p.chosen ? 7 : 5, class: `chart-point${p.chosen ? " chosen" : ""}`, "data-candidate": p.id });
       tipOn(dot, `${p.id} · ${p.operation}: validation ${fmt(p.reward)}, selection ${fmt(p.selection)}${p.chosen ? " · chosen" : ""}`);
       svg.appendChild(dot);
@@ -98,7 +98,8 @@
     if (front.length > 1) {
       svg.appendChild(el("polyline", { points: front.map((p) => `${sx(p.tokens)},${unitY(p.reward)}`).join(" "), class: "chart-front" }));
     }
-    shown.forEach((p) => {
+    // the chosen candidate last, on top of any point at the same place
+    shown.sort((a, b) => Number(a.chosen) - Number(b.chosen)).forEach((p) => {
       if (p.low != null) {
         svg.appendChild(el("line", { x1: sx(p.tokens), x2: sx(p.tokens), y1: unitY(p.low), y2: unitY(p.high), class: "chart-interval" }));
       }
