@@ -126,3 +126,48 @@ def test_others_get_404(client, other_user, user, demo_dataset):
     assert client.post(url).status_code == 404
     assert not ProgramVersion.objects.filter(source_candidate=candidate).exists()
     assert Run.objects.get(pk=run.pk).status == Run.SUCCEEDED
+
+
+def test_the_leaderboard_marks_wins_within_noise(client_user, user, program, demo_dataset):
+    run = make_run(user, program, demo_dataset, status=Run.SUCCEEDED)
+    rewards = {
+        "c1": [0.0] * 10,
+        "c2": [1.0] + [0.0] * 9,
+        "c3": [1.0] * 8 + [0.0] * 2,
+        "c4": [1.0] * 7 + [0.0] * 3,
+    }
+    for cid, values in rewards.items():
+        Candidate.objects.create(
+            run=run,
+            variable="generator/state",
+            candidate_id=cid,
+            parent_ids=[] if cid == "c1" else ["c1"],
+            operation="seed" if cid == "c1" else "mutation",
+            value={"instructions": cid, "examples": []},
+            reward=sum(values) / len(values),
+            status="best" if cid == "c3" else "kept",
+            example_rewards=values,
+            prompt_tokens_per_call={"c1": 50.0, "c2": 40.0, "c3": 90.0, "c4": 60.0}[cid],
+        )
+    page = client_user.get(run.get_absolute_url()).content.decode()
+
+    def leaderboard_row(cid):
+        return re.search(
+            rf'<tr class="candidate [^"]*"[^>]*data-candidate="{cid}".*?</tr>', page, re.S
+        )[0]
+
+    assert "within noise" in leaderboard_row("c2")  # one example above the seed of ten
+    assert "within noise" not in leaderboard_row("c3")  # eight above: beyond noise
+    assert "within noise" not in leaderboard_row("c1")
+    rows = {r.candidate.candidate_id: r for r in candidate_confidence.report(run)["rows"]}
+    assert rows["c2"].vs_seed.word == "within noise" and rows["c3"].vs_seed.word == "yes"
+    # c2 is cheaper than the best (c3) but worse beyond noise; c1 likewise: no "use this one"
+    assert rows["c3"].vs_best is None
+    assert rows["c2"].vs_best.word == "worse" and not rows["c2"].cheaper_within_noise
+    # the front: c2 (40 tokens, 0.1), c4 (60, 0.7), c3 (90, 0.8); c1 (50, 0.0) is dominated
+    assert {cid for cid, r in rows.items() if r.pareto} == {"c2", "c3", "c4"}
+    # c4: a third fewer tokens than the best, one example below it: "use this one"
+    assert rows["c4"].vs_best.word == "within noise" and rows["c4"].cheaper_within_noise
+    html = section(client_user, run)
+    buttons = re.findall(r'data-candidate="(c\d)".*?(use-candidate|</tr>)', html, re.S)
+    assert [cid for cid, what in buttons if what == "use-candidate"] == ["c4"]

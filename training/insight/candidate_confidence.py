@@ -104,6 +104,24 @@ def interval(rewards: list[float]) -> tuple[float, float] | None:
     return result.low, result.high
 
 
+def mark_noise_wins(run: Run, candidates: list[Candidate]) -> list[Candidate]:
+    """Set ``win_within_noise`` on each of ``candidates`` (the leaderboard's rows): it scored
+    above its variable's seed, yet the paired interval of that gain includes 0. One bootstrap
+    per such candidate; the seeds are read once."""
+    seeds = {c.variable: c for c in run.candidates.filter(operation="seed").exclude(reward=None)}
+    for candidate in candidates:
+        seed = seeds.get(candidate.variable)
+        candidate.win_within_noise = False
+        if seed is None or candidate.pk == seed.pk or candidate.reward is None:
+            continue
+        if candidate.reward > seed.reward:
+            result = verdict(
+                list(seed.example_rewards or []), list(candidate.example_rewards or [])
+            )
+            candidate.win_within_noise = result is not None and result.within_noise
+    return candidates
+
+
 def _rows(run: Run) -> list[Candidate]:
     return list(run.candidates.exclude(reward=None).order_by("-reward", "epoch", "id")[:MAX_ROWS])
 
