@@ -31,14 +31,19 @@ def report(live_stack, run_id: int) -> dict:
     code = f"""
 import json
 from training.models import Run
-from training.insight import candidate_confidence
-r = candidate_confidence.report(Run.objects.get(pk={run_id}))
+from training.insight import candidate_confidence, provenance
+run = Run.objects.get(pk={run_id})
+r = candidate_confidence.report(run)
+[entry] = provenance.provenance(run)
+final = entry["final"].value
 print(json.dumps({{
     "rows": [{{"id": x.candidate.candidate_id, "low": x.low, "high": x.high,
                "parent": x.vs_parent.word if x.vs_parent else None,
                "seed": x.vs_seed.word if x.vs_seed else None,
                "noise": x.win_within_noise}} for x in r["rows"]],
-    "pareto": r["pareto_count"], "costed": r["costed_count"]}}))
+    "pareto": r["pareto_count"], "costed": r["costed_count"],
+    "pieces": [[p.kind, p.origin.candidate_id] for p in entry["pieces"]],
+    "parts": len(provenance.sentences(final["instructions"])) + len(final["examples"])}}))
 """
     return json.loads(shell(live_stack, code))
 
@@ -97,6 +102,13 @@ def test_intervals_verdicts_and_charts_of_an_omega_run(logged_in_page, live_stac
     # points with the same tokens and reward overlap: the tip is asked for directly
     chart.locator("circle.pareto").first.dispatch_event("mouseenter")
     expect(page.locator("#selection-tip")).to_contain_text(re.compile(r"prompt tokens/call"))
+
+    # every sentence and example of the final prompt says where it came from
+    pieces = page.locator("#provenance tr.provenance-row")
+    expect(pieces).to_have_count(expected["parts"])
+    shown = [[r.get_attribute("data-kind"), r.get_attribute("data-origin")] for r in pieces.all()]
+    assert shown == expected["pieces"]
+    assert any(kind == "example" for kind, _ in shown)  # OMEGA here draws few-shot examples
 
     screenshot(page, "selection-1280")
     page.set_viewport_size({"width": 390, "height": 900})

@@ -11,7 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from training.insight import candidate_confidence
+from training.insight import candidate_confidence, provenance
 from training.models import Candidate, ProgramVersion, Run
 from training.programs import program_versions
 from training.runs import candidate_versions
@@ -171,3 +171,48 @@ def test_the_leaderboard_marks_wins_within_noise(client_user, user, program, dem
     html = section(client_user, run)
     buttons = re.findall(r'data-candidate="(c\d)".*?(use-candidate|</tr>)', html, re.S)
     assert [cid for cid, what in buttons if what == "use-candidate"] == ["c4"]
+
+
+def test_provenance_names_the_step_that_introduced_each_part(
+    client_user, user, program, demo_dataset
+):
+    run = make_run(user, program, demo_dataset, status=Run.SUCCEEDED)
+    example = {"inputs": {"message": "<b>refund</b> please"}, "outputs": {"team": "money"}}
+    rows = [
+        ("c1", [], "seed", "Route the message.", [], 0.2),
+        ("c2", ["c1"], "mutation", "Route the message. Refunds go to money.", [], 0.5),
+        ("c3", ["c2"], "few_shot", "Route the message. Refunds go to money.", [example], 0.6),
+        (
+            "c4",
+            ["c3", "c1"],
+            "crossover",
+            "Route the message. Refunds go to money. Be brief.",
+            [example],
+            0.7,
+        ),
+    ]
+    for cid, parents, operation, text, examples, reward in rows:
+        Candidate.objects.create(
+            run=run,
+            variable="generator/state",
+            candidate_id=cid,
+            parent_ids=parents,
+            operation=operation,
+            value={"instructions": text, "examples": examples},
+            reward=reward,
+            status="best" if cid == "c4" else "kept",
+            epoch=int(cid[1]) - 1,
+        )
+    [entry] = provenance.provenance(run)
+    origins = {p.text if p.kind == "sentence" else "example": p for p in entry["pieces"]}
+    assert origins["Route the message."].before_training
+    assert origins["Refunds go to money."].origin.candidate_id == "c2"
+    assert origins["Refunds go to money."].reward_change == pytest.approx(0.3)
+    assert origins["example"].origin.candidate_id == "c3"
+    assert origins["example"].origin.operation == "few_shot"
+    assert origins["Be brief."].origin.candidate_id == "c4"
+    assert origins["Be brief."].reward_change == pytest.approx(0.1)  # against c3, its first parent
+    html = section(client_user, run)
+    shown = re.findall(r'<tr class="provenance-row" data-kind="(\w+)" data-origin="(c\d)"', html)
+    assert shown == [("sentence", "c1"), ("sentence", "c2"), ("sentence", "c4"), ("example", "c3")]
+    assert "&lt;b&gt;refund&lt;/b&gt;" in html and "<b>refund</b>" not in html

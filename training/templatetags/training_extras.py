@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from django import template
@@ -73,3 +74,12 @@ def split_label(key) -> str:
     if key.startswith("val_"):
         return f"validation {key[4:]}"
     return f"training {key}"
+
+
+@register.filter
+def json_text(value) -> str:
+    """``value`` as compact JSON text (autoescaped where it is shown: LM output is untrusted)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
