@@ -15,8 +15,8 @@ Label ``negative | neutral | positive``. File order: the first ``--train`` rows 
 ``--validation`` validate, the next ``--selection`` are the selection split, the next
 ``--test`` test; the same rows for every seed.
 
-Program: one Generator on ``local/smollm2`` (temperature 0, max_tokens 32, a new in-memory response
-cache per seed), instructions naming the task but not the labels, the output a ``Literal`` (grammar-
+Program: one Generator on ``local/smollm2`` (temperature 0, max_tokens 32, no response cache:
+see ``task_model``), instructions naming the task but not the labels, the output a ``Literal`` (grammar-
 constrained), ExactMatch. OMEGA: few-shot on (1-3 examples), DNS on ``local/minilm``,
 mutations on ``local/smollm2`` with ``max_tokens=384`` (as ``bench/learning.py``); fit seed =
 optimizer seed = the seed; batch size 8.
@@ -147,12 +147,11 @@ async def test_reward(program, value, x_test, y_test) -> float:
 
 
 def task_model():
-    """The program's model, new for each seed: its in-memory response cache never answers one
-    seed's scoring from another's (a cached answer is no call, and then a candidate's prompt
-    tokens and latency per call are not measured)."""
-    return synalinks.LanguageModel(
-        model="local/smollm2", temperature=0.0, max_tokens=32, cache="memory"
-    )
+    """The program's model, without a response cache: the in-memory cache is shared by the
+    process, so it answered seed 1's scoring of the seed from seed 0's, and a cached answer is
+    no call: that candidate's prompt tokens and latency per call went unmeasured. (Within a
+    fit the engine's prediction memo still answers a repeated input.)"""
+    return synalinks.LanguageModel(model="local/smollm2", temperature=0.0, max_tokens=32)
 
 
 async def run_seed(rows, seed, em, args) -> dict:
