@@ -142,6 +142,16 @@ class ProgramVersion(models.Model):
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
     )
+    # A candidate saved as this version ("use this one" on the run page: a cheaper candidate
+    # within noise of the best, ``training.runs.candidate_versions``); None for a run's
+    # trained program. Its run is ``source_run_number``.
+    source_candidate = models.ForeignKey(
+        "Candidate",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="saved_versions",
+    )
     test_reward = models.FloatField(null=True, blank=True)  # the source run's test reward after
     baseline_reward = models.FloatField(null=True, blank=True)  # ... and before training
     created = models.DateTimeField(auto_now_add=True)
@@ -260,6 +270,10 @@ class Run(models.Model):
     # "latest": [{"text", "operation", "variable", "field", "epoch"}]}}}
     # (training.execution.refusals).
     refusals = models.JSONField(default=dict, blank=True)
+    # The choice on the selection split (``fit(selection_split=...)``), per variable: the
+    # engine's ``final_selection`` event {"contenders", "top_k", "selection_samples",
+    # "margin", "validation_best_id", "chosen_id", "chosen_reward", "chosen_selection_reward"}.
+    final_selection = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -382,6 +396,16 @@ class Candidate(models.Model):
     # ``status`` (kept/dropped), so the map can show each epoch's population.
     embedding = models.JSONField(null=True, blank=True)
     status_epoch = models.IntegerField(null=True, blank=True)
+    # What scoring it measured (the engine's ``trainers/candidate_scores.py``, in its
+    # ``candidate`` event): each scoring example's reward in order (at most
+    # ``MAX_EXAMPLE_REWARDS``; what the run page's intervals and paired verdicts bootstrap),
+    # the prediction calls made, their mean prompt tokens and seconds per call; and its mean
+    # reward on the selection split when it was a contender there.
+    example_rewards = models.JSONField(null=True, blank=True)
+    scoring_calls = models.IntegerField(null=True, blank=True)
+    prompt_tokens_per_call = models.FloatField(null=True, blank=True)
+    latency_per_call = models.FloatField(null=True, blank=True)
+    selection_reward = models.FloatField(null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

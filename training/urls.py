@@ -9,12 +9,14 @@ from training.insight.views import (
     eval_table,
     population,
     run_page,
+    selection,
     traces,
 )
 from training.programs.views import endpoints, program_versions, programs
 from training.runs.views import (
     branching,
     budget,
+    candidate_versions,
     forecast,
     hand_candidates,
     home,
@@ -84,6 +86,12 @@ urlpatterns = [
         "runs/<int:pk>/population/embed/",
         population.run_population_embed,
         name="run-population-embed",
+    ),
+    path("runs/<int:pk>/selection/", selection.run_selection, name="run-selection"),
+    path(
+        "runs/<int:pk>/candidates/<int:candidate_pk>/use/",
+        candidate_versions.candidate_use,
+        name="candidate-use",
     ),
     path("runs/<int:pk>/traces/", traces.trace_list, name="trace-list"),
     path("runs/<int:pk>/traces/<int:trace_pk>/", traces.trace_detail, name="trace-detail"),

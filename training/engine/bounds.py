@@ -228,12 +228,23 @@ VALIDATION_SPLIT = FloatRange(
     0.95,
     help="Share of the training rows held out to score candidates (0: score on training rows).",
 )
+#: ``fit(selection_split=...)`` (an extension of the guide): the fraction of the training data
+#: held out from training *and* validation (the last rows, cut before the validation split).
+#: After fit, the top validation candidates are scored on it and the best there is the final
+#: program, so a candidate that was lucky on a small validation set is not simply kept.
+SELECTION_SPLIT = FloatRange(
+    0.0,
+    0.5,
+    help="Share of the training rows held out from training and validation; the final program "
+    "is the best on them among the top validation candidates (0: choose on validation).",
+)
 
 __all__ = [
     "BATCH_SIZE",
     "EPOCHS",
     "MAX_COUNT",
     "VALIDATION_SPLIT",
+    "SELECTION_SPLIT",
     "Choice",
     "Flag",
     "FloatRange",

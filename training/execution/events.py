@@ -54,6 +54,7 @@ EVENT_PARTS = {
     "optimizer_error": ("leaderboard",),
     "candidate_refused": ("leaderboard",),
     "selection": ("leaderboard",),
+    "final_selection": ("leaderboard",),
 }
 # Fragments that re-read every candidate (embeddings included): a candidate event sends them
 # at most once per SLOW_PARTS_SECONDS (``PartsThrottle``); the next epoch_end sends those a

@@ -29,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from training.engine.callbacks import Callback
+from training.engine.trainers.candidate_scores import MAX_EXAMPLE_REWARDS
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
 from training.execution import evaluation_examples, events, hand_candidates, refusals, summaries
 from training.execution.usage import merged_usage
@@ -219,6 +220,31 @@ class PersistenceCallback(Callback):
             selection[variable] = entry
             return self._update(selection=selection)
 
+    def _on_final_selection(self, event: dict) -> Run | None:
+        """The choice on the selection split, per variable (``fit(selection_split=...)``)."""
+        keys = (
+            "top_k",
+            "selection_samples",
+            "margin",
+            "validation_best_id",
+            "chosen_id",
+            "chosen_reward",
+            "chosen_selection_reward",
+        )
+        entry = {key: event.get(key) for key in keys}
+        entry["contenders"] = [str(c)[:50] for c in (event.get("contenders") or [])[:50]]
+        variable = str(event.get("variable") or "")[:200]
+        with transaction.atomic():
+            current = (
+                Run.objects.select_for_update()
+                .filter(pk=self.run_id)
+                .values_list("final_selection", flat=True)
+                .first()
+            )
+            chosen = dict(current or {})
+            chosen[variable] = entry
+            return self._update(final_selection=chosen)
+
     def _on_candidate_refused(self, event: dict) -> Run | None:
         """A mutation/crossover the optimizer refused as junk before scoring it: counted by
         rule with its latest texts (``training.execution.refusals``)."""
@@ -303,10 +329,31 @@ def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[st
     }
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def event_fields(event: dict[str, Any]) -> dict[str, Any]:
-    """The map's columns of a ``candidate`` event: the competition epoch and the embedding,
-    only when the event has them (a later event without one never erases it)."""
+    """The optional columns of a ``candidate`` event: the map's (competition epoch,
+    embedding) and the scoring's (per-example rewards, calls, prompt tokens and latency per
+    call, selection reward), only when the event has them (a later event without one, a
+    competition's kept/dropped, never erases them)."""
     fields: dict[str, Any] = {}
+    rewards = event.get("example_rewards")
+    if (
+        isinstance(rewards, list)
+        and len(rewards) <= MAX_EXAMPLE_REWARDS
+        and all(_number(r) and 0.0 <= r <= 1.0 for r in rewards)
+    ):
+        fields["example_rewards"] = [float(r) for r in rewards]
+        for key in ("prompt_tokens_per_call", "latency_per_call"):
+            value = event.get(key)
+            fields[key] = float(value) if _number(value) and value >= 0 else None
+        calls = event.get("scoring_calls")
+        fields["scoring_calls"] = int(calls) if _number(calls) and calls >= 0 else None
+    selection = event.get("selection_reward")
+    if _number(selection) and 0.0 <= selection <= 1.0:
+        fields["selection_reward"] = float(selection)
     epoch = event.get("competition_epoch")
     if isinstance(epoch, int) and not isinstance(epoch, bool):
         fields["status_epoch"] = epoch

@@ -60,6 +60,7 @@ TRAINING = {
     "epochs": bounds.EPOCHS.narrow(1000),
     "batch_size": bounds.BATCH_SIZE.narrow(4096),
     "validation_split": bounds.VALIDATION_SPLIT,
+    "selection_split": bounds.SELECTION_SPLIT,
     "seed": bounds.IntRange(
         0, 2**31 - 1, help="Fixes the shuffle and the optimizer's draws; empty picks one."
     ),
@@ -82,6 +83,7 @@ TRAINING_DEFAULTS = {
     "epochs": 3,
     "batch_size": 8,
     "validation_split": 0.2,
+    "selection_split": bounds.defaults(synalinks.Program.fit)["selection_split"],
     "shuffle": bounds.defaults(synalinks.Program.fit)["shuffle"],
     "seed": None,
     "evaluations_before": 1,
@@ -266,7 +268,7 @@ def validate_run_config(
     ]
 
     # Training loop
-    for key in ("epochs", "batch_size", "validation_split"):
+    for key in ("epochs", "batch_size", "validation_split", "selection_split"):
         config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
     config["shuffle"] = bool(_value(data, "shuffle", TRAINING_DEFAULTS["shuffle"]))
     seed = _value(data, "seed", secrets.randbelow(2**31))  # stored: a resume replays the order
@@ -390,8 +392,9 @@ def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
             past the run's last epoch.
 
     Returns:
-        ``validation_split``, ``epochs``, ``batch_size``, ``shuffle``, ``initial_epoch`` and
-        ``seed``, typed as ``fit`` takes them.
+        ``validation_split``, ``selection_split`` (0 for a configuration stored before it
+        existed), ``epochs``, ``batch_size``, ``shuffle``, ``initial_epoch`` and ``seed``,
+        typed as ``fit`` takes them.
 
     Example:
         >>> fit_kwargs({**TRAINING_DEFAULTS, "seed": 7})["epochs"]
@@ -400,6 +403,7 @@ def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
     epochs = int(config["epochs"])
     return {
         "validation_split": float(config["validation_split"]),
+        "selection_split": float(config.get("selection_split") or 0.0),
         "epochs": epochs,
         "batch_size": int(config["batch_size"]),
         "shuffle": bool(config["shuffle"]),

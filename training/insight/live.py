@@ -29,7 +29,14 @@ from django.template.loader import render_to_string
 
 from training.execution import summaries
 from training.execution.events import ALL_PARTS
-from training.insight import lineage, population_map, run_advice, spend, timing
+from training.insight import (
+    candidate_confidence,
+    lineage,
+    population_map,
+    run_advice,
+    spend,
+    timing,
+)
 from training.insight.eval_table import table_context
 from training.insight.live_renderer import LiveRenderer
 from training.insight.queue_state import queue_state
@@ -94,6 +101,7 @@ def leaderboard(run: Run) -> dict[str, Any]:
         run.candidates.order_by(F("reward").desc(nulls_last=True), "epoch", "id")[:LEADERBOARD_SIZE]
     )
     with_parent_links(run, candidates)
+    candidate_confidence.mark_noise_wins(run, candidates)  # "within noise" beside a lucky win
     statuses = dict(  # order_by(): the model's default ordering would split the groups
         run.candidates.order_by()
         .values("status")

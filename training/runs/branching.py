@@ -189,6 +189,7 @@ def initial_from_config(run: Run) -> dict[str, Any]:
         "epochs",
         "batch_size",
         "validation_split",
+        "selection_split",
         "shuffle",
         "seed",
         "evaluations_before",

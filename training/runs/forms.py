@@ -108,7 +108,7 @@ def _optimizer_fields() -> dict[str, forms.Field]:
 def _training_fields() -> dict[str, forms.Field]:
     fields = {
         key: bounded_field(TRAINING[key], TRAINING_DEFAULTS[key])
-        for key in ("epochs", "batch_size", "validation_split")
+        for key in ("epochs", "batch_size", "validation_split", "selection_split")
     }
     fields["shuffle"] = forms.BooleanField(
         required=False, initial=TRAINING_DEFAULTS["shuffle"], help_text=TRAINING_HELP["shuffle"]
@@ -224,7 +224,13 @@ class RunForm(forms.Form):
             "reward_human_marks",
         ),
         "metrics": ("metrics", "metrics_in_mask"),
-        "training": ("shuffle", "seed", "evaluations_before", "evaluations_after"),
+        "training": (
+            "selection_split",
+            "shuffle",
+            "seed",
+            "evaluations_before",
+            "evaluations_after",
+        ),
         "budget": ("budget_calls", "budget_cost", "budget_minutes"),
     }
     #: Shown first; the rest of the form (but the budget) sits under "Advanced settings".

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from django import template
@@ -89,3 +90,12 @@ def split_label(key) -> str:
 def operation_label(value) -> str:
     """A candidate's operation as pages say it: ``by_hand`` is "by hand" (a person's)."""
     return "by hand" if value == "by_hand" else str(value or "")
+
+
+@register.filter
+def json_text(value) -> str:
+    """``value`` as compact JSON text (autoescaped where it is shown: LM output is untrusted)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)

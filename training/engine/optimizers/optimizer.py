@@ -27,6 +27,14 @@ Which candidate a variable takes (``select`` at each epoch end, ``on_train_end``
 one validation example's worth (``tie_margin``, set from the scoring set's size at ``attach``),
 so a run never ends below its start on validation. After each selection a ``selection`` event
 says, per variable, how many candidates beat the seed.
+
+With a selection split (``fit(selection_split=...)``, ``attach_selection``), ``on_train_end``
+scores the top validation candidates on it (``final_selection``) and the variable takes the
+best there; a ``final_selection`` event says which were compared and which won.
+
+A scorer that has ``score_examples`` (the trainer's) also gives each example's reward and the
+calls' prompt tokens and latency (``trainers/candidate_scores.py``): they ride in the
+candidate's ``candidate`` event, never in the candidate dict (saved with the program).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
 from training.engine.language_models.tracing import trace_context
-from training.engine.optimizers import label_balance
+from training.engine.optimizers import final_selection, label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.saving import register_synalinks_serializable
 from training.engine.variables import Variable
@@ -123,6 +131,10 @@ class Optimizer:
         self._scores: dict[str, float] = {}
         #: Candidate scorings answered from ``_scores`` (no prediction made).
         self.score_reuses = 0
+        #: {assignment key: CandidateScore} when the scorer gives per-example rewards.
+        self._details: dict[str, Any] = {}
+        #: Scores candidates on the selection split (None: choose on validation alone).
+        self._selection_scorer: Callable | None = None
 
     # -- wiring (trainer) ------------------------------------------------------------------
     def attach(
@@ -135,8 +147,14 @@ class Optimizer:
         # fit's set are not reused.
         self.tie_margin = sel.tie_margin(getattr(scorer, "examples", None))
         self._scores = {}
+        self._details = {}
+        self._selection_scorer = None
         if self.seed is None and seed is not None:
             self.rng = random.Random(seed)
+
+    def attach_selection(self, scorer: Callable | None) -> None:
+        """The selection split's scorer (``fit(selection_split=...)``), or None."""
+        self._selection_scorer = scorer
 
     async def emit(self, event: dict[str, Any]) -> None:
         if self.callbacks is not None:
@@ -229,9 +247,20 @@ class Optimizer:
         if key in self._scores:  # the same values on the same validation set: same reward
             self.score_reuses += 1
             return self._scores[key]
-        reward = await self._scorer(values)
+        score_examples = getattr(self._scorer, "score_examples", None)
+        if callable(score_examples):
+            details = await score_examples(values)
+            self._details[key] = details
+            reward = details.reward
+        else:
+            reward = await self._scorer(values)
         self._scores[key] = reward
         return reward
+
+    def score_details(self, values: dict[str, dict[str, Any]]) -> Any:
+        """The :class:`CandidateScore` of ``values`` in this fit (None when the scorer gives
+        no details or they were not scored)."""
+        return self._details.get(self._assignment_key(values))
 
     def _assignment_key(self, values: dict[str, dict[str, Any]]) -> str:
         """What ``score(values)`` evaluates: every trainable variable's value once ``values``
@@ -245,10 +274,12 @@ class Optimizer:
         values = {variable.name: candidate["value"] for variable, candidate in group}
         with trace_context(candidate_id=group[0][1]["id"]):  # its validation predictions
             reward = await self.score(values)
+        details = self.score_details(values)
+        extra = details.event_fields() if details is not None else {}
         for variable, candidate in group:
             candidate["reward"] = reward
             candidate["status"] = "scored"
-            await self.emit_candidate(variable, candidate)
+            await self.emit_candidate(variable, candidate, **extra)
         return reward
 
     async def score_pending(self) -> None:
@@ -340,13 +371,60 @@ class Optimizer:
             )
 
     async def on_train_end(self) -> None:
+        champions = {v.name: self.champion(v) for v in self.trainable_variables}
+        for variable in self.trainable_variables:  # every variable at its validation champion
+            if champions[variable.name] is not None:
+                variable.assign(champions[variable.name]["value"])
         for variable in self.trainable_variables:
-            best = self.champion(variable)
+            best = champions[variable.name]
             if best is None:
                 continue
+            if self._selection_scorer is not None and not getattr(
+                self.program, "interrupted", False
+            ):  # a cancelled fit keeps its validation champion, scoring nothing more
+                best = await self.choose_on_selection(variable, best)
             variable.assign(best["value"])
             best["status"] = "best"
             await self.emit_candidate(variable, best)
+
+    async def choose_on_selection(
+        self, variable: Variable, validation_best: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Score ``variable``'s top validation candidates on the selection split (the other
+        variables at their champions) and return the best there (``final_selection``); emit
+        each contender's ``selection_reward`` and one ``final_selection`` event."""
+        scorer = self._selection_scorer
+        contenders = final_selection.contenders(variable.candidates)
+        for candidate in contenders:
+            if candidate.get("selection_reward") is not None:
+                continue
+            with trace_context(candidate_id=candidate["id"]):
+                details = await scorer.score_examples({variable.name: candidate["value"]})
+            candidate["selection_reward"] = details.reward
+            await self.emit_candidate(
+                variable,
+                candidate,
+                selection_reward=details.reward,
+                **details.event_fields(prefix="selection_"),
+            )
+        margin = sel.tie_margin(getattr(scorer, "examples", None))
+        chosen = final_selection.choose(contenders, margin) or validation_best
+        await self.emit(
+            {
+                "type": "final_selection",
+                "epoch": self.epoch,
+                "variable": variable.name,
+                "top_k": final_selection.TOP_K,
+                "contenders": [c["id"] for c in contenders],
+                "selection_samples": getattr(scorer, "examples", None),
+                "margin": round(margin, 6),
+                "validation_best_id": validation_best["id"],
+                "chosen_id": chosen["id"],
+                "chosen_reward": chosen.get("reward"),
+                "chosen_selection_reward": chosen.get("selection_reward"),
+            }
+        )
+        return chosen
 
     # -- examples (few-shot) ---------------------------------------------------------------
     def collect_examples(self, x, y, y_pred, rewards, traces) -> None:

@@ -1,13 +1,15 @@
 """Turning what ``fit`` / ``evaluate`` / ``predict`` are given into lists the trainer batches.
 
 - :func:`as_object_array`: a numpy object array (or list) of DataModels, checked.
-- :func:`prepare_fit_data`: ``fit``'s x / y checked against the program, and the validation
-  set taken from ``validation_data`` or cut off the end by ``validation_split``.
+- :func:`prepare_fit_data`: ``fit``'s x / y checked against the program, the selection set
+  cut off the end by ``selection_split`` (an extension of the guide: held out from training
+  and validation alike), then the validation set taken from ``validation_data`` or cut off the
+  end of what remains by ``validation_split``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,8 @@ class FitData:
     y: list
     val_x: list
     val_y: list
+    sel_x: list = field(default_factory=list)
+    sel_y: list = field(default_factory=list)
 
     @property
     def scoring_set(self) -> tuple[list, list]:
@@ -58,17 +62,36 @@ class FitData:
         return (self.val_x, self.val_y) if self.val_x else (self.x, self.y)
 
 
-def check_fit_arguments(validation_split: float, epochs: int, initial_epoch: int) -> None:
-    """Reject a ``validation_split`` or ``epochs`` outside their bounds (``bounds.py``) and
-    an ``initial_epoch`` outside ``0..epochs``."""
+def check_fit_arguments(
+    validation_split: float, epochs: int, initial_epoch: int, selection_split: float = 0.0
+) -> None:
+    """Reject a ``validation_split``, ``selection_split`` or ``epochs`` outside their bounds
+    (``bounds.py``) and an ``initial_epoch`` outside ``0..epochs``."""
     bounds.VALIDATION_SPLIT.check("validation_split", validation_split)
+    bounds.SELECTION_SPLIT.check("selection_split", selection_split)
     bounds.EPOCHS.check("epochs", epochs)
     if not 0 <= initial_epoch <= epochs:
         raise ValueError(f"need 0 <= initial_epoch <= epochs (got {initial_epoch}, {epochs})")
 
 
+def _cut(items: list, targets: list, fraction: float, what: str) -> tuple[list, ...]:
+    """(kept items, kept targets, cut items, cut targets): ``fraction`` of the rows, from the end."""
+    cut = len(items) - int(round(len(items) * fraction))
+    if cut <= 0 or cut >= len(items):
+        raise ValueError(
+            f"{what}={fraction} leaves no training or no {what.split('_')[0]} data out of "
+            f"{len(items)} examples"
+        )
+    return items[:cut], targets[:cut], items[cut:], targets[cut:]
+
+
 def prepare_fit_data(
-    program: Any, x: Any, y: Any, validation_split: float, validation_data: tuple | None
+    program: Any,
+    x: Any,
+    y: Any,
+    validation_split: float,
+    validation_data: tuple | None,
+    selection_split: float = 0.0,
 ) -> FitData:
     """Check ``fit``'s data against ``program`` and set the validation examples apart.
 
@@ -79,6 +102,9 @@ def prepare_fit_data(
         validation_split: the fraction of (x, y), taken from the end, kept for validation
             (ignored when ``validation_data`` is given).
         validation_data: ``(x_val, y_val)``, or None.
+        selection_split: the fraction of (x, y), taken from the end first, held out from
+            training and validation: after fit the final program is the best on it among the
+            top validation candidates (``optimizers/final_selection.py``).
 
     Returns:
         A :class:`FitData`.
@@ -89,6 +115,12 @@ def prepare_fit_data(
     """
     items = program.prepare_inputs(x, "x")
     targets = program.prepare_targets(y, len(items))
+    sel_items: list = []
+    sel_targets: list = []
+    if selection_split > 0:
+        items, targets, sel_items, sel_targets = _cut(
+            items, targets, selection_split, "selection_split"
+        )
     if validation_data is not None:
         if not isinstance(validation_data, list | tuple) or len(validation_data) != 2:
             raise ValueError("validation_data must be a tuple (x_val, y_val)")
@@ -97,16 +129,13 @@ def prepare_fit_data(
             validation_data[1], len(val_items), "validation_data y"
         )
     elif validation_split > 0:
-        cut = len(items) - int(round(len(items) * validation_split))
-        if cut <= 0 or cut >= len(items):
-            raise ValueError(
-                f"validation_split={validation_split} leaves no training or no validation "
-                f"data out of {len(items)} examples"
-            )
-        val_items, val_targets = items[cut:], targets[cut:]
-        items, targets = items[:cut], targets[:cut]
+        items, targets, val_items, val_targets = _cut(
+            items, targets, validation_split, "validation_split"
+        )
     else:
         val_items, val_targets = [], []
     if not items:
         raise ValueError("fit(): no training data")
-    return FitData(x=items, y=targets, val_x=val_items, val_y=val_targets)
+    return FitData(
+        x=items, y=targets, val_x=val_items, val_y=val_targets, sel_x=sel_items, sel_y=sel_targets
+    )

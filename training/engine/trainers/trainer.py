@@ -42,7 +42,7 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
-from training.engine.trainers import output_bounds
+from training.engine.trainers import candidate_scores, output_bounds
 from training.engine.trainers.data_adapter import (
     FitData,
     check_fit_arguments,
@@ -321,6 +321,7 @@ class Trainer(Predicting):
         seed: int | None = None,
         verbose: int = 0,
         bound_outputs: bool = True,
+        selection_split: float = 0.0,
     ) -> History:
         """Train the program's variables (instructions, few-shot examples) with its optimizer.
 
@@ -348,6 +349,12 @@ class Trainer(Predicting):
                 (:mod:`~training.engine.trainers.output_bounds`): exact-match rewards are unchanged
                 and rambling candidates cost a fraction of the time. False for a reward that
                 values long answers (an LM judge of explanations, say).
+            selection_split: (an extension of the guide) the fraction of (x, y), taken from
+                the end before the validation split, held out from training and validation.
+                After the last epoch the top validation candidates
+                (``final_selection.TOP_K``) are scored on it and the best there is the final
+                program (the starting value unless one beats it by one selection example);
+                0 chooses on validation alone.
 
         Returns:
             A :class:`History`: ``history.history`` has one value per epoch for ``reward``,
@@ -363,8 +370,8 @@ class Trainer(Predicting):
         """
         self._require_compiled("fit")
         batch_size = self._check_batch_size(batch_size)
-        check_fit_arguments(validation_split, epochs, initial_epoch)
-        data = prepare_fit_data(self, x, y, validation_split, validation_data)
+        check_fit_arguments(validation_split, epochs, initial_epoch, selection_split)
+        data = prepare_fit_data(self, x, y, validation_split, validation_data, selection_split)
         if seed is None:
             seed = secrets.randbelow(2**31)
         iterator = EpochIterator(data.x, data.y, batch_size=batch_size, shuffle=shuffle, seed=seed)
@@ -377,6 +384,7 @@ class Trainer(Predicting):
             "batch_size": batch_size,
             "samples": len(data.x),
             "validation_samples": len(data.val_x),
+            "selection_samples": len(data.sel_x),
             "seed": seed,
             "shuffle": shuffle,
             "initial_epoch": initial_epoch,
@@ -391,6 +399,11 @@ class Trainer(Predicting):
         self.budget_exhausted = None
         scorer = self._candidate_scorer(*data.scoring_set, batch_size)
         self.optimizer.attach(self, callback_list, scorer, seed=seed)
+        self.optimizer.attach_selection(
+            self._candidate_scorer(data.sel_x, data.sel_y, batch_size, split="selection")
+            if data.sel_x
+            else None
+        )
         previous_memo = self._memo
         if self._deterministic() and self._memo is None:
             self._memo = {}
@@ -408,21 +421,32 @@ class Trainer(Predicting):
         return history
 
     def _candidate_scorer(
-        self, score_items: list, score_targets: list, batch_size: int
+        self, score_items: list, score_targets: list, batch_size: int, split: str | None = None
     ) -> Callable[[dict[str, dict]], Awaitable[float]]:
         """The optimizer's scorer: the mean reward of the program with some variables set to
-        candidate values, on the validation set (the training set without one).
+        candidate values, on the validation set (the training set without one; the selection
+        set when ``split`` is ``"selection"``).
+
+        ``scorer.score_examples(values)`` gives the same scoring as a
+        :class:`~training.engine.trainers.candidate_scores.CandidateScore` (each example's
+        reward, the prediction calls' prompt tokens and latency); ``Optimizer.score`` uses it
+        when present, so a custom scorer that only returns a float still works.
 
         A scored row never retrieves its own example from a retrieval pool
         (``leaving_out_own_rows``), whichever optimizer scores: without a validation split the
         rows scored are the training rows a pool holds, and each would find its own answer.
         """
-        split = "validation" if self.history.params.get("validation_samples") else "train"
+        if split is None:
+            split = "validation" if self.history.params.get("validation_samples") else "train"
 
-        async def scorer(values: dict[str, dict]) -> float:
+        async def score_examples(values: dict[str, dict]) -> candidate_scores.CandidateScore:
             # The values hold for this task only (``variables.assigned``): the optimizer can
             # score a candidate while fit goes on predicting the next batch with its own.
-            with assigned(self.variables, values), retrieval.leaving_out_own_rows():
+            with (
+                assigned(self.variables, values),
+                retrieval.leaving_out_own_rows(),
+                usage_mod.track() as scoring_usage,
+            ):
                 rewards: list[float] = []
                 for start in range(0, len(score_items), batch_size):
                     with tracing.trace_context(split=split):
@@ -434,9 +458,14 @@ class Trainer(Predicting):
                                 score_targets[start : start + batch_size], outputs, start
                             )
                         )
-                return _mean(rewards)
+            return candidate_scores.from_usage(rewards, scoring_usage.to_dict(), split)
 
+        async def scorer(values: dict[str, dict]) -> float:
+            return (await score_examples(values)).reward
+
+        scorer.score_examples = score_examples
         scorer.examples = len(score_items)  # the optimizer's tie margin: one example's worth
+        scorer.split = split
         return scorer
 
     async def _train_epochs(

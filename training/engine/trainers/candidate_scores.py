@@ -1,0 +1,87 @@
+"""What scoring one candidate measured, beyond its mean reward.
+
+Why: a mean validation reward alone cannot say whether a candidate's win is real (on 20
+examples one answer is 0.05) nor what it costs. The trainer's candidate scorer keeps, for
+each scoring, every example's reward (so a page can bootstrap an interval and compare a
+candidate with its parent *on the same examples*) and what its prediction calls measured:
+prompt tokens and latency per call, as the provider counted them on the prompts the engine
+built (instructions + few-shot examples + the output-format note + the example's input; the
+inputs are the same scoring set for every candidate, so what differs between candidates is
+their instructions and examples).
+
+These go in the ``candidate`` event (``event_fields``), never in the candidate dict a variable
+keeps (which is saved with the program): a program document stays as small as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The most per-example rewards a candidate event carries (the first ones of the scoring
+#: set, in order). Past it the interval is over that many examples and says so (``n``).
+MAX_EXAMPLE_REWARDS = 1000
+#: Digits each reward keeps in an event (a 0/1 reward is exact; a cosine keeps 4 digits).
+REWARD_DIGITS = 4
+
+
+@dataclass
+class CandidateScore:
+    """One scoring of one assignment of values.
+
+    Attributes:
+        rewards: each scoring example's reward, in the scoring set's order.
+        calls: prediction LM calls made (memoised or cached answers are not calls).
+        prompt_tokens: the prompt tokens of those calls, as the provider reported them.
+        latency: the seconds those calls took, summed.
+        split: which split was scored (``validation``, ``train``, ``selection``).
+    """
+
+    rewards: list[float] = field(default_factory=list)
+    calls: int = 0
+    prompt_tokens: int = 0
+    latency: float = 0.0
+    split: str = "validation"
+
+    @property
+    def reward(self) -> float:
+        """The mean reward (0.0 with no example, as the trainer's other means)."""
+        return float(sum(self.rewards) / len(self.rewards)) if self.rewards else 0.0
+
+    @property
+    def prompt_tokens_per_call(self) -> float | None:
+        """Mean prompt tokens of one prediction call (None when no call was made)."""
+        return round(self.prompt_tokens / self.calls, 1) if self.calls else None
+
+    @property
+    def latency_per_call(self) -> float | None:
+        """Mean seconds of one prediction call (None when no call was made)."""
+        return round(self.latency / self.calls, 4) if self.calls else None
+
+    def event_fields(self, prefix: str = "") -> dict[str, Any]:
+        """The ``candidate`` event's keys for this scoring (``prefix`` names another split's,
+        e.g. ``selection_``)."""
+        rewards = [round(float(r), REWARD_DIGITS) for r in self.rewards[:MAX_EXAMPLE_REWARDS]]
+        fields: dict[str, Any] = {f"{prefix}example_rewards": rewards}
+        if not prefix:
+            fields.update(
+                {
+                    "scoring_calls": self.calls,
+                    "prompt_tokens_per_call": self.prompt_tokens_per_call,
+                    "latency_per_call": self.latency_per_call,
+                }
+            )
+        return fields
+
+
+def from_usage(rewards: list[float], usage: dict[str, Any], split: str) -> CandidateScore:
+    """A :class:`CandidateScore` from the rewards and a ``usage.track()`` dict of the scoring:
+    only the ``prediction`` role's calls (a judge reward's calls are not the candidate's)."""
+    role = (usage.get("by_role") or {}).get("prediction") or {}
+    return CandidateScore(
+        rewards=list(rewards),
+        calls=int(role.get("calls") or 0),
+        prompt_tokens=int(role.get("prompt_tokens") or 0),
+        latency=float(role.get("latency") or 0.0),
+        split=split,
+    )
