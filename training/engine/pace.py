@@ -43,6 +43,9 @@ RUN_OVERHEAD_SECONDS = 3.0
 #: The time range: the calls' range, then this much either way for how the pace varies from
 #: call to call and run to run (``bench/forecast_accuracy.py``).
 TIME_SPREAD = 0.25
+#: Tokens of the chat template around each message (a prompt's tokens: its characters at
+#: ``Pace.chars_per_token``, plus this per message).
+MESSAGE_TOKENS = 6
 #: Bounds on a learned ``time_factor`` (one odd run must not make the next forecast absurd).
 TIME_FACTOR_BOUNDS = (0.4, 4.0)
 #: Weight of the newest run in the learned ``time_factor`` (an exponential moving average).

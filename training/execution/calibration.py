@@ -36,7 +36,7 @@ import training.engine as synalinks
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
-from training.engine.pace import CallSize, Pace, fit_pace, overhead_seconds
+from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, fit_pace, overhead_seconds
 from training.models import LMCallTrace, ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
 
@@ -53,6 +53,8 @@ BURST = 4
 LEARNED_ROLES = {"judge": ("judge",), "mutation": ("mutation", "crossover")}
 #: Weight of the newest run in the learned sizes (an exponential moving average).
 SIZE_WEIGHT = 0.5
+#: Prediction traces of a run read for its characters per token.
+TRACES_READ = 50
 
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
@@ -118,16 +120,19 @@ class _Long(DataModel):
     text: str = Field(description="A detailed paragraph of about 120 words")
 
 
+#: Prompt text like a program's: instructions, and inputs and answers as JSON.
 _FILLER = (
-    "A customer wrote to the support desk about an invoice that was charged twice, a login "
-    "that fails after a password reset, and a parcel that never arrived at the address given. "
+    'Route each message. {"message": "My invoice INV-2291 was charged twice on 3 May", '
+    '"team": "billing"} {"message": "I cannot log in since the password reset.", "team": '
+    '"access"} {"message": "Parcel #88213 never arrived; the address was right.", "team": '
+    '"shipping"} '
 )
 
 
 def _short_prompt(nonce: int, long: bool = False) -> list[dict[str, str]]:
     # The nonce comes first, so no call reuses another's evaluated prompt (a local model
     # keeps the longest shared prefix).
-    text = f"Case {nonce}. " + (_FILLER * 8 if long else "") + f"Is {nonce} an even number?"
+    text = f"Case {nonce}. " + (_FILLER * 4 if long else "") + f"Is {nonce} an even number?"
     return [
         {"role": "system", "content": f"Request {nonce}: answer yes or no."},
         {"role": "user", "content": text},
@@ -308,6 +313,9 @@ def _learn(run_id: int) -> None:
     changes = {"sizes": sizes}
     if row.pace and by_role:
         pace = Pace.from_dict(row.pace)
+        chars_per_token = _chars_per_token(traces.filter(role="prediction"))
+        if chars_per_token:
+            pace = Pace.from_dict({**pace.to_dict(), "chars_per_token": chars_per_token})
         parts = stored.get("parts") or {}
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
@@ -315,6 +323,18 @@ def _learn(run_id: int) -> None:
         predicted = _call_seconds(pace, by_role, stored) + overhead
         changes["pace"] = pace.learned(run.active_seconds, predicted).to_dict()
     ModelPace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _chars_per_token(traces: Any) -> float | None:
+    """Characters of prompt text per token in a run's prediction calls (what the forecast
+    sizes a program's prompts by), the chat template's tokens of each message left out."""
+    chars = tokens = 0.0
+    for messages, prompt in traces.values_list("messages", "prompt_tokens")[:TRACES_READ]:
+        if not isinstance(messages, list) or not prompt:
+            continue
+        chars += sum(len(str(m.get("content") or "")) for m in messages if isinstance(m, dict))
+        tokens += prompt - MESSAGE_TOKENS * len(messages)
+    return chars / tokens if chars and tokens > 0 else None
 
 
 def _blend(old: Any, prompt: float, completion: float) -> dict[str, float]:

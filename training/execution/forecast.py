@@ -35,7 +35,7 @@ from training.engine import forecast as engine_forecast
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import MAX_TEXT_CHARS
-from training.engine.pace import CallSize, Pace, run_time
+from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.execution import budget, calibration, run_config
 from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
@@ -51,8 +51,6 @@ SIZED_ROWS = 24
 #: batch's report. Their answers: as long as the calibration's long answer.
 JUDGE_PROMPT_CHARS = 900
 MUTATION_PROMPT_CHARS = 1500
-#: Tokens of the chat template around each message, when the calibration did not say.
-MESSAGE_TOKENS = 6
 #: Share of a mutation's answer that is the new instructions (the rest: its reasoning).
 INSTRUCTION_SHARE = 0.5
 
