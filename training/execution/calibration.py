@@ -117,7 +117,10 @@ class _Short(DataModel):
 
 
 class _Long(DataModel):
-    text: str = Field(description="A detailed paragraph of about 120 words")
+    """Shaped like a mutation's answer: reasoning, then a long text (two long strings)."""
+
+    thinking: str = Field(description="One sentence on what the team must watch for")
+    instructions: str = Field(description="A detailed paragraph of about 100 words")
 
 
 #: Prompt text like a program's: instructions, and inputs and answers as JSON.

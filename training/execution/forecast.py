@@ -46,11 +46,14 @@ logger = logging.getLogger(__name__)
 #: Training rows whose prompts are sized (their mean stands for all).
 SIZED_ROWS = 24
 #: Prompt characters of an LM judge's call and of an OMEGA mutation before a run of the model
-#: has measured them (then ``calibration.learned_size``): the judge reads its instructions,
-#: the criteria, the reference and the prediction; a mutation reads the variable and the
-#: batch's report. Their answers: as long as the calibration's long answer.
-JUDGE_PROMPT_CHARS = 900
-MUTATION_PROMPT_CHARS = 1500
+#: has measured them (then ``calibration.learned_size``): the judge reads its instructions
+#: and the criteria, then the reference and the prediction (an example's answer each); a
+#: mutation reads its instructions and the variable, then the batch's report (each item's
+#: inputs, prediction and ground truth: an example and a half). Their answers: as long as the
+#: calibration's long answer (shaped like a mutation's).
+JUDGE_PROMPT_CHARS = 800
+MUTATION_PROMPT_CHARS = 1300
+REPORT_ITEM_SHARE = 1.5
 #: Share of a mutation's answer that is the new instructions (the rest: its reasoning).
 INSTRUCTION_SHARE = 0.5
 
@@ -166,7 +169,7 @@ def call_sizes(
     targets = targets[:SIZED_ROWS] or [{}]
     names = list(engine.inputs[0].data_model.model_fields)
     prompt = completion = fresh = 0.0
-    example_chars = 0.0
+    example_chars = answer_chars = 0.0
     max_tokens = None
     for generator in generators or [None]:
         if generator is None:
@@ -175,6 +178,7 @@ def call_sizes(
         prompt += sum(_tokens(c, m, pace) for c, m, _ in chars) / len(chars)
         fresh += sum(_tokens(last, 1, pace) for _, _, last in chars) / len(chars)
         answer = sum(len(json.dumps(t, ensure_ascii=False)) for t in targets) / len(targets)
+        answer_chars += answer
         answer_tokens = answer / max(pace.answer_chars_per_token, 0.5)
         if isinstance(generator, ChainOfThought):  # its reasoning comes first
             answer_tokens += 0.5 * (generator.language_model.max_tokens or 256)
@@ -199,7 +203,9 @@ def call_sizes(
         extra = example_tokens * (max(0, low) + max(0, high)) / 2
     elif name == "NearestFewShot":
         extra = example_tokens * int(params.get("k") or 3)
-    mutation = learned_or_assumed(learned, "mutation", MUTATION_PROMPT_CHARS, pace, assumptions)
+    batch = int(config["batch_size"])
+    mutation_chars = MUTATION_PROMPT_CHARS + batch * REPORT_ITEM_SHARE * example_chars
+    mutation = learned_or_assumed(learned, "mutation", mutation_chars, pace, assumptions)
     if name == "OMEGA":  # its candidates carry rewritten instructions
         instructions = max(
             (len((v.value.get("instructions") or "")) for v in engine.trainable_variables),
@@ -210,7 +216,8 @@ def call_sizes(
         )
         extra = max(0.0, written - instructions / pace.chars_per_token) * lm_count
     candidates = CallSize(prompt + extra, completion, fresh)
-    judge = learned_or_assumed(learned, "judge", JUDGE_PROMPT_CHARS, pace, assumptions)
+    judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
+    judge = learned_or_assumed(learned, "judge", judge_chars, pace, assumptions)
     sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
     return sizes, {"seed": seed, "candidates": candidates}
 
