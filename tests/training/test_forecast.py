@@ -102,6 +102,7 @@ def test_a_model_never_measured_is_calibrated_by_a_worker_and_then_timed(
     pace, _ = calibration.current("fake/fewshot?latency=0.05")
     assert 0.04 <= pace.call_seconds <= 0.5  # its latency, measured
     assert pace.parallel > 1.5  # the fake answers a burst at once
+    assert pace.judge_size == (10.0, 5.0)  # an LM judge's call, as LMAsJudge asks it
     ready = forecast_html(client_user, program, demo_dataset)
     assert 'data-state="ready"' in ready and seconds_in(ready) > 0
     assert re.search(r"about \d+ calls, \d+ (k )?tokens, \$0\.00, \d+–\d+ (s|min)", ready)
@@ -156,6 +157,25 @@ def test_omega_is_timed_with_its_mutations_as_recent_runs_measured_them(
     assert after["pace"]["mutation_seconds"] == pytest.approx(
         (pace.call_seconds + 10 * pace.prompt_token_seconds + 5 * 0.4) * pace.time_factor
     )
+
+
+def test_an_lm_judge_is_sized_by_the_calibrations_judge_call_until_a_run_measures_it(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules", judge_size=(150.0, 90.0))
+    config = run_config(
+        model="fake/rules", reward="LMAsJudge", reward_language_model="fake/rules", epochs=1
+    )
+    before = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert before["parts"]["judge"]["expected"] > 0
+    assert before["sizes"]["judge"]["completion"] == 90.0
+    assert any("the calibration's judge call" in note for note in before["assumptions"])
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    after = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert after["sizes"]["judge"] == {"prompt": 10.0, "completion": 5.0, "fresh": None}
+    assert not any("judge call" in note for note in after["assumptions"])
 
 
 def test_tokens_count_the_examples_a_candidate_carries(user, demo_dataset):

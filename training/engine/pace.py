@@ -64,8 +64,10 @@ class Pace:
         parallel: calls served at once when many are in flight (>= 1).
         chars_per_token: characters of prompt text per token (sizes prompts before any call).
         answer_chars_per_token: the same for a JSON answer (quotes and braces: denser).
-        long_answer_tokens: what a long structured answer came to (a judge's or a mutation's
-            size until a run of the model has measured one).
+        long_answer_tokens: what a long structured answer came to (a mutation's size until
+            a run of the model has measured one).
+        judge_size: ``(prompt, completion)`` tokens of one LM-judge call on a small sample
+            (an LM judge's size until a run of the model has measured one; None: not measured).
         time_factor: recent runs' actual time over this rule's (learned; 1.0: none yet).
         runs: how many runs taught ``time_factor``.
         source: where the figures come from, in words ("calibration", "calibration and 3
@@ -81,6 +83,7 @@ class Pace:
     chars_per_token: float = 3.0
     answer_chars_per_token: float = 2.0
     long_answer_tokens: float = 160.0
+    judge_size: tuple[float, float] | None = None
     time_factor: float = 1.0
     runs: int = 0
     source: str = "calibration"
@@ -103,7 +106,10 @@ class Pace:
     def from_dict(cls, data: dict[str, Any]) -> Pace:
         """A stored pace (unknown keys ignored: an older or newer worker wrote it)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("judge_size") is not None:  # JSON gives a list back
+            values["judge_size"] = tuple(values["judge_size"])
+        return cls(**values)
 
     def learned(self, actual: float, predicted: float) -> Pace:
         """This pace after a run that took ``actual`` seconds where this rule, its

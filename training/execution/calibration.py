@@ -123,8 +123,10 @@ class _Long(DataModel):
     instructions: str = Field(description="A detailed paragraph of about 100 words")
 
 
-#: Prompt text like a program's: instructions, and inputs and answers as JSON.
+#: Prompt text like a program's: instructions in prose, and inputs and answers as JSON.
 _FILLER = (
+    "Decide which team should handle the customer's message, and answer with the code of "
+    "that team only, as the examples below show. "
     'Route each message. {"message": "My invoice INV-2291 was charged twice on 3 May", '
     '"team": "billing"} {"message": "I cannot log in since the password reset.", "team": '
     '"access"} {"message": "Parcel #88213 never arrived; the address was right.", "team": '
@@ -135,7 +137,7 @@ _FILLER = (
 def _short_prompt(nonce: int, long: bool = False) -> list[dict[str, str]]:
     # The nonce comes first, so no call reuses another's evaluated prompt (a local model
     # keeps the longest shared prefix).
-    text = f"Case {nonce}. " + (_FILLER * 4 if long else "") + f"Is {nonce} an even number?"
+    text = f"Case {nonce}. " + (_FILLER * 3 if long else "") + f"Is {nonce} an even number?"
     return [
         {"role": "system", "content": f"Request {nonce}: answer yes or no."},
         {"role": "user", "content": text},
@@ -186,6 +188,7 @@ async def _measure(model: str) -> Pace:
         short.append(await _timed(short_lm, _short_prompt(nonce + offset), _Short, answers))
     long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
     long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
+    judge = await _judge_size(model)
     started = time.perf_counter()
     await asyncio.gather(
         *(_timed(short_lm, _short_prompt(nonce + 10 + i), _Short) for i in range(BURST))
@@ -204,10 +207,44 @@ async def _measure(model: str) -> Pace:
         chars_per_token=extra_chars / extra_tokens if extra_tokens > 0 else 3.0,
         answer_chars_per_token=answer_chars / completion if answer_chars and completion else 2.0,
         long_answer_tokens=long_answer[0].completion or 160.0,
+        judge_size=judge,
         source=f"calibration on {os.uname().nodename}",
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         load=_load(),
     )
+
+
+async def _judge_size(model: str) -> tuple[float, float] | None:
+    """Tokens of one call of an LM judge on ``model`` (its own instructions and answer
+    schema, as ``LMAsJudge`` asks it, the model's default answer length) on a small sample."""
+    from training.engine.modules import Generator
+    from training.engine.rewards.judging import JudgeInput, JudgeScore
+    from training.engine.rewards.lm_as_judge import DEFAULT_INSTRUCTIONS
+
+    judge = Generator(
+        data_model=JudgeScore,
+        language_model=make_language_model(model),
+        instructions=DEFAULT_INSTRUCTIONS,
+        name="calibration_judge",
+    )
+    request = JudgeInput(
+        criteria="accuracy and completeness",
+        reference=json.dumps({"team": "billing"}),
+        prediction=json.dumps({"team": "shipping"}),
+    )
+    with synalinks.usage.track() as usage:
+        try:
+            await judge(request)
+        except synalinks.LanguageModelError as exc:
+            if isinstance(
+                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+            ):
+                raise
+    totals = usage.to_dict()
+    if not totals["calls"]:
+        return None
+    calls = int(totals["calls"])
+    return (totals["prompt_tokens"] / calls, totals["completion_tokens"] / calls)
 
 
 def _load() -> float | None:

@@ -217,7 +217,17 @@ def call_sizes(
         extra = max(0.0, written - instructions / pace.chars_per_token) * lm_count
     candidates = CallSize(prompt + extra, completion, fresh)
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
-    judge = learned_or_assumed(learned, "judge", judge_chars, pace, assumptions)
+    judge = calibration.learned_size(learned, "judge")
+    if judge is None and pace.judge_size is not None:  # the calibration's judge call
+        sample = len(json.dumps({"team": "billing"})) + len(json.dumps({"team": "shipping"}))
+        prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
+        judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
+        assumptions.append(
+            f"each judge call ~{judge.prompt:.0f} prompt and {judge.completion:.0f} answer "
+            "tokens, as the calibration's judge call (no run of this model measured one yet)"
+        )
+    if judge is None:
+        judge = learned_or_assumed(learned, "judge", judge_chars, pace, assumptions)
     sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
     return sizes, {"seed": seed, "candidates": candidates}
 
