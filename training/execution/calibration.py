@@ -8,13 +8,14 @@ worker:
   :func:`request` sends the Celery task :data:`CALIBRATION_TASK` (at most one a model every
   :data:`REQUEST_AGAIN_SECONDS`, from a thread: the request answers at once). A worker makes
   a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
-  structured answer, then a burst at once), bounded by :data:`CALIBRATION_SECONDS`, fits a
-  :class:`~training.engine.pace.Pace` and stores it. Meanwhile the form says "measuring".
+  structured answer, an LM judge's call, then a burst at once), bounded by
+  :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
+  Meanwhile the form says "measuring".
 - **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
   teaches the stored pace what that run took against what the pace said for its own calls
-  (``Pace.time_factor``: the machine's load, what the rule leaves out), and stores the
-  tokens per call its traces show for an LM judge's calls and OMEGA's mutations (``sizes``),
-  which the next forecast of the model uses.
+  (``Pace.time_factor``: the machine's load, what the rule leaves out) and the characters
+  per token of its prompts, and stores the tokens per call its traces show for an LM judge's
+  calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ SIZE_WEIGHT = 0.5
 #: Prediction traces of a run read for its characters per token.
 TRACES_READ = 50
 
+#: The reference and the prediction of the calibration's LM-judge call.
+JUDGE_SAMPLE = ({"team": "billing"}, {"team": "shipping"})
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -100,13 +103,6 @@ def request(model: str) -> None:
                 _requested.pop(model, None)
 
     threading.Thread(target=send, name=f"calibrate-{model}", daemon=True).start()
-
-
-def pending(model: str) -> bool:
-    """True while this process has asked for a calibration of ``model`` not stored yet."""
-    with _requested_lock:
-        asked = _requested.get(model)
-    return asked is not None and time.monotonic() - asked < REQUEST_AGAIN_SECONDS
 
 
 # -- measuring (in a worker) ------------------------------------------------------------------
@@ -227,10 +223,11 @@ async def _judge_size(model: str) -> tuple[float, float] | None:
         instructions=DEFAULT_INSTRUCTIONS,
         name="calibration_judge",
     )
+    reference, prediction = JUDGE_SAMPLE
     request = JudgeInput(
         criteria="accuracy and completeness",
-        reference=json.dumps({"team": "billing"}),
-        prediction=json.dumps({"team": "shipping"}),
+        reference=json.dumps(reference),
+        prediction=json.dumps(prediction),
     )
     with synalinks.usage.track() as usage:
         try:

@@ -170,10 +170,7 @@ def call_sizes(
     names = list(engine.inputs[0].data_model.model_fields)
     prompt = completion = fresh = 0.0
     example_chars = answer_chars = 0.0
-    max_tokens = None
-    for generator in generators or [None]:
-        if generator is None:
-            break
+    for generator in generators:
         chars = [_prompt_chars(generator, {n: row.get(n) for n in names}) for row in rows]
         prompt += sum(_tokens(c, m, pace) for c, m, _ in chars) / len(chars)
         fresh += sum(_tokens(last, 1, pace) for _, _, last in chars) / len(chars)
@@ -219,7 +216,7 @@ def call_sizes(
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = calibration.learned_size(learned, "judge")
     if judge is None and pace.judge_size is not None:  # the calibration's judge call
-        sample = len(json.dumps({"team": "billing"})) + len(json.dumps({"team": "shipping"}))
+        sample = sum(len(json.dumps(answer)) for answer in calibration.JUDGE_SAMPLE)
         prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
         judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
         assumptions.append(
