@@ -1,26 +1,33 @@
 """Forecast accuracy: the launch form's forecast against what real runs did, on the local model.
 
-For RandomFewShot and OMEGA, runs of three sizes on subsets of the builtin ``demo`` routing
-dataset (``local/smollm2`` for the program and OMEGA's mutations, ``local/minilm`` for DNS):
+On the demo (``bootstrap_demo``: its dataset and program on ``local/smollm2``), three runs a
+new user launches, each forecast as the launch form forecasts it, then executed by the
+worker's own code (``execution.execute``, in this process: a private SQLite database in a
+temp var/ dir, an in-memory channel layer), one after another on this machine under whatever
+load it has (the 1-minute load average is printed with each run):
 
-1. the forecast is made as the launch form makes it: the trial (``forecast.run_trial``, a few
-   predictions of the program on its model, here in this process as a worker would) and the
-   counting rule (``forecast.forecast``: ``training.engine.forecast.count_calls``), stored in
-   the run as at launch;
-2. the run is executed by the worker's own code (``execution.execute``, in this process: a
-   private SQLite database in a temp var/ dir, an in-memory channel layer);
-3. actual LM calls (``Run.lm_calls``), tokens (``Run.usage``) and wall time (claim → finish)
-   are compared with the forecast's expected calls, tokens and time;
-4. with ``--caps`` (the default) each configuration runs once more with caps at
-   ``--cap-share`` of its forecast (calls, and minutes): every cap against what the run used
-   (``Run.lm_calls``, ``Run.active_seconds``). Overshoot: how far past its cap a run went
-   (0 when at or under), in the cap's units, the most over the capped runs.
+1. ``RandomFewShot``: the demo's launch form unchanged (3 epochs, batch 8);
+2. ``OMEGA``: one epoch in batches of 16 (two mutations on ``local/smollm2``);
+3. ``LMAsJudge``: RandomFewShot for one epoch on the first 12 training and 4 test rows of the
+   demo, rewarded by ``local/smollm2`` as a judge.
 
-Error of one run: |forecast − actual| / actual. Printed per run, then the mean over runs.
+Before the first forecast the model is calibrated as a worker does it the first time a form
+needs it (``calibration.measure``); after each run the worker's ``learn_from_run`` updates the
+pace, as in production. With caps (the default) the OMEGA and LMAsJudge configurations run
+once more with caps at ``--cap-share`` of their forecast (calls and minutes): each cap against
+what the run used (``Run.lm_calls``, ``Run.active_seconds``); overshoot is how far past its
+cap a run went.
+
+Baseline in the same run: ``--before REV`` (default ``main``) forecasts the same three
+configurations with that revision's code (its trial of a few predictions on a worker and its
+estimate), in a child process on a worktree of it, against the same database, before the
+first run.
+
+Error of one run: |forecast − actual| / actual; the last line gives the most over the runs.
 Aim: calls within 15 %, tokens within 25 %, time within 35 %, overshoot 0.
 
-    nice .venv/bin/python bench/forecast_accuracy.py [--sizes S M L] \
-        [--optimizers RandomFewShot OMEGA] [--no-caps] [--cap-share 0.5]
+    nice .venv/bin/python bench/forecast_accuracy.py [--no-caps] [--cap-share 0.4] \
+        [--before REV | --no-before]
 
 Last line: ``forecast: calls E1 %, tokens E2 %, time E3 %; caps overshoot O (max over runs)``.
 """
@@ -28,26 +35,39 @@ Last line: ``forecast: calls E1 %, tokens E2 %, time E3 %; caps overshoot O (max
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(BASE_DIR))
+CODE_ROOT = Path(os.environ.get("FORECAST_BENCH_CODE_ROOT") or Path(__file__).resolve().parents[1])
+sys.path.insert(0, str(CODE_ROOT))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 
-#: (train rows, test rows, epochs, batch size): small on purpose (a loaded 2-core box).
-SIZES = {
-    "S": (8, 4, 1, 4),
-    "M": (12, 4, 2, 4),
-    "L": (16, 6, 2, 8),
+MODEL = "local/smollm2"
+#: The three runs (the launch form's fields the demo form would post, past its defaults),
+#: sized for a loaded 2-core machine: the demo form unchanged; OMEGA for one epoch in batches
+#: of 16 (two mutations); an LM judge on the first 12 training and 4 test rows of the demo.
+RUNS = {
+    "RandomFewShot": {"optimizer": "RandomFewShot", "epochs": 3},
+    "OMEGA": {"optimizer": "OMEGA", "epochs": 1, "batch_size": 16},
+    "LMAsJudge": {
+        "optimizer": "RandomFewShot",
+        "epochs": 1,
+        "reward": "LMAsJudge",
+        "reward_language_model": MODEL,
+    },
 }
-VALIDATION_SPLIT = 0.25
-MAX_TOKENS = 32
+#: Rows (train, test) of the demo a run trains on (None: all of it).
+SUBSETS = {"LMAsJudge": (12, 4)}
+#: The runs run again with caps (the issue's: a calls cap on OMEGA, a minutes cap on a judge).
+CAPPED = ("OMEGA", "LMAsJudge")
 
 
-def setup(var_dir: str) -> None:
+def setup(var_dir: str, migrate: bool = True) -> None:
     for name in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(name, None)
     os.environ.update(
@@ -60,9 +80,11 @@ def setup(var_dir: str) -> None:
 
     django.setup()
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    from django.core.management import call_command
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # a line per call otherwise
+    if migrate:
+        from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+        call_command("migrate", verbosity=0)
     # As a worker does at start (project/celery.py): runs find the local models loaded.
     from training.engine.local import preload
 
@@ -93,72 +115,93 @@ def subset(user, demo, train: int, test: int):
     return dataset
 
 
-def program_for(user, dataset):
-    from tests.training.helpers_programs import make_program
+def program_on(user, demo_program, name: str):
+    """The demo program, or a copy of it on the run's subset of the demo."""
+    if name not in SUBSETS:
+        return demo_program
+    dataset = subset(user, demo_program.dataset, *SUBSETS[name])
+    copy = type(demo_program).objects.get(pk=demo_program.pk)
+    copy.pk = None
+    copy.name = f"{demo_program.name} ({dataset.name})"
+    copy.dataset = dataset
+    copy.save()
+    return copy
 
-    instructions = "Route the support message to the right team."
-    return make_program(
-        user, dataset, model="local/smollm2", instructions=instructions, max_tokens=MAX_TOKENS
-    )
+
+def config_for(program, name: str, caps: dict | None = None) -> dict:
+    from training.execution.run_config import TRAINING_DEFAULTS, validate_run_config
+
+    targets = program.dataset.target_names
+    data = {
+        "reward": "ExactMatch",
+        **{k: v for k, v in TRAINING_DEFAULTS.items() if k != "shuffle"},
+        "seed": 1,
+        **RUNS[name],
+        **(caps or {}),
+    }
+    return validate_run_config(data, targets, targets, MODEL)
 
 
-def one_run(
-    user, program, dataset, optimizer: str, epochs: int, batch_size: int, caps: dict | None = None
-) -> dict:
+def baseline_child(spec: dict) -> None:
+    """``--run``: the old revision's forecast of each configuration (its trial, then its
+    estimate), printed as the last JSON line."""
+    setup(spec["var_dir"], migrate=False)
+    from training.execution import forecast as old
+    from training.models import Program
+
+    found = {}
+    for name, config in spec["configs"].items():
+        program = Program.objects.get(pk=spec["programs"][name])
+        mutation_model = old.optimizer_model(config)
+        key = old.trial_key(program, program.dataset, mutation_model)
+        state = old._remember(key, old.run_trial(program, program.dataset, mutation_model))
+        if state["state"] != "ready":
+            found[name] = {"error": state.get("message")}
+            continue
+        found[name] = old.forecast(program, program.dataset, config, measure=False)
+    print(json.dumps(found, default=str))
+
+
+def baseline(revision: str, var_dir: str, programs: dict, configs: dict) -> dict:
+    import revisions
+
+    tree = revisions.worktree(revision, "forecast-before-")
+    spec = {
+        "var_dir": var_dir,
+        "programs": {name: program.pk for name, program in programs.items()},
+        "configs": configs,
+    }
+    return revisions.finish(revisions.start(__file__, spec, tree, "FORECAST_BENCH_CODE_ROOT"))
+
+
+def execute(user, program, config: dict) -> dict:
     from training.execution import attempt as execution
     from training.execution import forecast as forecast_services
-    from training.execution.run_config import validate_run_config
     from training.models import Run
 
-    targets = dataset.target_names
-    config = validate_run_config(
-        {
-            "reward": "ExactMatch",
-            "optimizer": optimizer,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "validation_split": VALIDATION_SPLIT,
-            "seed": 1,
-            "evaluations_before": 1,
-            "evaluations_after": 1,
-            **(caps or {}),
-        },
-        targets,
-        targets,
-        "local/smollm2",
-    )
-    mutation_model = forecast_services.optimizer_model(config)
-    key = forecast_services.trial_key(program, dataset, mutation_model)
-    state = forecast_services.trial_state(
-        program, dataset, start=False, mutation_model=mutation_model
-    )
-    if state["state"] != "ready":  # the trial, as the worker task runs it; cached
-        state = forecast_services._remember(
-            key, forecast_services.run_trial(program, dataset, mutation_model)
-        )
-        if state["state"] != "ready":
-            raise SystemExit(f"trial failed: {state.get('message')}")
-    predicted = forecast_services.at_launch(program, dataset, config)
+    predicted = forecast_services.at_launch(program, program.dataset, config)
+    if not predicted or predicted["state"] != "ready":
+        raise SystemExit(f"no measured forecast: {predicted}")
     run = Run.objects.create(
-        owner=user, program=program, dataset=dataset, config=config, forecast=predicted
+        owner=user, program=program, dataset=program.dataset, config=config, forecast=predicted
     )
+    load = os.getloadavg()[0]
     started = time.perf_counter()
     status = execution.execute(run.pk, run.attempt, worker="bench")
     wall = time.perf_counter() - started
     run.refresh_from_db()
-    if status != Run.SUCCEEDED and not (caps and status == Run.STOPPED):
+    if status not in (Run.SUCCEEDED, Run.STOPPED):
         raise SystemExit(f"run {run.pk} ended {status}: {run.error}")
     usage = run.usage or {}
     return {
         "forecast": predicted,
         "status": status,
-        "error": run.error,
         "calls": run.lm_calls,
         "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0),
         "seconds": wall,
         "minutes": run.active_seconds / 60.0,
         "after": run.evaluations.filter(phase="after").exists(),
-        "trial": state["trial"],
+        "load": load,
     }
 
 
@@ -166,94 +209,124 @@ def error(forecast: float, actual: float) -> float:
     return 100.0 * abs(forecast - actual) / actual if actual else 0.0
 
 
+def figures(forecast: dict, result: dict) -> tuple[float, float, float]:
+    return (
+        error(forecast["calls"]["expected"], result["calls"]),
+        error(forecast["tokens"]["expected"], result["tokens"]),
+        error(forecast["seconds"]["expected"], result["seconds"]),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    parser.add_argument(
-        "--optimizers",
-        nargs="+",
-        default=["RandomFewShot", "OMEGA"],
-        choices=["RandomFewShot", "OMEGA"],
-    )
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # the baseline's child process
     parser.add_argument("--no-caps", action="store_true", help="skip the capped runs")
     parser.add_argument(
-        "--cap-share", type=float, default=0.5, help="caps: this share of the forecast"
+        "--cap-share", type=float, default=0.4, help="caps: this share of the forecast"
     )
+    parser.add_argument("--before", default="main", help="the baseline's git revision")
+    parser.add_argument("--no-before", action="store_true", help="no baseline forecast")
     args = parser.parse_args()
+    if args.run:
+        baseline_child(json.loads(args.run))
+        return
     var_dir = tempfile.mkdtemp(prefix="tb-forecast-bench-")
+    bench_started = time.perf_counter()
     setup(var_dir)
     from django.contrib.auth import get_user_model
 
-    from datasets.services import import_builtin
+    from training.execution import calibration
+    from training.management.commands.bootstrap_demo import ensure_demo_program
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    demo = import_builtin(user, "demo")
+    demo = ensure_demo_program(user, MODEL)
+    programs = {name: program_on(user, demo, name) for name in RUNS}
+    configs = {name: config_for(programs[name], name) for name in RUNS}
+    before = {}
+    if not args.no_before:
+        started = time.perf_counter()
+        before = baseline(args.before, var_dir, programs, configs)
+        print(f"baseline ({args.before}) forecasts made in {time.perf_counter() - started:.0f} s")
+    started = time.perf_counter()
+    pace = calibration.measure(MODEL)  # as the worker's task does, the first time
     print(
-        f"{'optimizer':<14}{'size':<5}{'calls forecast':>22}{'actual':>8}{'err':>7}"
-        f"{'time forecast':>22}{'actual':>9}{'err':>7}"
+        f"calibration: {time.perf_counter() - started:.1f} s (load {os.getloadavg()[0]:.1f}): "
+        f"{pace.call_seconds:.3f} s a call + {pace.prompt_token_seconds * 1000:.2f} ms a prompt "
+        f"token + {pace.short_token_seconds * 1000:.1f} / {pace.long_token_seconds * 1000:.1f} ms "
+        f"a short / long answer's token, {pace.parallel:.2f} calls at once, "
+        f"{pace.chars_per_token:.2f} chars a token"
     )
-    call_errors, token_errors, time_errors = [], [], []
-    capped: list[str] = []
+    header = (
+        f"{'run':<14}{'load':>5}  {'calls: before / after / actual':<31}"
+        f"{'tokens: before / after / actual':<36}{'seconds: before / after (range) / actual'}"
+    )
+    print(header)
+    errors: dict[str, list[float]] = {"calls": [], "tokens": [], "time": []}
+    old_errors: dict[str, list[float]] = {"calls": [], "tokens": [], "time": []}
     overshoot = {"calls": 0.0, "minutes": 0.0}
-    for size in args.sizes:
-        train, test, epochs, batch_size = SIZES[size]
-        dataset = subset(user, demo, train, test)
-        program = program_for(user, dataset)
-        for optimizer in args.optimizers:
-            result = one_run(user, program, dataset, optimizer, epochs, batch_size)
-            calls = result["forecast"]["calls"]
-            seconds = result["forecast"]["seconds"]
-            tokens = result["forecast"]["tokens"]
-            call_errors.append(error(calls["expected"], result["calls"]))
-            token_errors.append(error(tokens["expected"], result["tokens"]))
-            time_errors.append(error(seconds["expected"], result["seconds"]))
-            print(
-                f"{optimizer:<14}{size:<5}"
-                f"{calls['expected']:>8} ({calls['low']:>4}–{calls['high']:>4}){result['calls']:>8}"
-                f"{call_errors[-1]:>6.0f}%"
-                f"{seconds['expected']:>8.0f} s ({seconds['low']:>3.0f}–{seconds['high']:>3.0f} s)"
-                f"{result['seconds']:>7.0f} s{time_errors[-1]:>6.0f}%"
-                f"   tokens {tokens['expected']:>6} vs {result['tokens']:>6}{token_errors[-1]:>5.0f}%",
-                flush=True,
-            )
-            if args.no_caps:
-                continue
-            caps = {
-                "budget_calls": max(1, int(calls["expected"] * args.cap_share)),
-                "budget_minutes": max(0.1, round(seconds["expected"] * args.cap_share / 60, 1)),
-            }
-            run = one_run(user, program, dataset, optimizer, epochs, batch_size, caps)
-            over_calls = max(0, run["calls"] - caps["budget_calls"])
-            over_minutes = max(0.0, run["minutes"] - caps["budget_minutes"])
-            overshoot["calls"] = max(overshoot["calls"], over_calls)
-            overshoot["minutes"] = max(overshoot["minutes"], over_minutes)
-            capped.append(
-                f"{optimizer:<14}{size:<5}caps {caps['budget_calls']} calls, "
-                f"{caps['budget_minutes']:.1f} min: used {run['calls']} calls, "
-                f"{run['minutes']:.2f} min ({run['status']}, after-evaluation "
-                f"{'stored' if run['after'] else 'skipped'})"
-            )
-            print(capped[-1], flush=True)
-    trial = result["trial"]
-    print(
-        f"trial (last dataset): {trial['single_call_seconds']:.2f} s a call alone, "
-        f"{trial['seconds_per_call']:.2f} s a call in a batch, {trial['tokens_per_call']:.0f} tokens a call"
-    )
-    print(
-        f"runs: {len(call_errors)} uncapped, {len(capped)} capped (train/test/epochs/batch: "
-        + ", ".join(f"{s}={SIZES[s]}" for s in args.sizes)
-        + f", validation_split {VALIDATION_SPLIT})"
-    )
+    capped = 0
+    for name in RUNS:
+        program = programs[name]
+        result = execute(user, program, configs[name])
+        new = result["forecast"]
+        for key, value in zip(errors, figures(new, result), strict=True):
+            errors[key].append(value)
+        old = before.get(name) or {}
+        if "seconds" in old:
+            for key, value in zip(old_errors, figures(old, result), strict=True):
+                old_errors[key].append(value)
 
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values)
+        def three(part: str, old: dict = old, new: dict = new, result: dict = result) -> str:
+            was = old.get(part, {}).get("expected", "—") if old else "—"
+            shown = f"{was:.0f}" if isinstance(was, float) else str(was)
+            now = new[part]["expected"]
+            return f"{shown} / {now:.0f} / {result[part if part != 'calls' else 'calls']:.0f}"
 
+        span = new["seconds"]
+        print(
+            f"{name:<14}{result['load']:>5.1f}  {three('calls'):<31}{three('tokens'):<36}"
+            f"{three('seconds')} s (after {span['low']:.0f}–{span['high']:.0f} s)"
+            f"   errors after: calls {errors['calls'][-1]:.0f} %, tokens "
+            f"{errors['tokens'][-1]:.0f} %, time {errors['time'][-1]:.0f} %",
+            flush=True,
+        )
+        print(f"{'':<21}assumes: {'; '.join(new['assumptions'])}", flush=True)
+        if args.no_caps or name not in CAPPED:
+            continue
+        caps = {
+            "budget_calls": max(1, int(new["calls"]["expected"] * args.cap_share)),
+            "budget_minutes": max(0.1, round(span["expected"] * args.cap_share / 60, 1)),
+        }
+        run = execute(user, program, config_for(program, name, caps))
+        capped += 1
+        over_calls = max(0, run["calls"] - caps["budget_calls"])
+        over_minutes = max(0.0, run["minutes"] - caps["budget_minutes"])
+        overshoot["calls"] = max(overshoot["calls"], over_calls)
+        overshoot["minutes"] = max(overshoot["minutes"], over_minutes)
+        print(
+            f"{name:<14}{run['load']:>5.1f}  caps {caps['budget_calls']} calls, "
+            f"{caps['budget_minutes']:.1f} min: used {run['calls']} calls, "
+            f"{run['minutes']:.2f} min ({run['status']}, after-evaluation "
+            f"{'stored' if run['after'] else 'skipped'})",
+            flush=True,
+        )
+    final, _ = calibration.current(MODEL)
+    print(
+        f"pace after the runs: time factor {final.time_factor:.2f} over {final.runs} runs; "
+        f"bench {time.perf_counter() - bench_started:.0f} s, load now {os.getloadavg()[0]:.1f}"
+    )
+    if old_errors["time"]:
+        print(
+            f"before ({args.before}): calls {max(old_errors['calls']):.1f} %, tokens "
+            f"{max(old_errors['tokens']):.1f} %, time {max(old_errors['time']):.1f} % (max over "
+            f"runs; mean {sum(old_errors['time']) / len(old_errors['time']):.1f} % on time)"
+        )
     shown = (
         f"{overshoot['calls']:.0f} calls, {overshoot['minutes'] * 60:.1f} s" if capped else "n/a"
     )
     print(
-        f"forecast: calls {mean(call_errors):.1f} %, tokens {mean(token_errors):.1f} %, "
-        f"time {mean(time_errors):.1f} %; caps overshoot {shown} (max over runs)"
+        f"forecast: calls {max(errors['calls']):.1f} %, tokens {max(errors['tokens']):.1f} %, "
+        f"time {max(errors['time']):.1f} %; caps overshoot {shown} (max over runs)"
     )
 
 

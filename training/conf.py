@@ -26,6 +26,9 @@ DEFAULTS = {
     "TRAINBOARD_TRACE_MAX_CALLS": tracing.DEFAULT_MAX_CALLS,
     # Characters kept of each traced text (a message, a response, an error).
     "TRAINBOARD_TRACE_MAX_CHARS": tracing.DEFAULT_MAX_CHARS,
+    # Worker processes that execute runs (``make run`` starts this many): the forecast's
+    # queue (how many runs execute at once, how long a new one waits).
+    "TRAINBOARD_WORKER_CONCURRENCY": 2,
 }
 
 

@@ -242,21 +242,6 @@ def test_judge_calls_follow_every_scored_reward():
     assert judged.total.expected == plain.total.expected + judged.judge.expected
 
 
-def test_estimate_turns_calls_into_tokens_cost_and_time():
-    counted = forecast.count_calls(shape(optimizer="OMEGA", epochs=2, batch_size=3))
-    trial = forecast.Trial(
-        seconds_per_call=0.5, single_call_seconds=1.0, tokens_per_call=100, cost_per_call=0.001
-    )
-    result = forecast.estimate(counted, trial)
-    batched = counted.total.expected - counted.optimizer.expected
-    weighted = batched + counted.optimizer.expected * forecast.OPTIMIZER_CALL_RATIO
-    assert result.tokens.expected == pytest.approx(weighted * 100)
-    assert result.cost.expected == pytest.approx(weighted * 0.001)
-    assert result.seconds.low < result.seconds.expected < result.seconds.high
-    unknown_price = forecast.Trial(0.5, 1.0, 100, None)
-    assert forecast.estimate(counted, unknown_price).cost is None
-
-
 def test_unknown_optimizer_is_refused():
     with pytest.raises(ValueError, match="optimizer must be one of"):
         forecast.count_calls(shape(optimizer="MIPRO"))

@@ -10,14 +10,14 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from training.execution import forecast as forecast_services
+from training.execution import calibration
 from training.execution.run_config import PRESETS
 from training.management.commands.bootstrap_demo import ensure_demo_program
 from training.models import Run
 from training.runs import quick_try
 
 from .conftest import make_program
-from .test_forecast import measured
+from .test_forecast import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,14 +31,16 @@ def _fresh_cache():
 
 @pytest.fixture
 def trials(monkeypatch):
-    """Forecast trials asked of a worker, recorded (the test measures in-process)."""
+    """Calibrations asked of a worker, recorded (the test calibrates in-process)."""
     sent = []
+    calibration._requested.clear()
     monkeypatch.setattr(
-        forecast_services.forecast_trial,
+        calibration.calibrate_model,
         "apply_async",
         lambda args, **options: sent.append(args) or type("R", (), {"id": f"t{len(sent)}"})(),
     )
-    return sent
+    yield sent
+    calibration._requested.clear()
 
 
 def test_the_home_page_leads_a_newcomer_to_one_click_and_what_to_look_at(
@@ -71,8 +73,8 @@ def test_the_quick_try_time_is_the_forecast_of_the_launch_form(client_user, user
     url = reverse("training:quick-try-forecast", args=[demo.pk])
     waiting = client_user.get(url).content.decode()
     assert 'data-state="measuring"' in waiting and f'hx-get="{url}"' in waiting
-    assert len(trials) == 1  # a worker was asked to measure the model
-    assert measured(demo, demo.dataset)["state"] == "ready"
+    wait_for(lambda: len(trials) == 1)  # a worker was asked to measure the model
+    calibration.calibrate_model(demo.model)  # what that worker does
     shown = client_user.get(url).content.decode()
     time = re.search(r'<strong class="quick-try-time">([^<]+)</strong>', shown).group(1)
     # the launch form opened on the quick preset forecasts the same run, the same time

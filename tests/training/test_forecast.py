@@ -1,35 +1,39 @@
-"""The launch form's forecast: counted from the configuration, measured by a trial, stored at
+"""The launch form's forecast: counted from the configuration, timed at the pace a worker
+measured (its calibration, then every run it ends), never waiting on a worker, stored at
 launch and compared with what the run did."""
 
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
-from django.core.cache import cache
 from django.urls import reverse
 
+from training.engine.pace import Pace
 from training.execution import attempt as execution
+from training.execution import calibration
 from training.execution import forecast as forecast_services
-from training.models import Run
+from training.models import ModelPace, Run
 from training.runs import launch as runs
 
-from .conftest import make_program, run_config
+from .conftest import make_program, make_run, run_config
 from .test_views import launch_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
+def _no_requests_remembered():
+    calibration._requested.clear()
     yield
-    cache.clear()
+    calibration._requested.clear()
 
 
 @pytest.fixture
 def no_broker(monkeypatch):
-    """Launches and trials are executed here, in the test: record what would be sent."""
+    """Launches and calibrations are executed here, in the test: record what would be sent."""
     sent = []
 
     def record(args, **options):
@@ -37,70 +41,25 @@ def no_broker(monkeypatch):
         return type("R", (), {"id": f"t{len(sent)}"})()
 
     monkeypatch.setattr("training.execution.tasks.execute_run.apply_async", record)
-    monkeypatch.setattr(forecast_services.forecast_trial, "apply_async", record)
+    monkeypatch.setattr(calibration.calibrate_model, "apply_async", record)
     return sent
 
 
-def measured(program, dataset, mutation_model="") -> dict:
-    """Run the real trial (as the worker task does) and cache it like the form's poll."""
-    result = forecast_services.run_trial(program, dataset, mutation_model)
-    key = forecast_services.trial_key(program, dataset, mutation_model)
-    return forecast_services._remember(key, result)
-
-
-@pytest.mark.parametrize("optimizer", ["RandomFewShot", "OMEGA"])
-def test_a_finished_run_lands_within_the_forecast_it_stored_at_launch(
-    user, demo_dataset, optimizer, no_broker
-):
-    program = make_program(user, demo_dataset, model="fake/rules")
-    config = run_config(
-        optimizer=optimizer,
-        model="fake/rules",
-        omega_embedding_model="fake/minilm",
-        epochs=2,
-        batch_size=4,
-        evaluations_before=1,
-        evaluations_after=1,
+def stored_pace(model: str, **values) -> Pace:
+    """A pace as a worker's calibration stores it (local/smollm2 here: no model is loaded)."""
+    pace = Pace(
+        **{
+            "call_seconds": 0.1,
+            "prompt_token_seconds": 0.002,
+            "short_token_seconds": 0.05,
+            "long_token_seconds": 0.05,
+            "parallel": 2.0,
+            "chars_per_token": 4.0,
+            **values,
+        }
     )
-    state = measured(program, demo_dataset, forecast_services.optimizer_model(config))
-    assert state["state"] == "ready"
-    if optimizer == "OMEGA":  # its mutation measured on its model
-        assert state["trial"]["optimizer_tokens_per_call"] == 15
-    else:
-        assert state["trial"]["optimizer_call_seconds"] is None
-    run = runs.launch(user, program, demo_dataset, config)
-    stored = Run.objects.get(pk=run.pk).forecast
-    assert stored["state"] == "ready" and stored["seconds"]["low"] > 0
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
-    run.refresh_from_db()
-    assert stored["calls"]["low"] <= run.lm_calls <= stored["calls"]["high"]
-    rows = {row["label"]: row for row in forecast_services.comparison(run)}
-    assert rows["LM calls"]["actual"] == str(run.lm_calls)
-    assert rows["LM calls"]["error"] == round(
-        100 * (run.lm_calls - stored["calls"]["expected"]) / stored["calls"]["expected"]
-    )
-    assert set(rows) == {"LM calls", "Tokens", "Cost", "Time"}
-
-
-def test_the_trial_measures_tokens_and_price_of_the_programs_model(user, demo_dataset):
-    program = make_program(user, demo_dataset, model="fake/fewshot")
-    result = forecast_services.run_trial(program, demo_dataset)
-    trial = result["trial"]
-    assert trial["calls"] == 3  # one alone, a batch of two (the warm-up is not measured)
-    assert trial["tokens_per_call"] == 15  # the fake's 10 prompt + 5 completion tokens
-    assert trial["cost_per_call"] == 0.0
-
-
-def test_an_unreachable_model_is_said_in_words_not_numbers(client_user, user, demo_dataset):
-    program = make_program(user, demo_dataset, model="fake/unreachable")
-    state = measured(program, demo_dataset)
-    assert state["state"] == "error"
-    assert state["message"].startswith("the model cannot be reached:")
-    html = client_user.get(
-        reverse("training:run-forecast"), launch_data(program, demo_dataset)
-    ).content.decode()
-    assert "Tokens, cost and time unknown: the model cannot be reached" in html
-    assert re.search(r"Forecast:</strong> about \d+ calls</p>", html)  # calls only
+    ModelPace.objects.update_or_create(model=model, defaults={"pace": pace.to_dict()})
+    return pace
 
 
 def forecast_html(client, program, dataset, **overrides) -> str:
@@ -115,18 +74,194 @@ def calls_in(html: str) -> int:
     return int(re.search(r'data-calls="(\d+)"', html).group(1))
 
 
-def test_the_form_forecast_follows_the_epochs_and_measures_once(
-    client_user, program, demo_dataset, no_broker
+def seconds_in(html: str) -> int:
+    return int(re.search(r'data-seconds="(\d+)"', html).group(1))
+
+
+def wait_for(condition, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_model_never_measured_is_calibrated_by_a_worker_and_then_timed(
+    client_user, user, demo_dataset, no_broker
 ):
-    first = forecast_html(client_user, program, demo_dataset, epochs="1")
-    assert "Measuring the model" in first and len(no_broker) == 1  # a worker was asked
-    forecast_html(client_user, program, demo_dataset, epochs="1")
-    assert len(no_broker) == 1  # still pending: not asked twice
-    measured(program, demo_dataset)
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.05")
+    first = forecast_html(client_user, program, demo_dataset)
+    assert 'data-state="measuring"' in first and "data-seconds" not in first
+    assert "a short calibration, once" in first
+    wait_for(lambda: len(no_broker) == 1)  # a worker was asked, from a thread
+    assert no_broker == [["fake/fewshot?latency=0.05"]]
+    forecast_html(client_user, program, demo_dataset, epochs="3")
+    time.sleep(0.2)
+    assert len(no_broker) == 1  # asked once, not on every change of the form
+    # The worker's task: a few calls alone and a burst together, on the model itself.
+    calibration.calibrate_model("fake/fewshot?latency=0.05")
+    pace, _ = calibration.current("fake/fewshot?latency=0.05")
+    assert 0.04 <= pace.call_seconds <= 0.5  # its latency, measured
+    assert pace.parallel > 1.5  # the fake answers a burst at once
+    assert pace.judge_size == (10.0, 5.0)  # an LM judge's call, as LMAsJudge asks it
+    ready = forecast_html(client_user, program, demo_dataset)
+    assert 'data-state="ready"' in ready and seconds_in(ready) > 0
+    assert re.search(r"about \d+ calls, \d+ (k )?tokens, \$0\.00, \d+–\d+ (s|min)", ready)
+    assert "Assumes:" in ready and "calibration" in ready
+
+
+def test_the_time_forecast_lands_on_the_run_after_the_worker_learned_from_one(
+    user, demo_dataset, no_broker
+):
+    # What the calibration says and what a run takes differ (the database, the pages, the
+    # machine's load); the worker learns it from each run it ends, and the next forecast of
+    # the model holds it.
+    program = make_program(user, demo_dataset, model="fake/rules?latency=0.03")
+    calibration.measure("fake/rules?latency=0.03")
+    config = run_config(model="fake/rules?latency=0.03", epochs=2, batch_size=4)
+    first = runs.launch(user, program, demo_dataset, config)
+    assert Run.objects.get(pk=first.pk).forecast["state"] == "ready"
+    assert execution.execute(first.pk, 1) == Run.SUCCEEDED
+    first.refresh_from_db()
+    pace, _ = calibration.current("fake/rules?latency=0.03")
+    assert pace.runs == 1
+    second = runs.launch(user, program, demo_dataset, config)
+    expected = Run.objects.get(pk=second.pk).forecast["seconds"]["expected"]
+    assert execution.execute(second.pk, 1) == Run.SUCCEEDED
+    second.refresh_from_db()
+    assert abs(expected - second.active_seconds) <= 0.35 * second.active_seconds
+    assert "pace as 1 recent run(s)" in "; ".join(
+        Run.objects.get(pk=second.pk).forecast["assumptions"]
+    )
+
+
+def test_omega_is_timed_with_its_mutations_as_recent_runs_measured_them(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules", long_token_seconds=0.4)
+    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="fake/minilm")
+    before = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert before["state"] == "ready" and before["parts"]["optimizer"]["expected"] > 0
+    assert before["seconds_parts"]["optimizer"] > 0  # OMEGA's time forecast includes them
+    assert any("each mutation call" in note for note in before["assumptions"])
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    # The fake's answers are 10 prompt + 5 completion tokens: what the traces measured.
+    _, sizes = calibration.current("fake/rules")
+    assert sizes["mutation"] == {"prompt": 10.0, "completion": 5.0}
+    after = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert after["sizes"]["mutation"]["completion"] == 5.0
+    assert not any("each mutation call" in note for note in after["assumptions"])
+    # A mutation is a long structured answer: its generated tokens at the long rate.
+    pace, _ = calibration.current("fake/rules")
+    assert after["pace"]["mutation_seconds"] == pytest.approx(
+        (pace.call_seconds + 10 * pace.prompt_token_seconds + 5 * 0.4) * pace.time_factor
+    )
+
+
+def test_an_lm_judge_is_sized_by_the_calibrations_judge_call_until_a_run_measures_it(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules", judge_size=(150.0, 90.0))
+    config = run_config(
+        model="fake/rules", reward="LMAsJudge", reward_language_model="fake/rules", epochs=1
+    )
+    before = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert before["parts"]["judge"]["expected"] > 0
+    assert before["sizes"]["judge"]["completion"] == 90.0
+    assert any("the calibration's judge call" in note for note in before["assumptions"])
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    after = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert after["sizes"]["judge"] == {"prompt": 10.0, "completion": 5.0, "fresh": None}
+    assert not any("judge call" in note for note in after["assumptions"])
+
+
+def test_tokens_count_the_examples_a_candidate_carries(user, demo_dataset):
+    program = make_program(user, demo_dataset, model="local/smollm2")
+    stored_pace("local/smollm2")
+    result = forecast_services.forecast(
+        program, demo_dataset, run_config(model="local/smollm2"), measure=False
+    )
+    seed = result["sizes"]["prediction_seed"]
+    candidates = result["sizes"]["prediction_candidates"]
+    assert candidates["prompt"] > seed["prompt"] + 20  # 1–3 examples of the demo's rows
+    assert seed["fresh"] < seed["prompt"]  # the shared system prompt is evaluated once
+
+
+def test_other_runs_on_the_cores_and_a_queue_lengthen_the_forecast(
+    client_user, user, demo_dataset, settings
+):
+    settings.TRAINBOARD_WORKER_CONCURRENCY = 1
+    program = make_program(user, demo_dataset, model="local/smollm2")
+    stored_pace("local/smollm2")
+    alone = forecast_html(client_user, program, demo_dataset, epochs="1")
+    assert "no other run on the cores" in alone and "starting in" not in alone
+    make_run(
+        user,
+        program,
+        demo_dataset,
+        status=Run.RUNNING,
+        active_seconds=20.0,
+        forecast={"seconds": {"low": 80.0, "expected": 100.0, "high": 130.0}},
+    )
+    behind = forecast_html(client_user, program, demo_dataset, epochs="1")
+    assert "starting in about 80 s" in behind  # the running run's forecast, less its time
+    assert "1 running, 0 queued, 1 worker processes" in behind
+    settings.TRAINBOARD_WORKER_CONCURRENCY = 2  # now both run at once, on the same cores
+    shared = forecast_html(client_user, program, demo_dataset, epochs="1")
+    assert "the cores shared with 1 other run(s)" in shared and "starting in" not in shared
+    assert seconds_in(shared) > 1.5 * seconds_in(alone)
+
+
+def test_the_forecast_answers_at_once_while_the_broker_hangs(
+    client_user, user, demo_dataset, monkeypatch
+):
+    # The issue's form waited on a busy worker; now nothing in the request waits on one.
+    started = threading.Event()
+    asked = []
+
+    def hang(*args, **options):
+        asked.append(args)
+        started.set()
+        time.sleep(3)
+
+    monkeypatch.setattr(calibration.calibrate_model, "apply_async", hang)
+    program = make_program(user, demo_dataset, model="fake/fewshot")
+    forecast_html(client_user, program, demo_dataset)  # this process's first page: templates
+    assert started.wait(2)  # the calibration was asked for, off the request
+    calibration._requested.clear()  # and is asked for again by the next one
+    began = time.perf_counter()
+    html = forecast_html(client_user, program, demo_dataset, optimizer="OMEGA")
+    assert time.perf_counter() - began < 1.0
+    assert 'data-state="measuring"' in html and calls_in(html) > 0
+    wait_for(lambda: len(asked) == 2)  # asked again, while the first ask still hangs
+
+
+def test_the_answer_echoes_the_forms_revision(client_user, program, demo_dataset):
+    html = forecast_html(client_user, program, demo_dataset, forecast_revision="17")
+    assert 'id="forecast-answer" data-revision="17"' in html
+    odd = forecast_html(client_user, program, demo_dataset, forecast_revision="1<b>")
+    assert 'data-revision=""' in odd  # only digits are echoed
+    problem = forecast_html(client_user, program, demo_dataset, epochs="0", forecast_revision="18")
+    assert 'data-revision="18"' in problem
+
+
+def test_an_unreachable_model_is_said_in_words_not_numbers(client_user, user, demo_dataset):
+    program = make_program(user, demo_dataset, model="fake/unreachable")
+    calibration.calibrate_model("fake/unreachable")
+    html = forecast_html(client_user, program, demo_dataset)
+    assert "Tokens, cost and time unknown: the model cannot be reached" in html
+    assert re.search(r"Forecast:</strong> about \d+ calls</p>", html)  # calls only
+
+
+def test_the_form_forecast_follows_the_epochs(client_user, program, demo_dataset):
+    stored_pace(program.model)
     one = forecast_html(client_user, program, demo_dataset, epochs="1")
     three = forecast_html(client_user, program, demo_dataset, epochs="3")
     assert calls_in(three) > calls_in(one)
-    assert re.search(r"about \d+ calls, \d+ (k )?tokens, \$0\.00, \d+–\d+ (s|min)", three)
+    assert seconds_in(three) > seconds_in(one)
     assert "Measuring" not in three
 
 
@@ -145,7 +280,7 @@ def test_another_users_program_gets_no_forecast(client, other_user, program, dem
 def test_the_launch_form_stores_the_forecast_and_the_caps(
     client_user, user, program, demo_dataset, no_broker, django_capture_on_commit_callbacks
 ):
-    measured(program, demo_dataset)
+    stored_pace(program.model)
     with django_capture_on_commit_callbacks(execute=True):
         client_user.post(
             reverse("training:run-create"),
@@ -155,13 +290,34 @@ def test_the_launch_form_stores_the_forecast_and_the_caps(
     assert run.config["budget_calls"] == 50 and run.config["budget_minutes"] == 2.5
     assert run.config["budget_cost"] is None
     assert run.forecast["state"] == "ready" and run.forecast["calls"]["expected"] > 0
+    assert run.forecast["share"] == 1.0 and run.forecast["batch_size"] == 8
     page = client_user.get(run.get_absolute_url()).content.decode()
     assert "Forecast at launch" in page and "Cap on LM calls" in page
 
 
-def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(
-    client_user, program, demo_dataset, no_broker
+def test_a_finished_run_lands_within_the_forecast_it_stored_at_launch(
+    user, demo_dataset, no_broker
 ):
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules")
+    config = run_config(
+        optimizer="OMEGA", model="fake/rules", omega_embedding_model="fake/minilm", epochs=2
+    )
+    run = runs.launch(user, program, demo_dataset, config)
+    stored = Run.objects.get(pk=run.pk).forecast
+    assert stored["state"] == "ready" and stored["seconds"]["low"] > 0
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert stored["calls"]["low"] <= run.lm_calls <= stored["calls"]["high"]
+    rows = {row["label"]: row for row in forecast_services.comparison(run)}
+    assert rows["LM calls"]["actual"] == str(run.lm_calls)
+    assert rows["LM calls"]["error"] == round(
+        100 * (run.lm_calls - stored["calls"]["expected"]) / stored["calls"]["expected"]
+    )
+    assert set(rows) == {"LM calls", "Tokens", "Cost", "Time"}
+
+
+def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(client_user, program, demo_dataset):
     plain = forecast_html(client_user, program, demo_dataset, epochs="2")
     total = calls_in(plain)
     assert "forecast-cap-warning" not in plain
@@ -181,17 +337,3 @@ def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(
     assert 0 < done < batches
     tiny = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls="3")
     assert "it leaves no calls for training" in tiny
-
-
-def test_an_omega_launch_before_its_mutation_is_measured_still_forecasts_time(
-    user, demo_dataset, no_broker
-):
-    # The issue's OMEGA run page said "the forecast has calls only": its own trial (with a
-    # mutation) was not cached yet at launch, though the program's was.
-    program = make_program(user, demo_dataset, model="fake/rules")
-    measured(program, demo_dataset)  # the program's trial only (a RandomFewShot form)
-    config = run_config(optimizer="OMEGA", model="fake/rules", omega_embedding_model="fake/minilm")
-    stored = forecast_services.at_launch(program, demo_dataset, config)
-    assert stored["state"] == "ready" and stored["mutations_assumed"] is True
-    assert stored["seconds"]["expected"] > 0 and stored["tokens"]["expected"] > 0
-    assert stored["parts"]["optimizer"]["expected"] > 0  # the mutations are in the time

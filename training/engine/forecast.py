@@ -35,7 +35,10 @@ its data, and a range where it depends on what the model answers:
 :data:`EXPECTED_STEP_SCORED`. Parse retries (a deterministic call whose output did not parse
 is asked once more) are not counted: they are failures, not plan.
 
-Time and tokens come from a measured trial (:class:`Trial`), combined by :func:`estimate`.
+Tokens and time come from measured figures (``training.engine.pace``): the calls by part
+(:attr:`CallForecast.candidate_predictions`: those under new candidates, whose prompts carry
+their examples or rewritten instructions; :attr:`CallForecast.after_evaluations`: the test
+passes of the trained program) at the model's measured pace.
 """
 
 from __future__ import annotations
@@ -43,24 +46,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Share of the epochs after the first that start under a new best candidate (``expected``).
 EXPECTED_BEST_CHANGE = 0.5
 #: Share of OMEGA's steps whose new candidate is scored (not failed, not a duplicate).
 EXPECTED_STEP_SCORED = 0.8
-#: A mutation/crossover call against a task call: its prompt carries the variable, the
-#: batch's worst items and rules, and it writes reasoning plus a whole prompt (a local call
-#: took ~2.5x a task call: ``bench/omega_speed.py --profile``). Used for its time and tokens.
-OPTIMIZER_CALL_RATIO = 2.5
-#: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
-#: per run (claim, program load, evaluations stored). Calibrated on ``bench/forecast_accuracy.py``.
-STEP_OVERHEAD_SECONDS = 0.1
-RUN_OVERHEAD_SECONDS = 3.0
-#: Spread of the time range around the calls' range (latency varies call to call).
-TIME_SPREAD = 0.2
-
 OPTIMIZERS = ("RandomFewShot", "OMEGA", "NearestFewShot")
 
 
@@ -167,7 +159,10 @@ class CallForecast:
     ``judge``: an LM judge's calls; ``evaluations``: the test passes and sample answers;
     ``embeddings``: embedding requests of NearestFewShot (not LM calls: not in ``total``).
     ``steps``: training batches per epoch (``epochs`` of them); ``candidates``: new candidates scored (OMEGA's
-    steps that score, RandomFewShot's proposals).
+    steps that score, RandomFewShot's proposals). ``candidate_predictions``: the part of
+    ``predictions`` made under a new candidate (scoring it, an epoch under a new best);
+    ``after_evaluations``: the part of ``evaluations`` made by the trained program (the test
+    passes after ``fit`` and the sample answers).
     """
 
     predictions: Span
@@ -178,6 +173,8 @@ class CallForecast:
     epochs: int
     candidates: Span
     embeddings: Span = field(default_factory=lambda: Span.exact(0))
+    candidate_predictions: Span = field(default_factory=lambda: Span.exact(0))
+    after_evaluations: Span = field(default_factory=lambda: Span.exact(0))
 
     @property
     def total(self) -> Span:
@@ -263,6 +260,7 @@ def count_calls(
     if best_changes is not None:
         changes = Span.exact(best_changes)
 
+    under_candidates = Span.exact(0)
     if epochs == 0:
         predictions = Span.exact(0)
     elif shape.deterministic:
@@ -270,15 +268,16 @@ def count_calls(
         scoring_keys = {canonical(item) for item in scoring}
         seed = len(train_keys | scoring_keys)  # training + seed scoring, one memo
         retrain = len(train_keys - scoring_keys)  # a new best's training predictions
-        predictions = (
-            Span.exact(seed)
-            + candidates.scaled(len(scoring_keys))
-            + Span(changes.low * retrain, changes.expected * retrain, changes.high * retrain)
+        under_candidates = candidates.scaled(len(scoring_keys)) + Span(
+            changes.low * retrain, changes.expected * retrain, changes.high * retrain
         )
+        predictions = Span.exact(seed) + under_candidates
     else:
         fixed = epochs * len(train) + len(scoring) + epochs * len(val)
-        predictions = Span.exact(fixed) + candidates.scaled(len(scoring))
+        under_candidates = candidates.scaled(len(scoring))
+        predictions = Span.exact(fixed) + under_candidates
     predictions = predictions.scaled(shape.lm_modules)
+    under_candidates = under_candidates.scaled(shape.lm_modules)
 
     # Rewards scored (memo hits included): each training prediction, each scoring, each
     # validation pass, each test prediction.
@@ -290,6 +289,9 @@ def count_calls(
     )
     judge = scored.scaled(shape.judge_calls)
     evaluations = Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules)
+    after = Span.exact(
+        (shape.evaluations_after * shape.test_size + shape.samples) * shape.lm_modules
+    )
     embeddings = Span.exact(0)
     if shape.optimizer == "NearestFewShot":
         embeddings = _nearest_embeddings(shape, train, scoring, candidates, changes)
@@ -302,6 +304,8 @@ def count_calls(
         epochs=epochs,
         candidates=candidates,
         embeddings=embeddings,
+        candidate_predictions=under_candidates,
+        after_evaluations=after,
     )
 
 
@@ -350,109 +354,3 @@ def expected_distinct_draws(pool: int, nb_min: int, nb_max: int, draws: int) -> 
         chance = 1.0 / (sizes * count)
         expected += count * -math.expm1(draws * math.log1p(-chance))
     return expected
-
-
-@dataclass(frozen=True)
-class Trial:
-    """What a few measured predictions of the program on its model said.
-
-    Args:
-        seconds_per_call: wall time per prediction when several run together (a batch).
-        single_call_seconds: wall time of one prediction alone (the optimizer's calls are
-            made one at a time).
-        tokens_per_call: prompt + completion tokens per call.
-        cost_per_call: dollars per call (None: the provider's price is unknown).
-        calls: how many calls the trial made.
-        optimizer_call_seconds, optimizer_tokens_per_call: one measured mutation call
-            (OMEGA); None: :data:`OPTIMIZER_CALL_RATIO` times a task call.
-    """
-
-    seconds_per_call: float
-    single_call_seconds: float
-    tokens_per_call: float
-    cost_per_call: float | None
-    calls: int = 0
-    optimizer_call_seconds: float | None = None
-    optimizer_tokens_per_call: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Calls, tokens, cost and seconds of a run (low / expected / high each)."""
-
-    calls: Span
-    tokens: Span
-    cost: Span | None
-    seconds: Span
-    parts: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        def floats(span: Span | None) -> dict[str, float] | None:
-            if span is None:
-                return None
-            return {"low": span.low, "expected": span.expected, "high": span.high}
-
-        return {
-            "calls": self.calls.rounded(),
-            "tokens": self.tokens.rounded(),
-            "cost": floats(self.cost),
-            "seconds": floats(self.seconds),
-            "parts": self.parts,
-        }
-
-
-def estimate(calls: CallForecast, trial: Trial) -> Estimate:
-    """Tokens, cost and time of ``calls`` at the pace and size the ``trial`` measured.
-
-    Task and judge calls run in batches (the faster of ``seconds_per_call`` and
-    ``single_call_seconds``); optimizer calls one at a time,
-    as long and as large as the trial's measured mutation, else :data:`OPTIMIZER_CALL_RATIO`
-    times a task call alone. The time range widens the calls' range by :data:`TIME_SPREAD`
-    each way.
-
-    Args:
-        calls: :func:`count_calls`'s forecast.
-        trial: the measured trial.
-
-    Returns:
-        An :class:`Estimate`.
-
-    Example:
-
-    ```python
-    estimate(count_calls(shape), Trial(1.2, 1.4, 180, 0.0)).seconds.expected
-    ```
-    """
-    batched = calls.predictions + calls.judge + calls.evaluations
-    optimizer_tokens = trial.optimizer_tokens_per_call
-    if optimizer_tokens is None:
-        optimizer_tokens = OPTIMIZER_CALL_RATIO * trial.tokens_per_call
-    optimizer_seconds = trial.optimizer_call_seconds
-    if optimizer_seconds is None:
-        optimizer_seconds = OPTIMIZER_CALL_RATIO * trial.single_call_seconds
-    # The optimizer's calls in task-call units (tokens: what a call is priced on).
-    weight = calls.optimizer.scaled(optimizer_tokens / max(trial.tokens_per_call, 1e-9))
-    tokens = batched.scaled(trial.tokens_per_call) + calls.optimizer.scaled(optimizer_tokens)
-    cost = None
-    if trial.cost_per_call is not None:
-        cost = (batched + weight).scaled(trial.cost_per_call)
-    overhead_steps = calls.candidates + Span.exact(calls.steps * calls.epochs)
-    # A call's pace: the faster of the two measures. A local model serves one call at a time
-    # (both measure the same pace; the slower one met a neighbour's load), a remote provider
-    # serves a batch concurrently (the batch's pace is the one fit meets).
-    pace = min(trial.seconds_per_call, trial.single_call_seconds)
-    seconds = (
-        batched.scaled(pace)
-        + calls.optimizer.scaled(optimizer_seconds)
-        + overhead_steps.scaled(STEP_OVERHEAD_SECONDS)
-        + Span.exact(RUN_OVERHEAD_SECONDS)
-    )
-    seconds = Span(
-        seconds.low * (1 - TIME_SPREAD), seconds.expected, seconds.high * (1 + TIME_SPREAD)
-    )
-    return Estimate(
-        calls=calls.total, tokens=tokens, cost=cost, seconds=seconds, parts=calls.to_dict()
-    )

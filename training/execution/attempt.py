@@ -32,6 +32,7 @@ from training.engine.data_model import create_data_model
 from training.engine.language_models import rate_limits
 from training.execution import (
     budget,
+    calibration,
     events,
     model_loading,
     persistence,
@@ -108,6 +109,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         close_old_connections()
         return "superseded"  # the run is no longer this attempt's: leave its state alone
     run_state.finish(run_id, attempt, status, **fields)
+    calibration.learn_from_run(run_id)  # the model's pace, for the next forecasts
     close_old_connections()
     return status
 

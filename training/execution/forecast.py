@@ -2,55 +2,60 @@
 
 Calls come from the configuration and the data by the engine's counting rule
 (``training.engine.forecast.count_calls``: what ``fit`` and the evaluations around it do per
-optimizer). Tokens, cost and time per call come from a short measured trial: a few
-predictions of the program on its model, made by a worker (where the local models are
-already loaded and where the run will execute: the :func:`forecast_trial` task), bounded by
-:data:`TRIAL_SECONDS`, and cached in the web process for :data:`TRIAL_CACHE_SECONDS` by
-(program document, dataset). The launch form asks again while the trial runs
-(:func:`trial_state` says ``measuring``); a model that cannot be reached is said in words
-instead of numbers.
+optimizer). Tokens and time come from measurement, never from a wait on a worker:
 
-At launch the forecast is stored in the run (``Run.forecast``, :func:`at_launch`: the counts,
-plus the trial's figures when one is cached); the run page shows it against the actual.
+- **Tokens per call** (:func:`call_sizes`): the program's own prompts for the training rows
+  (its instructions, pinned examples, the output note), in tokens at the characters per
+  token the model's calibration measured; under a new candidate, plus the examples it
+  samples (RandomFewShot, NearestFewShot) or the instructions OMEGA rewrites; answers from
+  the targets' JSON. An LM judge's calls and OMEGA's mutations: what recent runs' traces
+  measured on that model (``calibration.learned_size``), else a stated assumption.
+- **Seconds** (``training.engine.pace.run_time``): the model's :class:`Pace` measured by a
+  worker (``training.execution.calibration``: a short calibration, then every run it ends),
+  read from the database. A model not measured yet: the forecast says "measuring" (a worker
+  is asked, in the background) and gives calls only until the pace is stored.
+- **The machine now** (:func:`machine`): runs executing or queued take worker processes and,
+  on a local model, its cores: the run's ``share`` of the model's parallel calls, and how
+  long it waits for a worker (``wait``).
+
+Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
+run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
+worker's :func:`~training.execution.calibration.learn_from_run` learns from the difference.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
 import logging
-import time
 from typing import Any
 
-from celery import shared_task
-from celery.result import AsyncResult
-from django.core.cache import cache
-
-import training.engine as synalinks
 from datasets.services import get_split
 from training import conf
 from training.engine import forecast as engine_forecast
-from training.engine.data_model import create_data_model
-from training.engine.language_models.redaction import redact
+from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
-from training.engine.optimizers.mutation import VariableEvolver, batch_report
-from training.execution import budget, run_config
+from training.engine.optimizers.mutation import MAX_TEXT_CHARS
+from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
+from training.execution import budget, calibration, run_config
+from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
-from training.programs.programs import ProgramError, program_from_json
+from training.programs.programs import program_from_json
 
 logger = logging.getLogger(__name__)
 
-#: The trial's predictions: one to warm up (a model still loading, a first connection), one
-#: alone, then a batch of this many; for OMEGA, one mutation call on its model too.
-TRIAL_BATCH = 2
-#: Bound on the whole trial in the worker (seconds).
-TRIAL_SECONDS = 90.0
-#: How long the form waits for a worker to report (a worker busy with runs may not start it).
-TRIAL_WAIT_SECONDS = 180.0
-TRIAL_CACHE_SECONDS = 600
-TRIAL_FAILURE_CACHE_SECONDS = 30
-TRIAL_TASK = "training.forecast_trial"
+#: Training rows whose prompts are sized (their mean stands for all).
+SIZED_ROWS = 24
+#: Prompt characters of an LM judge's call and of an OMEGA mutation before a run of the model
+#: has measured them (then ``calibration.learned_size``): the judge reads its instructions
+#: and the criteria, then the reference and the prediction (an example's answer each); a
+#: mutation reads its instructions and the variable, then the batch's report (each item's
+#: inputs, prediction and ground truth: an example and a half). Their answers: as long as the
+#: calibration's long answer (shaped like a mutation's).
+JUDGE_PROMPT_CHARS = 800
+MUTATION_PROMPT_CHARS = 1300
+REPORT_ITEM_SHARE = 1.5
+#: Share of a mutation's answer that is the new instructions (the rest: its reasoning).
+INSTRUCTION_SHARE = 0.5
 
 
 # -- counting ---------------------------------------------------------------------------------
@@ -121,15 +126,168 @@ def _nearest_shape(params: dict[str, Any]) -> dict[str, int]:
     return shape
 
 
-# -- the trial --------------------------------------------------------------------------------
+# -- tokens per call ---------------------------------------------------------------------------
 
 
-def trial_key(program_row: Any, dataset: Any, optimizer_model: str = "") -> str:
-    """Cache key: the program's document (its model included), the dataset, and the
-    optimizer's model when its calls are measured too."""
-    document = json.dumps(program_row.engine_json, sort_keys=True, default=str)
-    digest = hashlib.sha1(f"{document}|{dataset.pk}|{optimizer_model}".encode()).hexdigest()
-    return f"forecast-trial:{digest}"
+def _generators(engine: Any) -> list[Any]:
+    return [m for m in engine.modules if getattr(m, "language_model", None) is not None]
+
+
+def _tokens(chars: float, messages: int, pace: Pace) -> float:
+    return chars / max(pace.chars_per_token, 0.5) + messages * MESSAGE_TOKENS
+
+
+def _prompt_chars(generator: Any, input_json: dict[str, Any]) -> tuple[int, int, int]:
+    """Characters and messages of the prompt ``generator`` sends for ``input_json``, and the
+    characters of its last message (the input: what calls under one candidate do not share)."""
+    messages = generator.format_messages(input_json)
+    last = len(str(messages[-1].get("content") or ""))
+    model = generator.output_data_model
+    lm = generator.language_model
+    try:
+        with_schema = not lm.supports_response_schema()
+    except Exception:
+        with_schema = True
+    messages = with_output_note(messages, output_note(model.get_schema(), with_schema, key=model))
+    return sum(len(str(m.get("content") or "")) for m in messages), len(messages), last
+
+
+def call_sizes(
+    program_row: Any,
+    dataset: Any,
+    config: dict[str, Any],
+    pace: Pace,
+    learned: dict[str, Any],
+    assumptions: list[str],
+) -> tuple[dict[str, CallSize], dict[str, CallSize]]:
+    """Tokens per call by role, and the program's by part (``seed``, ``candidates``); what
+    is assumed rather than measured is appended to ``assumptions``."""
+    engine = program_from_json(program_row.engine_json)
+    generators = _generators(engine)
+    train_rows, targets = get_split(dataset, "train")
+    rows = train_rows[:SIZED_ROWS] or [{}]
+    targets = targets[:SIZED_ROWS] or [{}]
+    names = list(engine.inputs[0].data_model.model_fields)
+    prompt = completion = fresh = 0.0
+    example_chars = answer_chars = 0.0
+    for generator in generators:
+        chars = [_prompt_chars(generator, {n: row.get(n) for n in names}) for row in rows]
+        prompt += sum(_tokens(c, m, pace) for c, m, _ in chars) / len(chars)
+        fresh += sum(_tokens(last, 1, pace) for _, _, last in chars) / len(chars)
+        answer = sum(len(json.dumps(t, ensure_ascii=False)) for t in targets) / len(targets)
+        answer_chars += answer
+        answer_tokens = answer / max(pace.answer_chars_per_token, 0.5)
+        if isinstance(generator, ChainOfThought):  # its reasoning comes first
+            answer_tokens += 0.5 * (generator.language_model.max_tokens or 256)
+        max_tokens = generator.language_model.max_tokens
+        if max_tokens:
+            answer_tokens = min(answer_tokens, float(max_tokens))
+        completion += answer_tokens
+        example_chars = sum(
+            len(json.dumps({n: row.get(n) for n in names}, ensure_ascii=False))
+            + len(json.dumps(t, ensure_ascii=False))
+            for row, t in zip(rows, targets, strict=False)
+        ) / len(rows)
+    seed = CallSize(prompt, completion, fresh)
+    lm_count = max(1, len(generators))
+    example_tokens = _tokens(example_chars, 2, pace) * lm_count
+    params = config["optimizer"].get("params") or {}
+    name = config["optimizer"]["name"]
+    extra = 0.0
+    if name == "RandomFewShot":
+        low = int(params.get("nb_min_examples", 1))
+        high = min(int(params.get("nb_max_examples", 3)), max(1, len(train_rows)))
+        extra = example_tokens * (max(0, low) + max(0, high)) / 2
+    elif name == "NearestFewShot":
+        extra = example_tokens * int(params.get("k") or 3)
+    batch = int(config["batch_size"])
+    mutation_chars = MUTATION_PROMPT_CHARS + batch * REPORT_ITEM_SHARE * example_chars
+    mutation = learned_or_assumed(learned, "mutation", mutation_chars, pace, assumptions)
+    if name == "OMEGA":  # its candidates carry rewritten instructions
+        instructions = max(
+            (len((v.value.get("instructions") or "")) for v in engine.trainable_variables),
+            default=0,
+        )
+        written = min(
+            INSTRUCTION_SHARE * mutation.completion, MAX_TEXT_CHARS / pace.chars_per_token
+        )
+        extra = max(0.0, written - instructions / pace.chars_per_token) * lm_count
+    candidates = CallSize(prompt + extra, completion, fresh)
+    judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
+    judge = calibration.learned_size(learned, "judge")
+    if judge is None and pace.judge_size is not None:  # the calibration's judge call
+        sample = sum(len(json.dumps(answer)) for answer in calibration.JUDGE_SAMPLE)
+        prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
+        judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
+        assumptions.append(
+            f"each judge call ~{judge.prompt:.0f} prompt and {judge.completion:.0f} answer "
+            "tokens, as the calibration's judge call (no run of this model measured one yet)"
+        )
+    if judge is None:
+        judge = learned_or_assumed(learned, "judge", judge_chars, pace, assumptions)
+    sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
+    return sizes, {"seed": seed, "candidates": candidates}
+
+
+def learned_or_assumed(
+    learned: dict[str, Any], role: str, prompt_chars: float, pace: Pace, assumptions: list[str]
+) -> CallSize:
+    """A judge's or a mutation's tokens as recent runs of the model measured them; else a
+    prompt of ``prompt_chars`` and an answer as long as the calibration's long answer."""
+    found = calibration.learned_size(learned, role)
+    if found is not None:
+        return found
+    assumptions.append(
+        f"each {role} call ~{prompt_chars:.0f} prompt characters and a "
+        f"{pace.long_answer_tokens:.0f}-token answer (no run of this model measured one yet)"
+    )
+    return CallSize(_tokens(prompt_chars, 2, pace), pace.long_answer_tokens)
+
+
+# -- the machine now --------------------------------------------------------------------------
+
+
+def machine(local: bool) -> dict[str, Any]:
+    """Runs executing or queued now: how many, the share of the model's parallel calls a
+    new run gets, and about how long it waits for a worker process (seconds)."""
+    workers = max(1, int(conf.get("TRAINBOARD_WORKER_CONCURRENCY")))
+    active = list(
+        Run.objects.filter(status__in=Run.ACTIVE).values_list(
+            "status", "active_seconds", "forecast"
+        )[:50]
+    )
+    running = sum(1 for status, _, _ in active if status == Run.RUNNING)
+    queued = len(active) - running
+    left = []
+    for _, used, stored in active:
+        expected = ((stored or {}).get("seconds") or {}).get("expected")
+        left.append(max(0.0, float(expected) - float(used or 0)) if expected else 0.0)
+    wait = 0.0
+    if len(active) >= workers:  # the earliest free worker process, one after another
+        slots = sorted(left[:workers])
+        for remaining in left[workers:]:
+            slots[0] += remaining
+            slots.sort()
+        wait = slots[0]
+    together = min(workers, len(active) + 1)
+    return {
+        "running": running,
+        "queued": queued,
+        "workers": workers,
+        "share": 1.0 / together if local else 1.0,
+        "wait": wait,
+    }
+
+
+# -- the forecast -----------------------------------------------------------------------------
+
+
+def judge_model(config: dict[str, Any]) -> str:
+    """The model an LM judge's calls run on ("" when the reward is no LM judge)."""
+    reward = config.get("reward") or {}
+    if reward.get("name") != "LMAsJudge":
+        return ""
+    return reward.get("language_model") or config.get("model") or ""
 
 
 def optimizer_model(config: dict[str, Any]) -> str:
@@ -140,236 +298,148 @@ def optimizer_model(config: dict[str, Any]) -> str:
     return (spec.get("params") or {}).get("language_model") or config.get("model") or ""
 
 
-def run_trial(program_row: Any, dataset: Any, mutation_model: str = "") -> dict[str, Any]:
-    """A few predictions of the program on its model (and, with ``mutation_model``, one
-    OMEGA mutation of its first variable on that model): ``{"trial": Trial dict}`` or
-    ``{"error": what went wrong, in words}``. Bounded by :data:`TRIAL_SECONDS`."""
-    try:  # this one is called: its saved endpoint's URL and key, in memory
-        engine = program_from_json(program_row.engine_json, owner=program_row.owner)
-    except ProgramError as exc:
-        return {"error": f"This program cannot run here: {exc}"}
-    rows, targets = get_split(dataset, "train")
-    if not rows:
-        rows, targets = get_split(dataset, "test")
-    if not rows:
-        return {"error": "the dataset has no rows to try the model on"}
-    count = TRIAL_BATCH + 2
-    x = _inputs(engine, (rows * count)[:count])
-    mutation_lm = None
-    if mutation_model:
-        try:
-            mutation_lm = make_language_model(mutation_model)
-        except (ModelStringError, ValueError) as exc:
-            return {"error": f"the optimizer's model cannot be used: {exc}"}
-
-    async def trial() -> dict[str, Any]:
-        await engine.predict(x[:1], batch_size=1)  # warm-up, not measured
-        with synalinks.usage.track() as usage:
-            started = time.perf_counter()
-            await engine.predict(x[1:2], batch_size=1)
-            single = time.perf_counter() - started
-            started = time.perf_counter()
-            outputs = await engine.predict(x[2:], batch_size=TRIAL_BATCH)
-            batch = time.perf_counter() - started
-        totals = usage.to_dict()
-        if engine.predictions and engine.failed_predictions >= engine.predictions:
-            first = next(iter(engine.prediction_errors), "no usable answer")
-            return {"error": f"the model's answers failed: {first}"}
-        calls = max(1, int(totals["calls"]))
-        cost = totals.get("cost")
-        measured: dict[str, Any] = {}
-        if mutation_lm is not None:
-            measured = await _mutation(engine, mutation_lm, x[2:], targets, outputs)
-        return {
-            "trial": engine_forecast.Trial(
-                seconds_per_call=batch / TRIAL_BATCH,
-                single_call_seconds=single,
-                tokens_per_call=totals["total_tokens"] / calls,
-                cost_per_call=None if cost is None else cost / calls,
-                calls=calls + (1 if measured else 0),
-                **measured,
-            ).to_dict()
-        }
-
-    try:
-        return asyncio.run(asyncio.wait_for(trial(), TRIAL_SECONDS))
-    except TimeoutError:
-        return {
-            "error": f"the model did not answer {TRIAL_BATCH + 2} predictions within "
-            f"{TRIAL_SECONDS:.0f} s"
-        }
-    except synalinks.LanguageModelUnreachable as exc:
-        return {"error": f"the model cannot be reached: {exc}"}
-    except synalinks.LanguageModelConfigError as exc:
-        return {"error": f"the model refused the request: {exc}"}
-    except Exception as exc:  # never a traceback on the form: say what failed
-        logger.exception("forecast trial failed")
-        return {"error": f"the trial failed: {type(exc).__name__}: {exc}"}
-
-
-# Unlike the run tasks (which ignore results: project.redis_config), the form reads this one's
-# result from the result store; every read is bounded by the Redis client timeouts there.
-async def _mutation(
-    engine: Any, language_model: Any, x: list, targets: list[dict], outputs: Any
-) -> dict[str, float]:
-    """One OMEGA mutation of the program's first variable on the trial's batch: its time and
-    tokens (a failed call still took them; what it would have written does not matter).
-    Nothing measured (``{}``: the estimate falls back on a ratio) when no call could be made."""
-    variables = engine.trainable_variables
-    if not variables:
-        return {}
-    try:
-        target_model = create_data_model("Target", _target_fields(targets))
-        y = [target_model(**row) for row in (targets * len(x))[: len(x)]]
-        report = batch_report(x, y, list(outputs), [0.0] * len(x))
-        evolver = VariableEvolver(variables[0], language_model, 0.3, 0.3, None)
-    except Exception:  # a variable or targets the evolver cannot read: no measure
-        logger.warning("forecast trial: no mutation to measure", exc_info=True)
-        return {}
-    with synalinks.usage.track() as usage:
-        started = time.perf_counter()
-        try:
-            await evolver.mutate(variables[0].value, 0.0, report)
-        except (synalinks.LanguageModelUnreachable, synalinks.LanguageModelConfigError):
-            raise
-        except Exception:  # a failed or unparsable mutation still measured its call
-            pass
-        seconds = time.perf_counter() - started
-    totals = usage.to_dict()
-    if not totals["calls"]:
-        return {}
-    return {
-        "optimizer_call_seconds": seconds / int(totals["calls"]),
-        "optimizer_tokens_per_call": totals["total_tokens"] / int(totals["calls"]),
-    }
-
-
-def _target_fields(targets: list[dict]) -> list[dict[str, str]]:
-    first = targets[0] if targets else {}
-    return [{"name": name, "type": "str", "description": name} for name in first]
-
-
-@shared_task(
-    name=TRIAL_TASK,
-    ignore_result=False,
-    soft_time_limit=TRIAL_SECONDS + 30,
-    time_limit=TRIAL_SECONDS + 60,
-)
-def forecast_trial(program_id: int, dataset_id: int, mutation_model: str = "") -> dict[str, Any]:
-    """The trial, in a worker (the local models are loaded there; runs execute there)."""
-    from datasets.models import Dataset
-    from training.models import Program
-
-    program_row = Program.objects.get(pk=program_id)
-    dataset = Dataset.objects.get(pk=dataset_id)
-    return run_trial(program_row, dataset, mutation_model)
-
-
-def trial_state(
-    program_row: Any, dataset: Any, start: bool = True, mutation_model: str = ""
-) -> dict[str, Any]:
-    """``{"state": "ready", "trial": …}``, ``{"state": "error", "message": …}`` or
-    ``{"state": "measuring"}`` (a worker was asked; ask again shortly). ``start=False`` only
-    reads what is cached (no new trial)."""
-    key = trial_key(program_row, dataset, mutation_model)
-    found = cache.get(key)
-    if found is not None:
-        return found
-    pending = cache.get(f"{key}:task")
-    if pending is not None:
-        try:
-            result = AsyncResult(pending["id"], app=forecast_trial.app)
-            if result.ready():
-                value = result.get(timeout=2, propagate=False)
-                result.forget()
-                return _remember(key, value)
-        except Exception as exc:
-            return _remember(key, {"error": f"could not read the trial's result: {exc}"})
-        if time.time() - pending["since"] > TRIAL_WAIT_SECONDS:
-            return _remember(
-                key,
-                {
-                    "error": f"no worker measured the model within {TRIAL_WAIT_SECONDS:.0f} s "
-                    "(busy with other runs?)"
-                },
-            )
-        return {"state": "measuring"}
-    if not start:
-        return {"state": "none"}
-    try:
-        sent = forecast_trial.apply_async(
-            args=[program_row.pk, dataset.pk, mutation_model],
-            expires=TRIAL_WAIT_SECONDS,
-            retry=False,
-        )
-    except Exception as exc:
-        return _remember(key, {"error": f"could not ask a worker to measure the model: {exc}"})
-    cache.set(f"{key}:task", {"id": sent.id, "since": time.time()}, TRIAL_WAIT_SECONDS + 60)
-    return {"state": "measuring"}
-
-
-def _remember(key: str, value: Any) -> dict[str, Any]:
-    cache.delete(f"{key}:task")
-    if isinstance(value, dict) and isinstance(value.get("trial"), dict):
-        state = {"state": "ready", "trial": value["trial"]}
-        cache.set(key, state, TRIAL_CACHE_SECONDS)
-        return state
-    message = value.get("error") if isinstance(value, dict) else None
-    text = redact(str(message or f"the trial failed: {value}"))[:500]  # no secret on a page
-    state = {"state": "error", "message": text}
-    cache.set(key, state, TRIAL_FAILURE_CACHE_SECONDS)
-    return state
-
-
-# -- the forecast -----------------------------------------------------------------------------
-
-
 def forecast(
     program_row: Any, dataset: Any, config: dict[str, Any], measure: bool = True
 ) -> dict[str, Any]:
     """The forecast of a configuration (JSON: stored in the run at launch, rendered by the
-    forecast partials). ``measure=False`` uses a cached trial only."""
+    forecast partials). ``measure=False`` never asks a worker to calibrate a model."""
     shape = shape_for(program_row, dataset, config)
     calls = engine_forecast.count_calls(shape)
-    mutation_model = optimizer_model(config)
-    state = trial_state(program_row, dataset, start=measure, mutation_model=mutation_model)
-    measuring = state["state"] == "measuring"
-    if state["state"] != "ready" and mutation_model:
-        # OMEGA's own trial (with a mutation) is not ready: the program's trial, when cached,
-        # still times its predictions (mutations at OPTIMIZER_CALL_RATIO), never "calls only".
-        plain = trial_state(program_row, dataset, start=False)
-        if plain["state"] == "ready":
-            state = {**plain, "mutations_assumed": True}
+    model = config.get("model") or program_row.model
+    local = str(model).startswith("local/")
+    models = {"prediction": model}
+    if shape.judge_calls:
+        models["judge"] = judge_model(config) or model
+    if calls.optimizer.high:
+        models["mutation"] = optimizer_model(config) or model
+    paces: dict[str, Pace] = {}
+    learned: dict[str, Any] = {}
+    stored = {name: calibration.current(name) for name in set(models.values())}
+    for role, name in models.items():
+        pace, sizes = stored[name]
+        if pace is not None:
+            paces[role] = pace
+        if role in sizes:  # an LM judge's or a mutation's tokens, on the model that makes them
+            learned[role] = sizes[role]
+    missing = sorted({name for role, name in models.items() if role not in paces})
+    failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
+    if measure and not failed:
+        for name in missing:
+            calibration.request(name)
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
-        "model": config.get("model") or program_row.model,
-        "local": str(config.get("model") or program_row.model).startswith("local/"),
-        "state": state["state"],
-        "message": state.get("message", ""),
-        # the figures are ready, but a worker still measures the mutations: ask again
-        "still_measuring": measuring and state["state"] == "ready",
-        "mutations_assumed": bool(state.get("mutations_assumed")),
+        "model": model,
+        "local": local,
+        "state": ("error" if failed else "measuring") if missing else "ready",
+        "message": failed,
+        "missing": missing,
+        "batch_size": int(config["batch_size"]),
     }
-    if state["state"] == "ready":
-        trial = engine_forecast.Trial(**state["trial"])
-        estimate = engine_forecast.estimate(calls, trial).to_dict()
-        result.update(
-            tokens=estimate["tokens"],
-            cost=estimate["cost"],
-            seconds=estimate["seconds"],
-            trial=state["trial"],
-        )
+    if not missing:
+        result.update(_measured(program_row, dataset, config, calls, paces, learned, local))
+        span = result["seconds"]
+        result["seconds_expected_text"] = duration_text(span["expected"])
+        result["seconds_range_text"] = seconds_text(span["low"], span["high"])
         # the time range every page promises ("6–9 min"): the launch form, the home page
-        result["time_text"] = seconds_text(result["seconds"]["low"], result["seconds"]["high"])
+        result["time_text"] = result["seconds_range_text"]
     result["summary"] = summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
 
 
+def _measured(
+    program_row: Any,
+    dataset: Any,
+    config: dict[str, Any],
+    calls: engine_forecast.CallForecast,
+    paces: dict[str, Pace],
+    learned: dict[str, Any],
+    local: bool,
+) -> dict[str, Any]:
+    pace = paces["prediction"]
+    assumptions: list[str] = []
+    sizes, by_part = call_sizes(program_row, dataset, config, pace, learned, assumptions)
+    now = machine(local)
+    estimate = run_time(
+        calls,
+        sizes,
+        pace,
+        batch_size=int(config["batch_size"]),
+        share=now["share"],
+        prediction_sizes=by_part,
+        role_paces={role: p for role, p in paces.items() if role != "prediction"},
+    )
+    tokens = estimate.tokens
+    cost = None
+    if local:
+        cost = {"low": 0.0, "expected": 0.0, "high": 0.0}
+    else:
+        try:
+            lm = make_language_model(config.get("model") or program_row.model)
+            bound = [lm.cost_bound(int(v)) for v in (tokens.low, tokens.expected, tokens.high)]
+            if None not in bound:
+                cost = dict(zip(("low", "expected", "high"), bound, strict=True))
+                assumptions.append("cost at the dearer of the model's input and output prices")
+        except (ModelStringError, ValueError):
+            cost = None
+    seconds = estimate.seconds
+    prediction_seconds = pace.call(sizes["prediction"]) * pace.time_factor
+    mutation_pace = paces.get("mutation", pace)
+    return {
+        "tokens": tokens.rounded(),
+        "cost": cost,
+        "seconds": {"low": seconds.low, "expected": seconds.expected, "high": seconds.high},
+        "seconds_parts": estimate.parts,
+        "wait": now["wait"],
+        "share": now["share"],
+        "machine": now,
+        "sizes": {
+            key: {
+                "prompt": round(v.prompt, 1),
+                "completion": round(v.completion, 1),
+                "fresh": None if v.fresh is None else round(v.fresh, 1),
+            }
+            for key, v in {**sizes, **{f"prediction_{k}": v for k, v in by_part.items()}}.items()
+        },
+        "pace": {
+            "prediction_seconds": prediction_seconds,
+            "mutation_seconds": mutation_pace.call(sizes["mutation"], long=True)
+            * mutation_pace.time_factor,
+            "parallel": pace.parallel,
+            "time_factor": pace.time_factor,
+            "runs": pace.runs,
+            "source": pace.source,
+            "measured_at": pace.measured_at,
+            "load": pace.load,
+        },
+        "assumptions": assumptions + _assumed(now, pace, local),
+    }
+
+
+def _assumed(now: dict[str, Any], pace: Pace, local: bool) -> list[str]:
+    notes = []
+    if local:
+        together = round(1 / now["share"]) if now["share"] else 1
+        if together > 1:
+            notes.append(f"the cores shared with {together - 1} other run(s) now queued or running")
+        else:
+            notes.append("no other run on the cores")
+    if now["wait"]:
+        notes.append(
+            f"starts after about {duration_text(now['wait'])} "
+            f"({now['running']} running, {now['queued']} queued, {now['workers']} worker processes)"
+        )
+    if pace.runs:
+        notes.append(f"pace as {pace.runs} recent run(s) of this model went")
+    else:
+        notes.append("pace from the calibration alone (no run of this model measured yet)")
+    return notes
+
+
 def at_launch(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any] | None:
-    """What a run stores at launch: the counts, and the trial's figures when cached. Never
-    stops a launch (a forecast that cannot be made is None, logged)."""
+    """What a run stores at launch (the forecast, measured figures when stored). Never stops
+    a launch (a forecast that cannot be made is None, logged)."""
     try:
         return forecast(program_row, dataset, config, measure=False)
     except Exception:
@@ -420,10 +490,9 @@ def summary(result: dict[str, Any]) -> str:
     if "seconds" in result:
         parts.append(f"{tokens_text(result['tokens']['expected'])}")
         parts.append(cost_text(result["cost"], result["local"]))
-        parts.append(
-            result.get("time_text")
-            or seconds_text(result["seconds"]["low"], result["seconds"]["high"])
-        )
+        parts.append(seconds_text(result["seconds"]["low"], result["seconds"]["high"]))
+        if result.get("wait"):
+            parts.append(f"starting in about {duration_text(result['wait'])}")
     return ", ".join(parts)
 
 

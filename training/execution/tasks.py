@@ -101,5 +101,5 @@ def _reap_on_worker_start(sender=None, **kwargs):
         logger.exception("reaping stale runs on worker start failed")
 
 
-# The launch form's forecast trial (a few predictions on a worker): registered with the worker.
-from training.execution.forecast import forecast_trial  # noqa: E402,F401
+# The forecast's calibration of a model (a few calls on a worker): registered with the worker.
+from training.execution.calibration import calibrate_model  # noqa: E402,F401

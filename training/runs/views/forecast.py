@@ -4,6 +4,11 @@ A GET with the form's current values (htmx, debounced as the settings change) an
 forecast fragment. The form is validated like a launch (the user's own programs and
 datasets only: another user's is not a choice); a form that is not complete yet says what
 is missing instead of a number. While a worker measures the model, the fragment asks again.
+
+Nothing here waits on a worker: the figures come from the stored pace
+(``training.execution.calibration``). The answer echoes the form's revision
+(``forecast_revision``, bumped by ``static/training/forecast.js`` on every change), so the page
+drops an answer to a form that has changed since.
 """
 
 from __future__ import annotations
@@ -19,19 +24,26 @@ from training.runs.forms import RunForm
 TEMPLATE = "training/partials/run_forecast_form.html"
 
 
+def _revision(request) -> str:
+    """The form's revision this answer is for (digits only, bounded: it is echoed)."""
+    value = request.GET.get("forecast_revision", "")
+    return value if value.isdigit() and len(value) <= 12 else ""
+
+
 @require_GET
 @never_cache
 def run_forecast(request):
+    revision = _revision(request)
     form = RunForm(request.GET, user=request.user)
     if not form.is_valid():
-        return render(request, TEMPLATE, {"problem": _first_problem(form)})
+        return render(request, TEMPLATE, {"problem": _first_problem(form), "revision": revision})
     try:
         result = forecast_services.forecast(
             form.cleaned_data["program"], form.cleaned_data["dataset"], form.run_config
         )
     except (ProgramError, ValueError) as exc:
-        return render(request, TEMPLATE, {"problem": str(exc)})
-    return render(request, TEMPLATE, {"forecast": result})
+        return render(request, TEMPLATE, {"problem": str(exc), "revision": revision})
+    return render(request, TEMPLATE, {"forecast": result, "revision": revision})
 
 
 def _first_problem(form: RunForm) -> str:

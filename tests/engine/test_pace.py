@@ -1,0 +1,135 @@
+"""Tokens and time of a run's calls at a measured pace (``training.engine.pace``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.engine import forecast
+from training.engine.pace import (
+    RUN_OVERHEAD_SECONDS,
+    TIME_FACTOR_BOUNDS,
+    TIME_SPREAD,
+    CallSize,
+    Pace,
+    fit_pace,
+    run_time,
+)
+
+
+def shape(**overrides) -> forecast.RunShape:
+    values = {
+        "train_inputs": [{"q": f"question {i}"} for i in range(16)],
+        "test_size": 4,
+        "epochs": 2,
+        "batch_size": 4,
+        "validation_split": 0.25,
+        "optimizer": "RandomFewShot",
+    }
+    values.update(overrides)
+    return forecast.RunShape(**values)
+
+
+PACE = Pace(
+    call_seconds=0.1,
+    prompt_token_seconds=0.002,
+    short_token_seconds=0.02,
+    long_token_seconds=0.16,  # a long structured answer: 8x a short one's tokens
+    parallel=2.0,
+)
+SIZES = {
+    "prediction": CallSize(100, 10),
+    "judge": CallSize(200, 40),
+    "mutation": CallSize(500, 200),
+}
+
+
+def test_omegas_mutations_are_timed_one_at_a_time_by_their_generated_tokens():
+    counted = forecast.count_calls(shape(optimizer="OMEGA"))
+    result = run_time(counted, SIZES, PACE, batch_size=4)
+    mutation = 0.1 + 500 * 0.002 + 200 * 0.16
+    assert result.parts["optimizer"] == pytest.approx(counted.optimizer.expected * mutation)
+    prediction = 0.1 + 100 * 0.002 + 10 * 0.02
+    batched = counted.total.expected - counted.optimizer.expected
+    assert result.parts["batched"] == pytest.approx(batched * prediction / 2)  # 2 at once
+    assert result.parts["optimizer"] > result.parts["batched"]  # generated tokens dominate
+    tokens = batched * 110 + counted.optimizer.expected * 700
+    assert result.tokens.expected == pytest.approx(tokens)
+    assert result.seconds.expected == pytest.approx(
+        result.parts["batched"] + result.parts["optimizer"] + result.parts["overhead"]
+    )
+
+
+def test_the_range_allows_for_the_answers_and_the_pace():
+    counted = forecast.count_calls(shape(optimizer="OMEGA"))
+    result = run_time(counted, SIZES, PACE, batch_size=4)
+    assert result.seconds.low < result.seconds.expected < result.seconds.high
+    exact = run_time(
+        forecast.count_calls(shape(optimizer="OMEGA"), scored=8, best_changes=1),
+        SIZES,
+        PACE,
+        batch_size=4,
+    )
+    expected = exact.seconds.expected
+    assert exact.seconds.low == pytest.approx(expected * (1 - TIME_SPREAD))
+    assert exact.seconds.high == pytest.approx(expected * (1 + TIME_SPREAD))
+
+
+def test_a_run_sharing_the_cores_gets_its_share_of_the_parallel_calls():
+    counted = forecast.count_calls(shape())
+    alone = run_time(counted, SIZES, PACE, batch_size=4)
+    shared = run_time(counted, SIZES, PACE, batch_size=4, share=0.5)
+    assert shared.parts["batched"] == pytest.approx(2 * alone.parts["batched"])
+    one_at_a_time = run_time(counted, SIZES, PACE, batch_size=1)
+    assert one_at_a_time.parts["batched"] == pytest.approx(2 * alone.parts["batched"])
+
+
+def test_a_candidates_examples_and_a_shared_prefix_count_where_they_apply():
+    counted = forecast.count_calls(shape())
+    plain = run_time(counted, SIZES, PACE, batch_size=4)
+    longer = run_time(
+        counted,
+        SIZES,
+        PACE,
+        batch_size=4,
+        prediction_sizes={"seed": CallSize(100, 10), "candidates": CallSize(250, 10)},
+    )
+    under = counted.candidate_predictions.expected + counted.after_evaluations.expected
+    assert under > 0
+    assert longer.tokens.expected == pytest.approx(plain.tokens.expected + under * 150)
+    fresh = {"prediction": CallSize(100, 10, fresh=20)}
+    cheaper = run_time(counted, fresh, PACE, batch_size=4)
+    assert cheaper.tokens.expected == pytest.approx(plain.tokens.expected)  # all sent
+    assert cheaper.parts["batched"] < plain.parts["batched"]  # fewer evaluated
+
+
+def test_the_calibration_fit_recovers_the_rates_it_was_measured_at():
+    truth = Pace(0.05, 0.003, 0.04, 0.04, parallel=1.0)
+    short = CallSize(80, 8)
+    long_prompt = CallSize(380, 8)
+    long_answer = CallSize(90, 150)
+    fitted = fit_pace(
+        [(short, truth.call(short)), (short, truth.call(short) + 0.5), (short, truth.call(short))],
+        (long_prompt, truth.call(long_prompt)),
+        (long_answer, truth.call(long_answer, long=True)),
+        together=(4, 2 * truth.call(short)),
+        chars_per_token=4.2,
+    )
+    assert fitted.call_seconds == pytest.approx(0.05)  # the median short call, not the slow one
+    assert fitted.prompt_token_seconds == pytest.approx(0.003)
+    assert fitted.long_token_seconds == pytest.approx(0.04)
+    assert fitted.parallel == pytest.approx(2.0)
+    assert fitted.chars_per_token == 4.2
+
+
+def test_recent_runs_teach_the_pace_within_bounds():
+    learned = PACE.learned(actual=30.0, predicted=20.0)
+    assert learned.time_factor == pytest.approx(1.5) and learned.runs == 1
+    again = learned.learned(actual=20.0, predicted=20.0)
+    assert 1.0 < again.time_factor < 1.5 and again.runs == 2  # a moving average
+    wild = PACE.learned(actual=1000.0, predicted=1.0)
+    assert wild.time_factor == TIME_FACTOR_BOUNDS[1]
+    slower = run_time(forecast.count_calls(shape()), SIZES, learned, batch_size=4)
+    base = run_time(forecast.count_calls(shape()), SIZES, PACE, batch_size=4)
+    assert slower.seconds.expected == pytest.approx(1.5 * base.seconds.expected)
+    assert base.parts["overhead"] >= RUN_OVERHEAD_SECONDS
+    assert Pace.from_dict({**learned.to_dict(), "unknown": 1}) == learned

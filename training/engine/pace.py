@@ -1,0 +1,307 @@
+"""How fast a model answers where a run will execute, and what a run's calls then cost in time.
+
+A forecast's calls come from :func:`training.engine.forecast.count_calls`; this module turns
+them into tokens and seconds from *measured* figures, never from a fixed ratio:
+
+- :class:`Pace`: one model on one machine. A call alone takes ``call_seconds`` plus
+  ``prompt_token_seconds`` per prompt token plus, per generated token, ``short_token_seconds``
+  (a short structured answer: a label, a number) or ``long_token_seconds`` (long strings inside
+  a JSON answer: a judge's critique, an OMEGA mutation's reasoning and instructions; a local
+  model under a JSON-schema grammar is several times slower per token there). ``parallel``
+  calls are served at once when many are in flight (a local model: its instances on the
+  machine's cores; a provider: its concurrency). ``time_factor``: what recent runs of this
+  model took against what this rule said for them (the machine's load, overheads), ``1.0``
+  until a run has been measured. Measured by a worker (its calibration) and refined by every
+  run it finishes.
+- :class:`CallSize`: the prompt and completion tokens of one call of a role (a prediction,
+  a judgement, a mutation), from the run's own prompts and recent runs' traces.
+- :func:`run_time`: the tokens and seconds of a run's calls; ``share`` says how much of the
+  model's ``parallel`` the run gets (other runs on the same cores take the rest).
+
+Example:
+
+```python
+pace = Pace(call_seconds=0.1, prompt_token_seconds=0.002, short_token_seconds=0.03,
+            long_token_seconds=0.09, parallel=2.0)
+sizes = {"prediction": CallSize(120, 12), "mutation": CallSize(500, 180)}
+tokens, seconds = run_time(count_calls(shape), sizes, pace, batch_size=8)
+```
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from training.engine.forecast import CallForecast, Span
+
+#: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
+#: per run (claim, program load, evaluations stored).
+STEP_OVERHEAD_SECONDS = 0.1
+RUN_OVERHEAD_SECONDS = 3.0
+#: The time range: the calls' range, then this much either way for how the pace varies from
+#: call to call and run to run (``bench/forecast_accuracy.py``).
+TIME_SPREAD = 0.25
+#: Tokens of the chat template around each message (a prompt's tokens: its characters at
+#: ``Pace.chars_per_token``, plus this per message).
+MESSAGE_TOKENS = 6
+#: Bounds on a learned ``time_factor`` (one odd run must not make the next forecast absurd).
+TIME_FACTOR_BOUNDS = (0.4, 4.0)
+#: Weight of the newest run in the learned ``time_factor`` (an exponential moving average).
+TIME_FACTOR_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class Pace:
+    """One model's measured speed on the machine that runs it (see the module docstring).
+
+    Args:
+        call_seconds: the fixed cost of a call alone (request, template, grammar set-up).
+        prompt_token_seconds: per prompt token (a provider: 0; in ``call_seconds``).
+        short_token_seconds: per generated token of a short structured answer.
+        long_token_seconds: per generated token of a long one (judge, mutation).
+        parallel: calls served at once when many are in flight (>= 1).
+        chars_per_token: characters of prompt text per token (sizes prompts before any call).
+        answer_chars_per_token: the same for a JSON answer (quotes and braces: denser).
+        long_answer_tokens: what a long structured answer came to (a mutation's size until
+            a run of the model has measured one).
+        judge_size: ``(prompt, completion)`` tokens of one LM-judge call on a small sample
+            (an LM judge's size until a run of the model has measured one; None: not measured).
+        time_factor: recent runs' actual time over this rule's (learned; 1.0: none yet).
+        runs: how many runs taught ``time_factor``.
+        source: where the figures come from, in words ("calibration", "calibration and 3
+            recent runs").
+        measured_at: when (ISO time); ``load``: the machine's 1-minute load then (None: unknown).
+    """
+
+    call_seconds: float
+    prompt_token_seconds: float
+    short_token_seconds: float
+    long_token_seconds: float
+    parallel: float = 1.0
+    chars_per_token: float = 3.0
+    answer_chars_per_token: float = 2.0
+    long_answer_tokens: float = 160.0
+    judge_size: tuple[float, float] | None = None
+    time_factor: float = 1.0
+    runs: int = 0
+    source: str = "calibration"
+    measured_at: str = ""
+    load: float | None = None
+
+    def call(self, size: CallSize, long: bool = False) -> float:
+        """Seconds of one call of ``size`` alone."""
+        per_token = self.long_token_seconds if long else self.short_token_seconds
+        return (
+            self.call_seconds
+            + size.evaluated * self.prompt_token_seconds
+            + size.completion * per_token
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pace:
+        """A stored pace (unknown keys ignored: an older or newer worker wrote it)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("judge_size") is not None:  # JSON gives a list back
+            values["judge_size"] = tuple(values["judge_size"])
+        return cls(**values)
+
+    def learned(self, actual: float, predicted: float) -> Pace:
+        """This pace after a run that took ``actual`` seconds where this rule, its
+        ``time_factor`` left out, said ``predicted``: ``time_factor`` moves toward their ratio
+        (the first run sets it; later ones by :data:`TIME_FACTOR_WEIGHT`), within
+        :data:`TIME_FACTOR_BOUNDS`."""
+        if actual <= 0 or predicted <= 0:
+            return self
+        low, high = TIME_FACTOR_BOUNDS
+        seen = min(high, max(low, actual / predicted))
+        weight = 1.0 if self.runs == 0 else TIME_FACTOR_WEIGHT
+        factor = math.exp((1 - weight) * math.log(self.time_factor) + weight * math.log(seen))
+        return Pace(**{**asdict(self), "time_factor": factor, "runs": self.runs + 1})
+
+
+@dataclass(frozen=True)
+class CallSize:
+    """Tokens of one call: ``prompt`` sent, ``completion`` generated; ``fresh``: the prompt's
+    tokens not shared with the calls before it (a local model keeps the longest shared prefix
+    evaluated: the system prompt and examples of one candidate), None: all of them."""
+
+    prompt: float
+    completion: float
+    fresh: float | None = None
+
+    @property
+    def total(self) -> float:
+        return self.prompt + self.completion
+
+    @property
+    def evaluated(self) -> float:
+        """The prompt tokens a call evaluates (its time)."""
+        return self.prompt if self.fresh is None else min(self.prompt, self.fresh)
+
+
+#: The roles whose answers are long strings (:attr:`Pace.long_token_seconds`).
+LONG_ROLES = ("judge", "mutation")
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """Tokens and seconds of a run: each a :class:`Span` (low / expected / high).
+
+    ``parts``: seconds of each kind of call (``batched``: predictions, judgements and test
+    passes, ``optimizer``: mutations and crossovers, ``overhead``), expected.
+    """
+
+    tokens: Span
+    seconds: Span
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def run_time(
+    calls: CallForecast,
+    sizes: dict[str, CallSize],
+    pace: Pace,
+    batch_size: int,
+    share: float = 1.0,
+    prediction_sizes: dict[str, CallSize] | None = None,
+    role_paces: dict[str, Pace] | None = None,
+) -> RunTime:
+    """The tokens and seconds of ``calls`` at ``pace``.
+
+    Batched calls (predictions, an LM judge's calls, the test passes) run ``batch_size`` at
+    once, served ``min(batch_size, parallel × share)`` at a time; an optimizer's calls run one
+    at a time (OMEGA mutates between batches). Each call's time is its pace's ``time_factor``
+    times the rule's, the overheads (:func:`overhead_seconds`) the program pace's; the range
+    is the calls' range widened by :data:`TIME_SPREAD`.
+
+    Args:
+        calls: :func:`~training.engine.forecast.count_calls`'s forecast.
+        sizes: :class:`CallSize` by role: ``prediction`` (required), ``judge``, ``mutation``.
+        pace: the model's :class:`Pace` where the run executes.
+        batch_size: the run's batch size.
+        share: the part of the model's ``parallel`` this run gets (0 < share <= 1: other
+            runs decode on the same cores).
+        prediction_sizes: the program's calls by part when they differ (``seed``: under the
+            first values, ``candidates``: under new candidates, with their examples or
+            rewritten instructions); None: ``sizes["prediction"]`` for all.
+        role_paces: the pace of a role on another model (``judge``: the reward's model,
+            ``mutation``: OMEGA's); None: ``pace`` for every role.
+
+    Returns:
+        A :class:`RunTime`.
+    """
+    prediction = sizes["prediction"]
+    judge = sizes.get("judge", prediction)
+    mutation = sizes.get("mutation", prediction)
+    by_part = prediction_sizes or {}
+    seed_size = by_part.get("seed", prediction)
+    candidate_size = by_part.get("candidates", prediction)
+    candidate_calls = calls.candidate_predictions
+    seed_calls = calls.predictions + candidate_calls.scaled(-1)
+    after_calls = calls.after_evaluations
+    before_calls = calls.evaluations + after_calls.scaled(-1)
+
+    def tokens_of(span: Span, size: CallSize) -> Span:
+        return span.scaled(size.total)
+
+    tokens = (
+        tokens_of(seed_calls + before_calls, seed_size)
+        + tokens_of(candidate_calls + after_calls, candidate_size)
+        + tokens_of(calls.judge, judge)
+        + tokens_of(calls.optimizer, mutation)
+    )
+    paces = role_paces or {}
+    share = max(share, 1e-3)
+
+    def batched(span: Span, size: CallSize, long: bool = False, on: Pace = pace) -> Span:
+        width = max(1.0, min(float(batch_size), on.parallel * share))
+        return span.scaled(on.call(size, long) * on.time_factor / width)
+
+    batched_seconds = (
+        batched(seed_calls + before_calls, seed_size)
+        + batched(candidate_calls + after_calls, candidate_size)
+        + batched(calls.judge, judge, long=True, on=paces.get("judge", pace))
+    )
+    mutation_pace = paces.get("mutation", pace)
+    alone_share = min(1.0, mutation_pace.parallel * share)  # one call on a shared machine
+    optimizer_seconds = calls.optimizer.scaled(
+        mutation_pace.call(mutation, long=True) * mutation_pace.time_factor / alone_share
+    )
+    overhead = overhead_seconds(calls.candidates, calls.steps * calls.epochs).scaled(
+        pace.time_factor
+    )
+    total = batched_seconds + optimizer_seconds + overhead
+    seconds = Span(total.low * (1 - TIME_SPREAD), total.expected, total.high * (1 + TIME_SPREAD))
+    return RunTime(
+        tokens=tokens,
+        seconds=seconds,
+        parts={
+            "batched": batched_seconds.expected,
+            "optimizer": optimizer_seconds.expected,
+            "overhead": overhead.expected,
+        },
+    )
+
+
+def overhead_seconds(candidates: Span, batches: int) -> Span:
+    """The work besides LM calls (before ``time_factor``): per candidate and batch, per run."""
+    return (candidates + Span.exact(batches)).scaled(STEP_OVERHEAD_SECONDS) + Span.exact(
+        RUN_OVERHEAD_SECONDS
+    )
+
+
+def fit_pace(
+    short: list[tuple[CallSize, float]],
+    long_prompt: tuple[CallSize, float],
+    long_answer: tuple[CallSize, float],
+    together: tuple[int, float] | None = None,
+    **extra: Any,
+) -> Pace:
+    """A :class:`Pace` from a few calls measured one at a time and a burst measured together.
+
+    The differences give the rates, each kept >= 0: a long prompt against a short call gives
+    the time of a prompt token; a long answer against a short call (its prompt's share taken
+    off) the time of a long answer's token; the short calls' median, less its prompt and its
+    answer at that rate, the fixed cost of a call. A short answer's tokens are taken to cost
+    what a long answer's do (one sampling step each; a short answer has few of them).
+
+    Args:
+        short: ``(size, seconds)`` of short calls (a short prompt, a short structured answer).
+        long_prompt: a call with a long prompt and a short answer.
+        long_answer: a call with a short prompt and a long structured answer.
+        together: ``(calls, seconds)``: that many short calls started at once, and the wall
+            time they took (``parallel`` = calls × a short call's time / wall).
+        **extra: other :class:`Pace` fields (``chars_per_token``, ``source``, ...).
+
+    Returns:
+        The pace.
+    """
+    if not short:
+        raise ValueError("fit_pace needs at least one short call")
+    times = sorted(seconds for _, seconds in short)
+    base_seconds = times[len(times) // 2]
+    base = short[0][0]
+    size, seconds = long_prompt
+    extra_prompt = size.evaluated - base.evaluated
+    prompt = max(0.0, (seconds - base_seconds) / extra_prompt) if extra_prompt > 0 else 0.0
+    size, seconds = long_answer
+    extra_answer = size.completion - base.completion
+    rest = seconds - base_seconds - prompt * (size.evaluated - base.evaluated)
+    token = max(0.0, rest / extra_answer) if extra_answer > 0 else 0.0
+    call = max(0.0, base_seconds - prompt * base.evaluated - token * base.completion)
+    parallel = 1.0
+    if together is not None and together[1] > 0:
+        parallel = max(1.0, together[0] * base_seconds / together[1])
+    return Pace(
+        call_seconds=call,
+        prompt_token_seconds=prompt,
+        short_token_seconds=token,
+        long_token_seconds=token,
+        parallel=parallel,
+        **extra,
+    )

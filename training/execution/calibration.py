@@ -1,0 +1,409 @@
+"""A model's pace where the workers run it: measured by a worker, refined by every run it ends.
+
+The launch form's forecast needs seconds per token on the machine that will run the run. It
+reads them here (:func:`current`: one indexed row, ``ModelPace``) and never waits on a
+worker:
+
+- **Calibration.** The first time a forecast needs a model that has no pace yet,
+  :func:`request` sends the Celery task :data:`CALIBRATION_TASK` (at most one a model every
+  :data:`REQUEST_AGAIN_SECONDS`, from a thread: the request answers at once). A worker makes
+  a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
+  structured answer, an LM judge's call, then a burst at once), bounded by
+  :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
+  Meanwhile the form says "measuring".
+- **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
+  teaches the stored pace what that run took against what the pace said for its own calls
+  (``Pace.time_factor``: the machine's load, what the rule leaves out) and the characters
+  per token of its prompts, and stores the tokens per call its traces show for an LM judge's
+  calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import shared_task
+from django.db.models import Avg, Count, Sum
+from pydantic import Field
+
+import training.engine as synalinks
+from training.engine.data_model import DataModel
+from training.engine.forecast import Span
+from training.engine.language_models.redaction import redact
+from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, fit_pace, overhead_seconds
+from training.models import LMCallTrace, ModelPace, Run
+from training.programs.lm import ModelStringError, make_language_model
+
+logger = logging.getLogger(__name__)
+
+CALIBRATION_TASK = "training.calibrate_model"
+#: Bound on one calibration in the worker (seconds).
+CALIBRATION_SECONDS = 120.0
+#: A calibration asked for and not stored yet is asked for again after this (seconds).
+REQUEST_AGAIN_SECONDS = 180.0
+#: Calls started at once to measure how many the model serves together.
+BURST = 4
+#: Roles whose tokens per call are learned from traces (crossovers count as mutations).
+LEARNED_ROLES = {"judge": ("judge",), "mutation": ("mutation", "crossover")}
+#: Weight of the newest run in the learned sizes (an exponential moving average).
+SIZE_WEIGHT = 0.5
+#: Prediction traces of a run read for its characters per token.
+TRACES_READ = 50
+
+#: The reference and the prediction of the calibration's LM-judge call.
+JUDGE_SAMPLE = ({"team": "billing"}, {"team": "shipping"})
+#: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
+FAILURE_KEY = "calibration_error"
+
+_requested: dict[str, float] = {}
+_requested_lock = threading.Lock()
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def current(model: str) -> tuple[Pace | None, dict[str, Any]]:
+    """The stored pace of ``model`` (None: never measured) and its learned ``sizes``."""
+    row = ModelPace.objects.filter(model=model).values("pace", "sizes").first()
+    if not row or not row["pace"]:
+        return None, (row or {}).get("sizes") or {}
+    return Pace.from_dict(row["pace"]), row["sizes"] or {}
+
+
+def learned_size(sizes: dict[str, Any], role: str) -> CallSize | None:
+    """A role's tokens per call learned from recent runs (None: none seen yet)."""
+    found = sizes.get(role)
+    if not isinstance(found, dict):
+        return None
+    return CallSize(float(found.get("prompt", 0)), float(found.get("completion", 0)))
+
+
+def request(model: str) -> None:
+    """Ask a worker to calibrate ``model`` (once every :data:`REQUEST_AGAIN_SECONDS` per web
+    process), without waiting: the broker is written from a thread."""
+    now = time.monotonic()
+    with _requested_lock:
+        if now - _requested.get(model, -REQUEST_AGAIN_SECONDS) < REQUEST_AGAIN_SECONDS:
+            return
+        _requested[model] = now
+
+    def send() -> None:
+        try:
+            calibrate_model.apply_async(args=[model], expires=REQUEST_AGAIN_SECONDS, retry=False)
+        except Exception:  # the form says "measuring"; the next form asks again later
+            logger.warning("could not ask a worker to calibrate %s", model, exc_info=True)
+            with _requested_lock:
+                _requested.pop(model, None)
+
+    threading.Thread(target=send, name=f"calibrate-{model}", daemon=True).start()
+
+
+# -- measuring (in a worker) ------------------------------------------------------------------
+
+
+class _Short(DataModel):
+    answer: str = Field(description="yes or no")
+
+
+class _Long(DataModel):
+    """Shaped like a mutation's answer: reasoning, then a long text (two long strings)."""
+
+    thinking: str = Field(description="One sentence on what the team must watch for")
+    instructions: str = Field(description="A detailed paragraph of about 100 words")
+
+
+#: Prompt text like a program's: instructions in prose, and inputs and answers as JSON.
+_FILLER = (
+    "Decide which team should handle the customer's message, and answer with the code of "
+    "that team only, as the examples below show. "
+    'Route each message. {"message": "My invoice INV-2291 was charged twice on 3 May", '
+    '"team": "billing"} {"message": "I cannot log in since the password reset.", "team": '
+    '"access"} {"message": "Parcel #88213 never arrived; the address was right.", "team": '
+    '"shipping"} '
+)
+
+
+def _short_prompt(nonce: int, long: bool = False) -> list[dict[str, str]]:
+    # The nonce comes first, so no call reuses another's evaluated prompt (a local model
+    # keeps the longest shared prefix).
+    text = f"Case {nonce}. " + (_FILLER * 3 if long else "") + f"Is {nonce} an even number?"
+    return [
+        {"role": "system", "content": f"Request {nonce}: answer yes or no."},
+        {"role": "user", "content": text},
+    ]
+
+
+def _long_prompt(nonce: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": f"Request {nonce}: write carefully."},
+        {"role": "user", "content": f"Case {nonce}. {_FILLER}Describe how a team should answer."},
+    ]
+
+
+def _chars(messages: list[dict[str, str]]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+async def _timed(
+    lm: Any, messages: list, data_model: type, answers: list[int] | None = None
+) -> tuple[CallSize, float]:
+    with synalinks.usage.track() as usage:
+        started = time.perf_counter()
+        try:
+            output = await lm(messages, data_model)
+            if answers is not None:
+                answers.append(len(json.dumps(output.get_json(), ensure_ascii=False)))
+        except synalinks.LanguageModelError as exc:
+            if isinstance(
+                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+            ):
+                raise
+            # an unparsable answer still measured its call
+        seconds = time.perf_counter() - started
+    totals = usage.to_dict()
+    calls = max(1, int(totals["calls"]))
+    size = CallSize(totals["prompt_tokens"] / calls, totals["completion_tokens"] / calls)
+    return size, seconds / calls
+
+
+async def _measure(model: str) -> Pace:
+    short_lm = make_language_model(model, max_tokens=16)
+    long_lm = make_language_model(model, max_tokens=192)
+    nonce = int(time.time()) % 10_000 * 10
+    await _timed(short_lm, _short_prompt(nonce), _Short)  # warm-up, not measured
+    short: list[tuple[CallSize, float]] = []
+    answers: list[int] = []
+    for offset in (1, 2, 3):
+        short.append(await _timed(short_lm, _short_prompt(nonce + offset), _Short, answers))
+    long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
+    long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
+    judge = await _judge_size(model)
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(_timed(short_lm, _short_prompt(nonce + 10 + i), _Short) for i in range(BURST))
+    )
+    together = (BURST, time.perf_counter() - started)
+    # Characters per prompt token: what the long prompt added over a short one.
+    extra_chars = _chars(_short_prompt(nonce + 4, long=True)) - _chars(_short_prompt(nonce + 1))
+    extra_tokens = long_prompt[0].prompt - short[0][0].prompt
+    completion = sum(size.completion for size, _ in short) / len(short)
+    answer_chars = sum(answers) / len(answers) if answers else 0
+    return fit_pace(
+        short,
+        long_prompt,
+        long_answer,
+        together=together,
+        chars_per_token=extra_chars / extra_tokens if extra_tokens > 0 else 3.0,
+        answer_chars_per_token=answer_chars / completion if answer_chars and completion else 2.0,
+        long_answer_tokens=long_answer[0].completion or 160.0,
+        judge_size=judge,
+        source=f"calibration on {os.uname().nodename}",
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        load=_load(),
+    )
+
+
+async def _judge_size(model: str) -> tuple[float, float] | None:
+    """Tokens of one call of an LM judge on ``model`` (its own instructions and answer
+    schema, as ``LMAsJudge`` asks it, the model's default answer length) on a small sample."""
+    from training.engine.modules import Generator
+    from training.engine.rewards.judging import JudgeInput, JudgeScore
+    from training.engine.rewards.lm_as_judge import DEFAULT_INSTRUCTIONS
+
+    judge = Generator(
+        data_model=JudgeScore,
+        language_model=make_language_model(model),
+        instructions=DEFAULT_INSTRUCTIONS,
+        name="calibration_judge",
+    )
+    reference, prediction = JUDGE_SAMPLE
+    request = JudgeInput(
+        criteria="accuracy and completeness",
+        reference=json.dumps(reference),
+        prediction=json.dumps(prediction),
+    )
+    with synalinks.usage.track() as usage:
+        try:
+            await judge(request)
+        except synalinks.LanguageModelError as exc:
+            if isinstance(
+                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+            ):
+                raise
+    totals = usage.to_dict()
+    if not totals["calls"]:
+        return None
+    calls = int(totals["calls"])
+    return (totals["prompt_tokens"] / calls, totals["completion_tokens"] / calls)
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def measure(model: str) -> Pace:
+    """Calibrate ``model`` here (a worker): a few short calls, bounded by
+    :data:`CALIBRATION_SECONDS`; stored and returned. Raises what the calls raised."""
+    pace = asyncio.run(asyncio.wait_for(_measure(model), CALIBRATION_SECONDS))
+    row, _ = ModelPace.objects.get_or_create(model=model)
+    old = Pace.from_dict(row.pace) if row.pace else None
+    if old is not None:  # keep what recent runs taught
+        pace = Pace.from_dict({**pace.to_dict(), "time_factor": old.time_factor, "runs": old.runs})
+    row.pace = pace.to_dict()
+    row.sizes = {k: v for k, v in (row.sizes or {}).items() if k != FAILURE_KEY}
+    row.save(update_fields=["pace", "sizes", "updated"])
+    return pace
+
+
+@shared_task(
+    name=CALIBRATION_TASK,
+    soft_time_limit=CALIBRATION_SECONDS + 30,
+    time_limit=CALIBRATION_SECONDS + 60,
+)
+def calibrate_model(model: str) -> None:
+    """The calibration, in a worker (where the local models are loaded and runs execute); a
+    failure is stored in words for the form (:func:`failure`)."""
+    try:
+        measure(model)
+    except TimeoutError:
+        _failed(
+            model, f"the model did not answer a few short calls within {CALIBRATION_SECONDS:.0f} s"
+        )
+    except synalinks.LanguageModelUnreachable as exc:
+        _failed(model, f"the model cannot be reached: {exc}")
+    except (ModelStringError, ValueError, synalinks.LanguageModelError) as exc:
+        _failed(model, f"the model refused the calibration: {exc}")
+
+
+def _failed(model: str, message: str) -> None:
+    logger.warning("calibration of %s failed: %s", model, message)
+    row, _ = ModelPace.objects.get_or_create(model=model)
+    sizes = dict(row.sizes or {})
+    sizes[FAILURE_KEY] = {"message": redact(message)[:500], "at": time.time()}
+    ModelPace.objects.filter(pk=row.pk).update(sizes=sizes)
+
+
+def failure(sizes: dict[str, Any]) -> str:
+    """The last calibration's failure in words, while it is recent ("" otherwise)."""
+    found = sizes.get(FAILURE_KEY)
+    if (
+        not isinstance(found, dict)
+        or time.time() - float(found.get("at", 0)) > REQUEST_AGAIN_SECONDS
+    ):
+        return ""
+    return str(found.get("message") or "")
+
+
+# -- learning from runs (in a worker) ---------------------------------------------------------
+
+
+def learn_from_run(run_id: int) -> None:
+    """Teach the program model's pace what run ``run_id`` took (see the module docstring).
+
+    Only a run that did its work (succeeded, or stopped at a cap) with a forecast stored at
+    launch teaches; never raises (a run's end must not fail on it)."""
+    try:
+        _learn(run_id)
+    except Exception:
+        logger.exception("run %s: the pace was not updated", run_id)
+
+
+def _learn(run_id: int) -> None:
+    run = (
+        Run.objects.filter(pk=run_id).only("status", "forecast", "active_seconds", "config").first()
+    )
+    if run is None or run.status not in (Run.SUCCEEDED, Run.STOPPED):
+        return
+    stored = run.forecast or {}
+    model = stored.get("model")
+    if not model or run.active_seconds <= 0:
+        return
+    traces = LMCallTrace.objects.filter(
+        run_id=run_id, kind="completion", memo_hit=False, cache_hit=False, failed=False
+    )
+    by_role = {
+        row["role"]: row
+        for row in traces.values("role").annotate(
+            calls=Count("id"), prompt=Avg("prompt_tokens"), completion=Avg("completion_tokens")
+        )
+    }
+    row, _ = ModelPace.objects.get_or_create(model=model)
+    sizes = dict(row.sizes or {})
+    for role, names in LEARNED_ROLES.items():
+        seen = traces.filter(role__in=names).aggregate(
+            calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
+        )
+        if seen["calls"]:
+            sizes[role] = _blend(
+                sizes.get(role), seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
+            )
+    changes = {"sizes": sizes}
+    if row.pace and by_role:
+        pace = Pace.from_dict(row.pace)
+        chars_per_token = _chars_per_token(traces.filter(role="prediction"))
+        if chars_per_token:
+            pace = Pace.from_dict({**pace.to_dict(), "chars_per_token": chars_per_token})
+        parts = stored.get("parts") or {}
+        candidates = float((parts.get("candidates") or {}).get("expected") or 0)
+        batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
+        overhead = overhead_seconds(Span.exact(candidates), batches).expected
+        predicted = _call_seconds(pace, by_role, stored) + overhead
+        changes["pace"] = pace.learned(run.active_seconds, predicted).to_dict()
+    ModelPace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _chars_per_token(traces: Any) -> float | None:
+    """Characters of prompt text per token in a run's prediction calls (what the forecast
+    sizes a program's prompts by), the chat template's tokens of each message left out."""
+    chars = tokens = 0.0
+    for messages, prompt in traces.values_list("messages", "prompt_tokens")[:TRACES_READ]:
+        if not isinstance(messages, list) or not prompt:
+            continue
+        chars += sum(len(str(m.get("content") or "")) for m in messages if isinstance(m, dict))
+        tokens += prompt - MESSAGE_TOKENS * len(messages)
+    return chars / tokens if chars and tokens > 0 else None
+
+
+def _blend(old: Any, prompt: float, completion: float) -> dict[str, float]:
+    if not isinstance(old, dict):
+        return {"prompt": prompt, "completion": completion}
+    keep = 1 - SIZE_WEIGHT
+    return {
+        "prompt": keep * float(old.get("prompt", prompt)) + SIZE_WEIGHT * prompt,
+        "completion": keep * float(old.get("completion", completion)) + SIZE_WEIGHT * completion,
+    }
+
+
+def _call_seconds(pace: Pace, by_role: dict[str, dict], stored: dict[str, Any]) -> float:
+    """What the pace (its time factor left out) says the run's own calls took, at the share
+    the run had at launch (its overheads are added by the caller)."""
+    share = float(stored.get("share") or 1.0)
+    batch = float(stored.get("batch_size") or 1)
+    width = max(1.0, min(batch, pace.parallel * share))
+    alone_share = min(1.0, pace.parallel * share)
+    # A prediction evaluates only its fresh part (the prefix shared with the calls before it
+    # stays evaluated): the share the forecast assumed, as the forecast computed the time.
+    seed = (stored.get("sizes") or {}).get("prediction") or {}
+    fresh_share = None
+    if seed.get("fresh") is not None and seed.get("prompt"):
+        fresh_share = float(seed["fresh"]) / float(seed["prompt"])
+    seconds = 0.0
+    for role, row in by_role.items():
+        prompt = float(row["prompt"] or 0)
+        fresh = prompt * fresh_share if role == "prediction" and fresh_share else None
+        size = CallSize(prompt, float(row["completion"] or 0), fresh)
+        if role in ("mutation", "crossover"):
+            seconds += row["calls"] * pace.call(size, long=True) / alone_share
+        else:
+            seconds += row["calls"] * pace.call(size, long=role == "judge") / width
+    return seconds
