@@ -16,6 +16,10 @@ worker:
   (``Pace.time_factor``: the machine's load, what the rule leaves out) and the characters
   per token of its prompts, and stores the tokens per call its traces show for an LM judge's
   calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
+
+A pace belongs to a model where it is served: a program on a saved endpoint is measured on
+that endpoint (:func:`pace_key`: ``"<model> @ <endpoint URL>"``), with the endpoint's key,
+read in the worker from the program owner's endpoints (never sent through the broker).
 """
 
 from __future__ import annotations
@@ -85,22 +89,44 @@ def learned_size(sizes: dict[str, Any], role: str) -> CallSize | None:
     return CallSize(float(found.get("prompt", 0)), float(found.get("completion", 0)))
 
 
-def request(model: str) -> None:
-    """Ask a worker to calibrate ``model`` (once every :data:`REQUEST_AGAIN_SECONDS` per web
-    process), without waiting: the broker is written from a thread."""
+def pace_key(program_row: Any, model: str) -> tuple[str, str]:
+    """(the key ``model``'s pace is stored under for ``program_row``, the saved endpoint's
+    name or ""): ``model`` itself, or ``"<model> @ <URL>"`` when the program calls ``model``
+    on a saved endpoint (two endpoints serving the same model name are two machines)."""
+    from training.programs import saved_endpoints
+    from training.programs.programs import model_nodes
+
+    for kind, node in model_nodes(getattr(program_row, "engine_json", None) or {}):
+        config = node.get("config") or {}
+        if kind != "language_model" or config.get("model") != model:
+            continue
+        name = str(config.get("endpoint") or "")
+        endpoint = saved_endpoints.resolve(program_row.owner, name) if name else None
+        if endpoint is not None:
+            return f"{model} @ {endpoint.url}", name
+    return model, ""
+
+
+def request(model: str, key: str = "", owner_id: int | None = None, endpoint: str = "") -> None:
+    """Ask a worker to calibrate ``model`` (stored under ``key``, :func:`pace_key`; on
+    ``owner_id``'s saved ``endpoint`` when one is named), once every
+    :data:`REQUEST_AGAIN_SECONDS` per web process, without waiting: the broker is written
+    from a thread."""
+    key = key or model
     now = time.monotonic()
     with _requested_lock:
-        if now - _requested.get(model, -REQUEST_AGAIN_SECONDS) < REQUEST_AGAIN_SECONDS:
+        if now - _requested.get(key, -REQUEST_AGAIN_SECONDS) < REQUEST_AGAIN_SECONDS:
             return
-        _requested[model] = now
+        _requested[key] = now
+    args = [model] if key == model else [model, key, owner_id, endpoint]
 
     def send() -> None:
         try:
-            calibrate_model.apply_async(args=[model], expires=REQUEST_AGAIN_SECONDS, retry=False)
+            calibrate_model.apply_async(args=args, expires=REQUEST_AGAIN_SECONDS, retry=False)
         except Exception:  # the form says "measuring"; the next form asks again later
-            logger.warning("could not ask a worker to calibrate %s", model, exc_info=True)
+            logger.warning("could not ask a worker to calibrate %s", key, exc_info=True)
             with _requested_lock:
-                _requested.pop(model, None)
+                _requested.pop(key, None)
 
     threading.Thread(target=send, name=f"calibrate-{model}", daemon=True).start()
 
@@ -173,9 +199,43 @@ async def _timed(
     return size, seconds / calls
 
 
-async def _measure(model: str) -> Pace:
-    short_lm = make_language_model(model, max_tokens=16)
-    long_lm = make_language_model(model, max_tokens=192)
+def _model_maker(model: str, owner_id: int | None, endpoint: str):
+    """``make(max_tokens=None)`` -> the engine LM the calibration calls: ``model`` as a
+    model string, or on ``owner_id``'s saved ``endpoint`` with its URL and key."""
+    if not endpoint:
+        return lambda max_tokens=None: make_language_model(model, max_tokens=max_tokens)
+    from django.contrib.auth import get_user_model
+
+    from training.programs import endpoint_keys, saved_endpoints
+    from training.programs.lm import allow_private_endpoints
+
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    found = saved_endpoints.resolve(owner, endpoint) if owner is not None else None
+    if found is None:
+        raise ValueError(f"the endpoint {endpoint!r} is not saved (any more)")
+    try:
+        key = endpoint_keys.decrypt(found.encrypted_key) or None
+    except endpoint_keys.KeyUnreadable as exc:
+        raise ValueError(f"endpoint {endpoint!r}: {exc}") from None
+
+    def make(max_tokens=None):
+        return synalinks.LanguageModel(
+            model=model,
+            api_base=found.url,
+            api_key=key,
+            endpoint=endpoint,
+            allow_private_addresses=allow_private_endpoints(),
+            structured_output=found.structured_output,
+            max_tokens=max_tokens,
+        )
+
+    return make
+
+
+async def _measure(model: str, make=None) -> Pace:
+    make = make or _model_maker(model, None, "")
+    short_lm = make(max_tokens=16)
+    long_lm = make(max_tokens=192)
     nonce = int(time.time()) % 10_000 * 10
     await _timed(short_lm, _short_prompt(nonce), _Short)  # warm-up, not measured
     short: list[tuple[CallSize, float]] = []
@@ -184,7 +244,7 @@ async def _measure(model: str) -> Pace:
         short.append(await _timed(short_lm, _short_prompt(nonce + offset), _Short, answers))
     long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
     long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
-    judge = await _judge_size(model)
+    judge = await _judge_size(make)
     started = time.perf_counter()
     await asyncio.gather(
         *(_timed(short_lm, _short_prompt(nonce + 10 + i), _Short) for i in range(BURST))
@@ -210,7 +270,7 @@ async def _measure(model: str) -> Pace:
     )
 
 
-async def _judge_size(model: str) -> tuple[float, float] | None:
+async def _judge_size(make) -> tuple[float, float] | None:
     """Tokens of one call of an LM judge on ``model`` (its own instructions and answer
     schema, as ``LMAsJudge`` asks it, the model's default answer length) on a small sample."""
     from training.engine.modules import Generator
@@ -219,7 +279,7 @@ async def _judge_size(model: str) -> tuple[float, float] | None:
 
     judge = Generator(
         data_model=JudgeScore,
-        language_model=make_language_model(model),
+        language_model=make(),
         instructions=DEFAULT_INSTRUCTIONS,
         name="calibration_judge",
     )
@@ -251,11 +311,13 @@ def _load() -> float | None:
         return None
 
 
-def measure(model: str) -> Pace:
-    """Calibrate ``model`` here (a worker): a few short calls, bounded by
-    :data:`CALIBRATION_SECONDS`; stored and returned. Raises what the calls raised."""
-    pace = asyncio.run(asyncio.wait_for(_measure(model), CALIBRATION_SECONDS))
-    row, _ = ModelPace.objects.get_or_create(model=model)
+def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: str = "") -> Pace:
+    """Calibrate ``model`` here (a worker; on ``owner_id``'s saved ``endpoint`` when named): a
+    few short calls, bounded by :data:`CALIBRATION_SECONDS`; stored under ``key`` (default
+    ``model``) and returned. Raises what the calls raised."""
+    make = _model_maker(model, owner_id, endpoint)
+    pace = asyncio.run(asyncio.wait_for(_measure(model, make), CALIBRATION_SECONDS))
+    row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
     if old is not None:  # keep what recent runs taught
         pace = Pace.from_dict({**pace.to_dict(), "time_factor": old.time_factor, "runs": old.runs})
@@ -270,19 +332,22 @@ def measure(model: str) -> Pace:
     soft_time_limit=CALIBRATION_SECONDS + 30,
     time_limit=CALIBRATION_SECONDS + 60,
 )
-def calibrate_model(model: str) -> None:
+def calibrate_model(
+    model: str, key: str = "", owner_id: int | None = None, endpoint: str = ""
+) -> None:
     """The calibration, in a worker (where the local models are loaded and runs execute); a
     failure is stored in words for the form (:func:`failure`)."""
+    key = key or model
     try:
-        measure(model)
+        measure(model, key, owner_id, endpoint)
     except TimeoutError:
         _failed(
-            model, f"the model did not answer a few short calls within {CALIBRATION_SECONDS:.0f} s"
+            key, f"the model did not answer a few short calls within {CALIBRATION_SECONDS:.0f} s"
         )
     except synalinks.LanguageModelUnreachable as exc:
-        _failed(model, f"the model cannot be reached: {exc}")
+        _failed(key, f"the model cannot be reached: {exc}")
     except (ModelStringError, ValueError, synalinks.LanguageModelError) as exc:
-        _failed(model, f"the model refused the calibration: {exc}")
+        _failed(key, f"the model refused the calibration: {exc}")
 
 
 def _failed(model: str, message: str) -> None:
@@ -325,7 +390,7 @@ def _learn(run_id: int) -> None:
     if run is None or run.status not in (Run.SUCCEEDED, Run.STOPPED):
         return
     stored = run.forecast or {}
-    model = stored.get("model")
+    model = stored.get("pace_key") or stored.get("model")
     if not model or run.active_seconds <= 0:
         return
     traces = LMCallTrace.objects.filter(

@@ -314,7 +314,9 @@ def forecast(
         models["mutation"] = optimizer_model(config) or model
     paces: dict[str, Pace] = {}
     learned: dict[str, Any] = {}
-    stored = {name: calibration.current(name) for name in set(models.values())}
+    # a model on the program's saved endpoint is measured there (calibration.pace_key)
+    keys = {name: calibration.pace_key(program_row, name) for name in set(models.values())}
+    stored = {name: calibration.current(keys[name][0]) for name in keys}
     for role, name in models.items():
         pace, sizes = stored[name]
         if pace is not None:
@@ -325,11 +327,13 @@ def forecast(
     failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
     if measure and not failed:
         for name in missing:
-            calibration.request(name)
+            key, endpoint = keys[name]
+            calibration.request(name, key, getattr(program_row, "owner_id", None), endpoint)
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
         "model": model,
+        "pace_key": keys[model][0],
         "local": local,
         "state": ("error" if failed else "measuring") if missing else "ready",
         "message": failed,
