@@ -65,6 +65,7 @@ def test_every_engine_parameter_bound_is_on_the_form():
         "epochs",
         "batch_size",
         "validation_split",
+        "selection_split",
         "seed",
         "evaluations_before",
         "evaluations_after",
