@@ -312,7 +312,9 @@ def main() -> None:
         )
     final, _ = calibration.current(MODEL)
     print(
-        f"pace after the runs: time factor {final.time_factor:.2f} over {final.runs} runs; "
+        f"pace after the runs: time factor {final.time_factor:.2f} over {final.runs} runs "
+        f"(ratios {', '.join(f'{r:.2f}' for r in final.time_ratios)}), optimizer "
+        f"{final.optimizer_time_factor:.2f} over {final.optimizer_runs}; "
         f"bench {time.perf_counter() - bench_started:.0f} s, load now {os.getloadavg()[0]:.1f}"
     )
     if old_errors["time"]:

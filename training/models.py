@@ -8,6 +8,8 @@ rendered from these rows alone, which is why a page opened mid-run shows everyth
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
@@ -225,6 +227,10 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The run's working clock (issue 27.5): this attempt's start less the working seconds of
+    # the earlier ones (``active_seconds`` when it was claimed), so ``duration`` counts the
+    # attempts' running time only, never the time a run waited stopped, paused or queued.
+    clock_started_at = models.DateTimeField(null=True, blank=True)
     # When this attempt's fit began, and how many batches (over all epochs) were already done
     # then (a resume starts part-way): the ETA is drawn from the batches done since.
     training_started_at = models.DateTimeField(null=True, blank=True)
@@ -334,10 +340,22 @@ class Run(models.Model):
 
     @property
     def duration(self):
+        return self.duration_at(timezone.now())
+
+    def duration_at(self, now):
+        """The time the run's attempts ran (None before the first): from the working clock
+        (``clock_started_at``) to the end of the last attempt, or now while one runs; a run
+        queued again after a stop shows what its attempts ran, not ticking. Runs from before
+        the clock existed count from their first start."""
         if not self.started_at:
             return None
-        end = self.finished_at or timezone.now()
-        return end - self.started_at
+        if self.clock_started_at is None:
+            end = self.finished_at or now
+            return end - self.started_at
+        if self.status == self.QUEUED:
+            return timedelta(seconds=max(0.0, float(self.active_seconds or 0.0)))
+        end = self.finished_at or now
+        return max(timedelta(0), end - self.clock_started_at)
 
     @property
     def improvement(self) -> float | None:

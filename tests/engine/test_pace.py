@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from training.engine import forecast
 from training.engine.pace import (
     RUN_OVERHEAD_SECONDS,
     TIME_FACTOR_BOUNDS,
+    TIME_FACTOR_RUNS,
     TIME_SPREAD,
     CallSize,
     Pace,
@@ -122,14 +125,60 @@ def test_the_calibration_fit_recovers_the_rates_it_was_measured_at():
 
 
 def test_recent_runs_teach_the_pace_within_bounds():
-    learned = PACE.learned(actual=30.0, predicted=20.0)
-    assert learned.time_factor == pytest.approx(1.5) and learned.runs == 1
-    again = learned.learned(actual=20.0, predicted=20.0)
-    assert 1.0 < again.time_factor < 1.5 and again.runs == 2  # a moving average
+    learned = PACE.learned(actual=40.0, predicted=20.0)
+    # One run twice as slow as the rule: half the way there (in log space), not all of it.
+    assert learned.time_factor == pytest.approx(2**0.5) and learned.runs == 1
+    assert learned.time_ratios == (2.0,)
+    again = learned.learned(actual=40.0, predicted=20.0).learned(actual=40.0, predicted=20.0)
+    assert again.time_factor == pytest.approx(2 ** (7 / 8)) and again.runs == 3
     wild = PACE.learned(actual=1000.0, predicted=1.0)
-    assert wild.time_factor == TIME_FACTOR_BOUNDS[1]
+    assert wild.time_factor == pytest.approx(TIME_FACTOR_BOUNDS[1] ** 0.5)
+    assert wild.time_ratios == (TIME_FACTOR_BOUNDS[1],)
     slower = run_time(forecast.count_calls(shape()), SIZES, learned, batch_size=4)
     base = run_time(forecast.count_calls(shape()), SIZES, PACE, batch_size=4)
-    assert slower.seconds.expected == pytest.approx(1.5 * base.seconds.expected)
+    assert slower.seconds.expected == pytest.approx(2**0.5 * base.seconds.expected)
     assert base.parts["overhead"] >= RUN_OVERHEAD_SECONDS
     assert Pace.from_dict({**learned.to_dict(), "unknown": 1}) == learned
+    stored = json.loads(json.dumps(again.to_dict()))  # as the database gives it back
+    assert Pace.from_dict(stored) == again
+
+
+def test_one_run_at_a_high_load_among_steady_ones_leaves_the_factor_where_they_put_it():
+    steady = PACE
+    for _ in range(3):
+        steady = steady.learned(actual=30.0, predicted=20.0)
+    loaded = steady.learned(actual=80.0, predicted=20.0)  # another run shared the cores
+    assert loaded.time_ratios == (1.5, 1.5, 1.5, 4.0) and loaded.runs == 4
+    assert loaded.time_factor == pytest.approx(1.5 ** (15 / 16))  # the median: 1.5, not 4
+    assert steady.time_factor == pytest.approx(1.5 ** (7 / 8))
+    recent = loaded
+    for _ in range(TIME_FACTOR_RUNS):
+        recent = recent.learned(actual=20.0, predicted=20.0)
+    assert len(recent.time_ratios) == TIME_FACTOR_RUNS and recent.time_factor == 1.0
+
+
+def test_a_pace_learnt_before_the_ratios_were_kept_counts_its_factor_as_one_run():
+    old = Pace.from_dict({**PACE.to_dict(), "time_factor": 1.5, "runs": 1})
+    for name in ("time_ratios", "optimizer_ratios", "optimizer_time_factor", "optimizer_runs"):
+        old = Pace.from_dict({k: v for k, v in old.to_dict().items() if k != name})
+    learned = old.learned(actual=30.0, predicted=20.0)
+    assert learned.time_ratios == (1.5, 1.5) and learned.time_factor == pytest.approx(
+        1.5 ** (3 / 4)
+    )
+
+
+def test_an_optimizers_calls_learn_their_own_factor_and_time_only_their_part():
+    learned = PACE.learned(
+        actual=20.0, predicted=20.0, optimizer_actual=40.0, optimizer_predicted=10.0
+    )
+    assert learned.time_factor == 1.0 and learned.runs == 1
+    # mutations 4x slower than the rule, once: half the way (in log space), batched calls not
+    assert learned.optimizer_time_factor == pytest.approx(2.0) and learned.optimizer_runs == 1
+    assert PACE.learned(actual=20.0, predicted=20.0).optimizer_runs == 0  # no optimizer call
+    omega = forecast.count_calls(shape(optimizer="OMEGA"))
+    base = run_time(omega, SIZES, PACE, batch_size=4)
+    after = run_time(omega, SIZES, learned, batch_size=4)
+    assert base.parts["optimizer"] > 0
+    assert after.parts["optimizer"] == pytest.approx(2.0 * base.parts["optimizer"])
+    assert after.parts["batched"] == pytest.approx(base.parts["batched"])
+    assert after.parts["overhead"] == pytest.approx(base.parts["overhead"])

@@ -5,10 +5,16 @@ run never paused. Runs execute in-process on the scripted fake LM."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
+from django.db.models import F
 from django.urls import reverse
 
 from training.execution import attempt as execution
+from training.execution import run_state
+from training.insight import timing
 from training.models import Candidate, EpochLog, Evaluation, Run
 from training.runs import launch
 
@@ -101,3 +107,42 @@ def test_only_the_owner_pauses(client, user, other_user, program, demo_dataset):
     assert client.post(reverse("training:run-pause", args=[run.pk])).status_code == 404
     run.refresh_from_db()
     assert not run.pause_requested
+
+
+def test_elapsed_time_counts_the_attempts_running_time_not_the_hour_it_stood_paused(
+    client_user, user, program, demo_dataset
+):
+    run = make_run(user, program, demo_dataset, run_config(**CONFIG))
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+    assert execution.execute(run.pk, 1) == Run.PAUSED
+    # The first attempt ran an hour ago: the run then stood paused until now.
+    hour = timedelta(hours=1)
+    Run.objects.filter(pk=run.pk).update(
+        started_at=F("started_at") - hour,
+        finished_at=F("finished_at") - hour,
+        clock_started_at=F("clock_started_at") - hour,
+    )
+    run.refresh_from_db()
+    first = run.duration.total_seconds()
+    assert 0 < first < 60 and first == pytest.approx(run.active_seconds, abs=5)
+
+    client_user.post(reverse("training:run-resume", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == Run.QUEUED
+    assert run.duration.total_seconds() == pytest.approx(run.active_seconds, abs=1e-3)
+    assert timing.timing(run)["ticking"] is False  # waiting in the queue is not running
+
+    assert run_state.claim(run.pk, 2, "worker-1")
+    run.refresh_from_db()
+    later = run.clock_started_at + timedelta(seconds=run.active_seconds + 10)
+    assert timing.timing(run, now=later)["elapsed_seconds"] == pytest.approx(
+        run.active_seconds + 10
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.QUEUED)  # give it back to execute
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    took = run.duration.total_seconds()
+    assert first < took < 120 and took == pytest.approx(run.active_seconds, abs=5)
+    page = re.sub(r"\s+", " ", client_user.get(run.get_absolute_url()).content.decode())
+    shown = re.search(r'took <strong class="run-duration">([^<]+)</strong>', page)
+    assert shown and "h" not in shown.group(1)

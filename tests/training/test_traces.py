@@ -4,19 +4,21 @@ listed, and that only the owner sees any of it."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import threading
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
 from training.engine import tracing
-from training.execution import traces
-from training.models import Candidate, LMCallTrace
+from training.execution import events, traces
+from training.models import Candidate, LMCallTrace, Run
 
-from .conftest import executed_run, make_program, make_run
+from .conftest import executed_run, make_program, make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -195,3 +197,55 @@ def test_the_leaderboard_lists_every_candidate_and_pages_the_full_list(
     seen = [c.candidate_id for page in pages for c in page.context["page"].object_list]
     assert len(seen) == len(set(seen)) == 120
     assert seen[0] == "c17"  # best first
+
+
+class _MidRunReader:
+    """An ``events`` listener that reads the run page's three LM call counts each time the
+    worker stores a batch or an epoch end, while the worker's event loop waits on it (so
+    nothing is written meanwhile): the run observed mid-run, as a page read would see it."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, int, str, int]] = []
+
+    def broadcast(self, run, parts, **extra):
+        pass
+
+    def broadcast_run(self, run_id, parts):
+        pass
+
+    async def send_parts(self, group, run, parts, **extra):
+        if "usage" not in parts or not run.is_active:
+            return
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the ORM, off the event loop
+            self.seen.append(pool.submit(self._read, run.pk).result())
+
+    @staticmethod
+    def _read(run_id):
+        from training.execution import forecast
+        from training.insight import trace_reads
+
+        try:
+            run = Run.objects.get(pk=run_id)
+            actual = next(row["actual"] for row in forecast.comparison(run))
+            return run.status, run.lm_calls, actual, trace_reads.trace_summary(run)["trace_total"]
+        finally:
+            connection.close()
+
+
+def test_mid_run_the_forecast_the_usage_and_the_traces_count_the_same_calls(user, demo_dataset):
+    from training.execution import attempt as execution
+
+    program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.002")
+    run = make_run(
+        user, program, demo_dataset, run_config(epochs=2, batch_size=4, evaluations_before=1)
+    )
+    Run.objects.filter(pk=run.pk).update(forecast={"calls": {"expected": 9, "low": 9, "high": 9}})
+    reader = _MidRunReader()
+    events.listen(reader)
+    try:
+        assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    finally:
+        events._listeners.remove(reader)
+    assert len(reader.seen) >= 4 and reader.seen[-1][1] > reader.seen[0][1] > 0
+    for status, calls, forecast_actual, traced in reader.seen:
+        assert (status, forecast_actual, traced) == ("running", str(calls), calls)

@@ -11,8 +11,10 @@ them into tokens and seconds from *measured* figures, never from a fixed ratio:
   calls are served at once when many are in flight (a local model: its instances on the
   machine's cores; a provider: its concurrency). ``time_factor``: what recent runs of this
   model took against what this rule said for them (the machine's load, overheads), ``1.0``
-  until a run has been measured. Measured by a worker (its calibration) and refined by every
-  run it finishes.
+  until a run has been measured; ``optimizer_time_factor`` the same for an optimizer's calls
+  (OMEGA's mutations and crossovers, one at a time: they slow down under load unlike batched
+  calls, which the other runs' calls share cores with). Measured by a worker (its
+  calibration) and refined by every run it finishes (:meth:`Pace.learned`).
 - :class:`CallSize`: the prompt and completion tokens of one call of a role (a prediction,
   a judgement, a mutation), from the run's own prompts and recent runs' traces.
 - :func:`run_time`: the tokens and seconds of a run's calls; ``share`` says how much of the
@@ -48,8 +50,15 @@ TIME_SPREAD = 0.25
 MESSAGE_TOKENS = 6
 #: Bounds on a learned ``time_factor`` (one odd run must not make the next forecast absurd).
 TIME_FACTOR_BOUNDS = (0.4, 4.0)
-#: Weight of the newest run in the learned ``time_factor`` (an exponential moving average).
-TIME_FACTOR_WEIGHT = 0.5
+#: A learned factor is the median of the last this many runs' ratios (actual / rule) ...
+TIME_FACTOR_RUNS = 5
+#: ... shrunk toward the rule (1.0) while few runs are known: in log space, ``1 - 2**-n`` of
+#: the median after ``n`` runs (half after one, 7/8 after three). Why: one run measured at a
+#: high load (another run on the cores) doubled the next forecasts when the first run set
+#: the factor outright; the shrinkage halves such a run while it is the only one, the median
+#: drops it once three are known, and a machine that is steadily slower is still learnt
+#: within a few runs (a fixed prior, ``n / (n + 1)``, left a quarter of it out after three).
+TIME_FACTOR_FIRST_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -68,8 +77,12 @@ class Pace:
             a run of the model has measured one).
         judge_size: ``(prompt, completion)`` tokens of one LM-judge call on a small sample
             (an LM judge's size until a run of the model has measured one; None: not measured).
-        time_factor: recent runs' actual time over this rule's (learned; 1.0: none yet).
+        time_factor: recent runs' actual time over this rule's, for every call but an
+            optimizer's and the overheads (learned; 1.0: none yet).
         runs: how many runs taught ``time_factor``.
+        time_ratios: the last :data:`TIME_FACTOR_RUNS` runs' ratios it is drawn from.
+        optimizer_time_factor: the same for an optimizer's calls (mutations, crossovers).
+        optimizer_runs, optimizer_ratios: how many runs taught it, their last ratios.
         source: where the figures come from, in words ("calibration", "calibration and 3
             recent runs").
         measured_at: when (ISO time); ``load``: the machine's 1-minute load then (None: unknown).
@@ -86,6 +99,10 @@ class Pace:
     judge_size: tuple[float, float] | None = None
     time_factor: float = 1.0
     runs: int = 0
+    time_ratios: tuple[float, ...] = ()
+    optimizer_time_factor: float = 1.0
+    optimizer_runs: int = 0
+    optimizer_ratios: tuple[float, ...] = ()
     source: str = "calibration"
     measured_at: str = ""
     load: float | None = None
@@ -107,22 +124,78 @@ class Pace:
         """A stored pace (unknown keys ignored: an older or newer worker wrote it)."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        if values.get("judge_size") is not None:  # JSON gives a list back
-            values["judge_size"] = tuple(values["judge_size"])
+        # JSON gives lists back
+        for name in ("judge_size", "time_ratios", "optimizer_ratios"):
+            if values.get(name) is not None:
+                values[name] = tuple(float(v) for v in values[name])
         return cls(**values)
 
-    def learned(self, actual: float, predicted: float) -> Pace:
-        """This pace after a run that took ``actual`` seconds where this rule, its
-        ``time_factor`` left out, said ``predicted``: ``time_factor`` moves toward their ratio
-        (the first run sets it; later ones by :data:`TIME_FACTOR_WEIGHT`), within
-        :data:`TIME_FACTOR_BOUNDS`."""
-        if actual <= 0 or predicted <= 0:
-            return self
-        low, high = TIME_FACTOR_BOUNDS
-        seen = min(high, max(low, actual / predicted))
-        weight = 1.0 if self.runs == 0 else TIME_FACTOR_WEIGHT
-        factor = math.exp((1 - weight) * math.log(self.time_factor) + weight * math.log(seen))
-        return Pace(**{**asdict(self), "time_factor": factor, "runs": self.runs + 1})
+    def learned(
+        self,
+        actual: float,
+        predicted: float,
+        optimizer_actual: float | None = None,
+        optimizer_predicted: float | None = None,
+    ) -> Pace:
+        """This pace after a run whose calls (an optimizer's left out) and overheads took
+        ``actual`` seconds where this rule, its factors left out, said ``predicted``, and
+        whose optimizer calls took ``optimizer_actual`` where it said ``optimizer_predicted``
+        (None: the run had none, or they ran on another model).
+
+        Each factor is the median of its last :data:`TIME_FACTOR_RUNS` ratios, shrunk toward
+        1.0 while few runs are known (:data:`TIME_FACTOR_FIRST_WEIGHT`), within :data:`TIME_FACTOR_BOUNDS`.
+
+        Example:
+            >>> pace.learned(actual=40.0, predicted=20.0).time_factor  # one slow run: ~1.41
+        """
+        values = asdict(self)
+        batched = _learn(self.time_ratios, self.runs, self.time_factor, actual, predicted)
+        if batched is not None:
+            values.update(zip(("time_factor", "runs", "time_ratios"), batched, strict=True))
+        optimizer = _learn(
+            self.optimizer_ratios,
+            self.optimizer_runs,
+            self.optimizer_time_factor,
+            optimizer_actual or 0.0,
+            optimizer_predicted or 0.0,
+        )
+        if optimizer is not None:
+            names = ("optimizer_time_factor", "optimizer_runs", "optimizer_ratios")
+            values.update(zip(names, optimizer, strict=True))
+        return Pace(**values)
+
+
+def _learn(
+    ratios: tuple[float, ...], runs: int, factor: float, actual: float, predicted: float
+) -> tuple[float, int, tuple[float, ...]] | None:
+    """(factor, runs, ratios) after one more run; None when the run measured nothing."""
+    if actual <= 0 or predicted <= 0:
+        return None
+    low, high = TIME_FACTOR_BOUNDS
+    if runs and not ratios:  # learnt before the ratios were kept: the factor stands for one
+        ratios = (factor,)
+    ratios = (*ratios, min(high, max(low, actual / predicted)))[-TIME_FACTOR_RUNS:]
+    runs += 1
+    ordered = sorted(ratios)
+    middle = len(ordered) // 2
+    median = (
+        ordered[middle]
+        if len(ordered) % 2
+        else math.sqrt(ordered[middle - 1] * ordered[middle])  # in log space, as the shrink
+    )
+    weight = 1.0 - (1.0 - TIME_FACTOR_FIRST_WEIGHT) ** runs
+    return min(high, max(low, math.exp(weight * math.log(median)))), runs, ratios
+
+
+#: The fields a worker's pace learns from runs (a new calibration keeps them).
+LEARNED_FIELDS = (
+    "time_factor",
+    "runs",
+    "time_ratios",
+    "optimizer_time_factor",
+    "optimizer_runs",
+    "optimizer_ratios",
+)
 
 
 @dataclass(frozen=True)
@@ -230,7 +303,7 @@ def run_time(
     mutation_pace = paces.get("mutation", pace)
     alone_share = min(1.0, mutation_pace.parallel * share)  # one call on a shared machine
     optimizer_seconds = calls.optimizer.scaled(
-        mutation_pace.call(mutation, long=True) * mutation_pace.time_factor / alone_share
+        mutation_pace.call(mutation, long=True) * mutation_pace.optimizer_time_factor / alone_share
     )
     overhead = overhead_seconds(calls.candidates, calls.steps * calls.epochs).scaled(
         pace.time_factor

@@ -165,13 +165,15 @@ async def _train_then_close(
     run: Run, superseded: threading.Event | None = None
 ) -> tuple[str, dict[str, Any]]:
     try:
-        async with traces.recording(run.pk, run.attempt, superseded):
-            return await _train(run, superseded)
+        async with traces.recording(run.pk, run.attempt, superseded) as writer:
+            return await _train(run, superseded, writer)
     finally:  # the ORM thread's connection must not outlive the task (prefork reuses it)
         await sync_to_async(close_connection)()
 
 
-async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[str, dict[str, Any]]:
+async def _train(
+    run: Run, superseded: threading.Event | None = None, writer: Any = None
+) -> tuple[str, dict[str, Any]]:
     data = await sync_to_async(_load)(run)
     config = data["config"]
     program = synalinks.Program.from_config(data["document"], compile=False)
@@ -186,6 +188,9 @@ async def _train(run: Run, superseded: threading.Event | None = None) -> tuple[s
     superseded = superseded if superseded is not None else threading.Event()
     with synalinks.usage.track() as tracker:
         steps = Steps(run, data, program, tracker, superseded)
+        if writer is not None:  # traces and usage are written together (issue 27.2)
+            steps.callback.traces = writer
+            writer.usage = steps.callback.usage_fields
         watch = asyncio.ensure_future(steps.interrupt_on_cancel())
         try:
             return await steps.run()
@@ -384,7 +389,7 @@ class Steps:
             index,
             logs,
             program.failed_predictions - failed_before,
-            self.callback.usage_fields(),
+            await self.callback.store_traces(),
             per_example.rewards,
             per_example.predictions,
             per_example.errors,

@@ -13,7 +13,9 @@ worker:
   Meanwhile the form says "measuring".
 - **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
   teaches the stored pace what that run took against what the pace said for its own calls
-  (``Pace.time_factor``: the machine's load, what the rule leaves out) and the characters
+  (``Pace.time_factor``: the machine's load, what the rule leaves out; an optimizer's calls,
+  whose wall time is their traced latency, teach ``Pace.optimizer_time_factor`` apart; each
+  a shrunk median of recent runs, so one run at a high load moves it little) and the characters
   per token of its prompts, and stores the tokens per call its traces show for an LM judge's
   calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
 
@@ -41,7 +43,14 @@ import training.engine as synalinks
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
-from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, fit_pace, overhead_seconds
+from training.engine.pace import (
+    LEARNED_FIELDS,
+    MESSAGE_TOKENS,
+    CallSize,
+    Pace,
+    fit_pace,
+    overhead_seconds,
+)
 from training.models import LMCallTrace, ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
 
@@ -56,6 +65,8 @@ REQUEST_AGAIN_SECONDS = 180.0
 BURST = 4
 #: Roles whose tokens per call are learned from traces (crossovers count as mutations).
 LEARNED_ROLES = {"judge": ("judge",), "mutation": ("mutation", "crossover")}
+#: An optimizer's calls: timed one at a time, by their own factor (``Pace.optimizer_time_factor``).
+OPTIMIZER_ROLES = LEARNED_ROLES["mutation"]
 #: Weight of the newest run in the learned sizes (an exponential moving average).
 SIZE_WEIGHT = 0.5
 #: Prediction traces of a run read for its characters per token.
@@ -320,7 +331,8 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
     row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
     if old is not None:  # keep what recent runs taught
-        pace = Pace.from_dict({**pace.to_dict(), "time_factor": old.time_factor, "runs": old.runs})
+        learned = {name: getattr(old, name) for name in LEARNED_FIELDS}
+        pace = Pace.from_dict({**pace.to_dict(), **learned})
     row.pace = pace.to_dict()
     row.sizes = {k: v for k, v in (row.sizes or {}).items() if k != FAILURE_KEY}
     row.save(update_fields=["pace", "sizes", "updated"])
@@ -422,8 +434,17 @@ def _learn(run_id: int) -> None:
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
         overhead = overhead_seconds(Span.exact(candidates), batches).expected
-        predicted = _call_seconds(pace, by_role, stored) + overhead
-        changes["pace"] = pace.learned(run.active_seconds, predicted).to_dict()
+        batched, optimizer = _call_seconds(pace, by_role, stored)
+        # An optimizer's calls run one at a time: their wall time is their own latency.
+        optimizer_traces = traces.filter(role__in=OPTIMIZER_ROLES)
+        optimizer_actual = float(optimizer_traces.aggregate(s=Sum("latency"))["s"] or 0.0)
+        same_model = not optimizer_traces.exclude(model=model).exists()
+        changes["pace"] = pace.learned(
+            run.active_seconds - optimizer_actual,
+            batched + overhead,
+            optimizer_actual if same_model else None,
+            optimizer if same_model else None,
+        ).to_dict()
     ModelPace.objects.filter(pk=row.pk).update(**changes)
 
 
@@ -449,9 +470,12 @@ def _blend(old: Any, prompt: float, completion: float) -> dict[str, float]:
     }
 
 
-def _call_seconds(pace: Pace, by_role: dict[str, dict], stored: dict[str, Any]) -> float:
-    """What the pace (its time factor left out) says the run's own calls took, at the share
-    the run had at launch (its overheads are added by the caller)."""
+def _call_seconds(
+    pace: Pace, by_role: dict[str, dict], stored: dict[str, Any]
+) -> tuple[float, float]:
+    """What the pace (its time factors left out) says the run's own calls took, at the share
+    the run had at launch: (the batched calls', the optimizer's); its overheads are added by
+    the caller."""
     share = float(stored.get("share") or 1.0)
     batch = float(stored.get("batch_size") or 1)
     width = max(1.0, min(batch, pace.parallel * share))
@@ -462,13 +486,13 @@ def _call_seconds(pace: Pace, by_role: dict[str, dict], stored: dict[str, Any]) 
     fresh_share = None
     if seed.get("fresh") is not None and seed.get("prompt"):
         fresh_share = float(seed["fresh"]) / float(seed["prompt"])
-    seconds = 0.0
+    seconds = optimizer = 0.0
     for role, row in by_role.items():
         prompt = float(row["prompt"] or 0)
         fresh = prompt * fresh_share if role == "prediction" and fresh_share else None
         size = CallSize(prompt, float(row["completion"] or 0), fresh)
-        if role in ("mutation", "crossover"):
-            seconds += row["calls"] * pace.call(size, long=True) / alone_share
+        if role in OPTIMIZER_ROLES:
+            optimizer += row["calls"] * pace.call(size, long=True) / alone_share
         else:
             seconds += row["calls"] * pace.call(size, long=role == "judge") / width
-    return seconds
+    return seconds, optimizer

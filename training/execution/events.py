@@ -44,8 +44,9 @@ ALL_PARTS = (
 EVENT_PARTS = {
     "train_begin": ("status", "progress"),
     "epoch_begin": ("progress",),
-    # The forecast's "actual so far" is the usage's count: sent together, never apart.
-    "batch_end": ("progress", "usage", "spend", "forecast"),
+    # The forecast's "actual so far", the usage and the traced calls are one count (stored
+    # together: ``traces``): sent together, never apart.
+    "batch_end": ("progress", "usage", "spend", "forecast", "traces"),
     # The candidate tables and pictures are not here: candidate and selection events send
     # them; an epoch end sends only what a throttled candidate event still owes (once per
     # change, not once per epoch: ``PartsThrottle``).

@@ -409,10 +409,12 @@ def _measured(
         "pace": {
             "prediction_seconds": prediction_seconds,
             "mutation_seconds": mutation_pace.call(sizes["mutation"], long=True)
-            * mutation_pace.time_factor,
+            * mutation_pace.optimizer_time_factor,
             "parallel": pace.parallel,
             "time_factor": pace.time_factor,
             "runs": pace.runs,
+            "optimizer_time_factor": mutation_pace.optimizer_time_factor,
+            "optimizer_runs": mutation_pace.optimizer_runs,
             "source": pace.source,
             "measured_at": pace.measured_at,
             "load": pace.load,
@@ -436,6 +438,8 @@ def _assumed(now: dict[str, Any], pace: Pace, local: bool) -> list[str]:
         )
     if pace.runs:
         notes.append(f"pace as {pace.runs} recent run(s) of this model went")
+    if pace.optimizer_runs:
+        notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
     else:
         notes.append("pace from the calibration alone (no run of this model measured yet)")
     return notes

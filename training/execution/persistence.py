@@ -35,6 +35,9 @@ from training.execution import evaluation_examples, events, hand_candidates, ref
 from training.execution.usage import merged_usage
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 
+#: The events whose store writes the run's usage (and so the traces made until then).
+USAGE_EVENTS = ("batch_end", "epoch_end")
+
 
 class PersistenceCallback(Callback):
     """Stores each engine event of one attempt, then has ``live`` stream the changed parts.
@@ -73,9 +76,17 @@ class PersistenceCallback(Callback):
         self.hand_queue: list[dict[str, Any]] = []  # candidates by hand, for the optimizer
         self.superseded = superseded if superseded is not None else threading.Event()
         self.throttle = events.PartsThrottle()
+        # The attempt's trace writer (``traces.TraceWriter``; None: calls are not recorded),
+        # and the usage snapshot the current store writes with its traces.
+        self.traces: Any = None
+        self._snapshot: dict[str, Any] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
     def usage_fields(self) -> dict[str, Any]:
+        """The run's usage columns: this attempt's totals over the earlier attempts' (while a
+        store is under way, the snapshot its traces were written with)."""
+        if self._snapshot is not None:
+            return {**self._snapshot, "usage": dict(self._snapshot["usage"])}
         usage = merged_usage(self.base_usage, self.tracker.to_dict())
         fields = {
             "usage": usage,
@@ -108,6 +119,15 @@ class PersistenceCallback(Callback):
             return None
         return Run.objects.select_related("program").get(pk=self.run_id)
 
+    async def store_traces(self) -> dict[str, Any]:
+        """Write the traces that wait with a usage snapshot taken now (on the event loop) and
+        return that snapshot: the caller stores the same figures, so the run's LM call count
+        and its traced calls agree on every page read (issue 27.2)."""
+        fields = self.usage_fields()
+        if self.traces is not None:
+            await self.traces.flush(fields)
+        return fields
+
     # -- events ----------------------------------------------------------------------------
     async def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -118,7 +138,12 @@ class PersistenceCallback(Callback):
             self._stop()
             return
         emitted = time.time()
-        run = await sync_to_async(handler)(event)
+        if kind in USAGE_EVENTS:
+            self._snapshot = await self.store_traces()
+        try:
+            run = await sync_to_async(handler)(event)
+        finally:
+            self._snapshot = None
         if self.hand_queue:  # at a batch end, between the optimizer's steps
             entries, self.hand_queue = self.hand_queue, []
             results = hand_candidates.add_to(getattr(self.program, "optimizer", None), entries)

@@ -9,6 +9,7 @@ change nothing. A transition that ends an attempt announces it on the run's live
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -20,12 +21,20 @@ from training.models import Candidate, EpochLog, OptimizerError, Run
 
 
 def claim(run_id: int, attempt: int, worker: str) -> bool:
-    """Queued → running for this attempt; False if it is not queued any more."""
+    """Queued → running for this attempt; False if it is not queued any more.
+
+    Starts the run's working clock again where the earlier attempts left it
+    (``Run.clock_started_at``: now less their working seconds)."""
     now = timezone.now()
+    queued = Run.objects.filter(pk=run_id, attempt=attempt, status=Run.QUEUED)
+    worked = queued.values_list("active_seconds", flat=True).first()
+    if worked is None:
+        return False
     return bool(
-        Run.objects.filter(pk=run_id, attempt=attempt, status=Run.QUEUED).update(
+        queued.update(
             status=Run.RUNNING,
             started_at=Coalesce("started_at", now),
+            clock_started_at=now - timedelta(seconds=max(0.0, float(worked))),
             heartbeat_at=now,
             finished_at=None,
             worker=worker,

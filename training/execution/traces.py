@@ -3,9 +3,13 @@
 ``recording(run_id, attempt, superseded)`` wraps one attempt of a run (see
 ``attempt._train_then_close``). Inside it the engine's :func:`training.engine.language_models.tracing.record`
 hands every call's bounded, scrubbed :class:`~training.engine.language_models.tracing.CallTrace` to a
-:class:`TraceWriter`, which buffers them and writes them with one ``bulk_create`` every
-:data:`FLUSH_RECORDS` records or :data:`FLUSH_SECONDS` seconds (so an open run page sees
-them while the run trains), and once more when the attempt ends.
+:class:`TraceWriter`, which buffers them. They are written with one ``bulk_create`` in the
+same transaction as the run's usage totals, from one snapshot taken on the event loop
+(``TraceWriter.usage``, the persistence callback's ``usage_fields``): at every batch and
+epoch end and evaluation (``PersistenceCallback.store_traces``), every :data:`FLUSH_RECORDS`
+records (a bound on what waits in memory) and when the attempt ends. So a page read at any
+moment shows as many LM calls traced as the usage counts (issue 27.2: a timer of its own
+made the traced count trail the usage mid-run).
 
 The run's cap (``TRAINBOARD_TRACE_MAX_CALLS``) holds over all its attempts: a resumed attempt
 records what the earlier ones left of it, and every call past the cap is only counted in
@@ -19,8 +23,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -31,10 +34,8 @@ from training import conf
 from training.engine import tracing
 from training.models import LMCallTrace, Run
 
-#: A flush is started when this many records wait ...
+#: A flush (traces and usage together) is started when this many records wait.
 FLUSH_RECORDS = 200
-#: ... or when the oldest waiting record is this old (seconds).
-FLUSH_SECONDS = 2.0
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class TraceWriter:
         run_id: the run.
         attempt: the attempt that records (a superseded one writes nothing).
         superseded: set when the attempt is no longer the run's (shared with the heartbeat).
+
+    ``usage`` (set by the attempt: ``PersistenceCallback.usage_fields``) gives the run's
+    usage columns; each flush writes them with its traces, so the two never disagree.
     """
 
     def __init__(self, run_id: int, attempt: int, superseded: threading.Event | None = None):
@@ -61,8 +65,8 @@ class TraceWriter:
         self.attempt = attempt
         self.superseded = superseded if superseded is not None else threading.Event()
         self.recorder: tracing.TraceRecorder | None = None
+        self.usage: Callable[[], dict[str, Any]] | None = None
         self.pending: list[tracing.CallTrace] = []
-        self.first_pending_at = 0.0
         self.base_seq = 0
         self.base_dropped = 0
         self.remaining = 0
@@ -81,13 +85,8 @@ class TraceWriter:
 
     # -- the engine's callback (runs on the event loop) ------------------------------------
     def add(self, trace: tracing.CallTrace) -> None:
-        if not self.pending:
-            self.first_pending_at = time.monotonic()
         self.pending.append(trace)
-        if (
-            len(self.pending) >= FLUSH_RECORDS
-            or time.monotonic() - self.first_pending_at >= FLUSH_SECONDS
-        ):
+        if len(self.pending) >= FLUSH_RECORDS:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # called off the loop: the next flush takes them
@@ -97,15 +96,19 @@ class TraceWriter:
             task.add_done_callback(self._tasks.discard)
 
     # -- writing ---------------------------------------------------------------------------
-    async def flush(self) -> None:
-        """Write what is waiting (flushes run one at a time, in order)."""
+    async def flush(self, fields: dict[str, Any] | None = None) -> None:
+        """Write what is waiting with the run's usage columns (``fields``, else a snapshot of
+        ``usage`` taken now, with the batch); flushes run one at a time, in order."""
         async with self._lock:
+            # Taken together on the event loop, where calls record both: no call in between.
             batch, self.pending = self.pending, []
+            if fields is None:
+                fields = self.usage() if self.usage is not None else {}
             dropped = self.recorder.dropped if self.recorder is not None else 0
-            if not batch and not dropped:
+            if not batch and not dropped and not fields:
                 return
             try:
-                await sync_to_async(self._write)(batch, dropped)
+                await sync_to_async(self._write)(batch, dropped, fields)
             except Exception:  # traces are a view on the run: never the reason it fails
                 logger.exception("run %s: %d call traces not stored", self.run_id, len(batch))
 
@@ -115,13 +118,15 @@ class TraceWriter:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.flush()
 
-    def _write(self, batch: list[tracing.CallTrace], dropped: int) -> None:
+    def _write(
+        self, batch: list[tracing.CallTrace], dropped: int, fields: dict[str, Any] | None = None
+    ) -> None:
         if self.superseded.is_set():
             return
         with transaction.atomic():
             if not Run.objects.filter(
                 pk=self.run_id, attempt=self.attempt, status=Run.RUNNING
-            ).update(traces_dropped=self.base_dropped + dropped):
+            ).update(traces_dropped=self.base_dropped + dropped, **(fields or {})):
                 self.superseded.set()  # the persistence callback stops the fit
                 return
             LMCallTrace.objects.bulk_create(

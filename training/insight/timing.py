@@ -39,12 +39,11 @@ def eta_seconds(run: Run, now: datetime) -> float | None:
 
 
 def timing(run: Run, now: datetime | None = None) -> dict[str, Any]:
-    """``elapsed_seconds`` (so far, or in all), ``eta_seconds``, ``finished`` and ``ticking``."""
+    """``elapsed_seconds`` (so far, or in all: the attempts' running time, ``Run.duration``),
+    ``eta_seconds``, ``finished`` and ``ticking``."""
     now = now or timezone.now()
-    elapsed = None
-    if run.started_at is not None:
-        end = run.finished_at or now
-        elapsed = max(0.0, (end - run.started_at).total_seconds())
+    duration = run.duration_at(now)
+    elapsed = None if duration is None else max(0.0, duration.total_seconds())
     return {
         "elapsed_seconds": elapsed,
         "eta_seconds": eta_seconds(run, now),

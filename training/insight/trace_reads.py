@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from training.engine.language_models.tracing import ROLES
 from training.models import LMCallTrace, Run
@@ -118,9 +118,17 @@ def neighbours(trace: LMCallTrace) -> tuple[int | None, int | None]:
 
 def trace_summary(run: Run) -> dict[str, Any]:
     """What the run page's "LM calls and errors" panel shows: how many calls were traced
-    (by role), how many failed, and the failed calls grouped by message, most frequent first."""
+    (by role), how many failed, and the failed calls grouped by message, most frequent first.
+
+    A call is counted as the usage counts it (``Usage.calls``): each provider request of a
+    completion (a trace's ``attempts``, retries included; a memo or cache answer is none),
+    so on every read the traced total is the page's "LM calls" (the two are written in one
+    transaction, ``training.execution.traces``) unless the trace cap dropped some."""
     traces = LMCallTrace.objects.filter(run=run).order_by()
-    by_role = dict(traces.values("role").annotate(count=Count("id")).values_list("role", "count"))
+    requests = traces.exclude(kind="embedding")
+    by_role = dict(
+        requests.values("role").annotate(count=Sum("attempts")).values_list("role", "count")
+    )
     groups = list(
         traces.filter(failed=True)
         .values("error")
@@ -133,8 +141,9 @@ def trace_summary(run: Run) -> dict[str, Any]:
     answered = traces.filter(Q(memo_hit=True) | Q(cache_hit=True)).count()
     return {
         "trace_answered": answered,
+        "trace_records": traces.count(),
         "trace_total": sum(by_role.values()),
-        "trace_roles": [(role, by_role[role]) for role in ROLES if role in by_role],
+        "trace_roles": [(role, by_role[role]) for role in ROLES if by_role.get(role)],
         "trace_failed": failed,
         "error_groups": groups[:ERROR_GROUPS_SHOWN],
         "error_groups_more": len(groups) > ERROR_GROUPS_SHOWN,
