@@ -182,3 +182,24 @@ def test_the_per_run_bound_is_defined_once_and_stops_storing(db, user, demo_data
     )
     assert candidate_predictions.room_for(run.pk, "c0")  # already keeps them
     assert not candidate_predictions.room_for(run.pk, "one-more")
+
+
+def test_seeded_candidates_go_through_the_workers_write(db, user):
+    from .helpers_eval_table import (
+        crafted_predictions,
+        routing_dataset,
+        seeded_run,
+        validation_teams,
+    )
+
+    dataset = routing_dataset(user, test=12, train=10)
+    probe = seeded_run(user, dataset, *crafted_predictions(12))
+    truth = validation_teams(probe)
+    assert len(truth) == 2
+    wrong = [t for t in ("money", "bug", "box") if t != truth[1]][0]
+    run = seeded_run(
+        user, dataset, *crafted_predictions(12), candidates={"c1": truth, "c2": [truth[0], wrong]}
+    )
+    rows = {c.candidate_id: c for c in Candidate.objects.filter(run=run)}
+    assert rows["c1"].reward == 1.0 and rows["c2"].reward == 0.5
+    assert rows["c2"].example_predictions == [{"team": truth[0]}, {"team": wrong}]
