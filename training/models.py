@@ -379,7 +379,18 @@ class EpochLog(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "epoch"], name="epochlog_unique")]
 
 
+class CandidateManager(models.Manager):
+    """Candidates without their stored predictions (up to 100 outputs each, read only by
+    re-scoring, which asks for them with ``defer(None)``): lists and pages stay as light as
+    before they were kept."""
+
+    def get_queryset(self):
+        return super().get_queryset().defer("example_predictions")
+
+
 class Candidate(models.Model):
+    objects = CandidateManager()
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="candidates")
     variable = models.CharField(max_length=200)
     candidate_id = models.CharField(max_length=50)

@@ -210,7 +210,8 @@ def stored_candidates(run: Run) -> list[Candidate]:
     """One candidate per candidate id that kept its predictions (a joint candidate of several
     variables is one scoring), in the order they were stored."""
     seen: dict[str, Candidate] = {}
-    for candidate in run.candidates.filter(example_predictions__isnull=False).order_by("id"):
+    kept = run.candidates.filter(example_predictions__isnull=False).defer(None).order_by("id")
+    for candidate in kept:
         seen.setdefault(candidate.candidate_id, candidate)
     return list(seen.values())
 
