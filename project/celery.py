@@ -17,6 +17,8 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()  # each app's ``tasks`` module (the tests' test_support too)
 # The training app's tasks live in its execution room (training.execution.tasks).
 app.autodiscover_tasks(["training.execution"])
+# A judge re-score reads the run page's figures (training.insight.rescore_jobs).
+app.autodiscover_tasks(["training.insight"], related_name="rescore_jobs")
 
 
 _beacons = []

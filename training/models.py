@@ -397,7 +397,18 @@ class EpochLog(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "epoch"], name="epochlog_unique")]
 
 
+class CandidateManager(models.Manager):
+    """Candidates without their stored predictions (up to 100 outputs each, read only by
+    re-scoring, which asks for them with ``defer(None)``): lists and pages stay as light as
+    before they were kept."""
+
+    def get_queryset(self):
+        return super().get_queryset().defer("example_predictions")
+
+
 class Candidate(models.Model):
+    objects = CandidateManager()
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="candidates")
     variable = models.CharField(max_length=200)
     candidate_id = models.CharField(max_length=50)
@@ -424,6 +435,10 @@ class Candidate(models.Model):
     prompt_tokens_per_call = models.FloatField(null=True, blank=True)
     latency_per_call = models.FloatField(null=True, blank=True)
     selection_reward = models.FloatField(null=True, blank=True)
+    # Each scoring example's prediction (output JSON, None where it failed), in the scoring
+    # set's order, bounded (``training/execution/candidate_predictions.py``): what re-scores
+    # the candidate on corrected answers or another reward with no program call.
+    example_predictions = models.JSONField(null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -579,3 +594,29 @@ class ModelPace(models.Model):
 
     def __str__(self) -> str:
         return f"pace of {self.model}"
+
+
+class RescoreJob(models.Model):
+    """A judge re-score of a finished run (``training.insight.rescore_jobs``): asked for on
+    the run page after its forecast of judge calls, done in a worker, its result kept here
+    for the page (the run's own figures never change)."""
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rescore_jobs")
+    version = models.ForeignKey("datasets.Dataset", on_delete=models.CASCADE, related_name="+")
+    spec = models.JSONField()  # the reward specification scored with
+    judge_calls = models.IntegerField(default=0)  # the forecast shown before it was asked
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    result = models.JSONField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    @property
+    def pending(self) -> bool:
+        return self.status in (self.QUEUED, self.RUNNING)

@@ -16,6 +16,8 @@ worker exactly like a real model:
                ``When you see "word|other", answer team=box.``), a crossover merges its
                parents' rules, and the answers follow the instructions' rules (then the
                few-shot majority): reward rises as useful rules accumulate;
+* ``judge``    a judge (``LMAsJudge``): scores 1.0 when the prediction holds each value of the
+               reference (case-insensitive), else 0.0;
 * ``xss``      answers every string field with a ``<script>`` tag (escaping tests);
 * ``unreachable`` refuses every connection (fails the run fast).
 """
@@ -143,10 +145,25 @@ def xss_responder(request: FakeRequest) -> dict[str, Any]:
     return answer
 
 
+@register_synalinks_serializable(package="trainboard")
+def judge_responder(request: FakeRequest) -> dict[str, Any]:
+    answer = request.default_output()
+    reference = str(request.inputs.get("reference") or "")
+    prediction = str(request.inputs.get("prediction") or "").lower()
+    values = re.findall(r'"[^"]*":\s*"([^"]*)"', reference)
+    right = bool(values) and all(value.lower() in prediction for value in values)
+    return {
+        **answer,
+        "critique": "holds the reference" if right else "misses it",
+        "score": float(right),
+    }
+
+
 FAKE_BEHAVIOURS = {
     "echo": None,
     "fewshot": fewshot_responder,
     "rules": rules_responder,
+    "judge": judge_responder,
     "xss": xss_responder,
     "unreachable": None,
 }

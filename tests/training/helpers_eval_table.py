@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datasets.models import Dataset, DatasetRow
 from tests.training.helpers_programs import make_program
+from training.engine.trainers.data_adapter import scoring_positions
 from training.execution import persistence
 from training.execution.run_config import validate_run_config
 from training.models import Run
@@ -51,10 +52,19 @@ def expected_teams(dataset: Dataset) -> list[str]:
     ]
 
 
-def seeded_run(user, dataset: Dataset, before: list, after: list | None, **form: object) -> Run:
+def seeded_run(
+    user,
+    dataset: Dataset,
+    before: list,
+    after: list | None,
+    candidates: dict[str, list[str]] | None = None,
+    **form: object,
+) -> Run:
     """A finished run whose evaluations predicted ``before`` / ``after`` (one team or None
-    per test example: None is a failed prediction), scored by exact match; ``form``: more
-    launch-form values (e.g. ``reward_human_marks=True``)."""
+    per test example: None is a failed prediction), scored by exact match; ``candidates``:
+    {candidate id: its team on each validation row}, stored through the worker's candidate
+    event (``seed_candidates``); ``form``: more launch-form values (e.g.
+    ``reward_human_marks=True``)."""
     program = make_program(user, dataset)
     config = validate_run_config(
         {
@@ -89,6 +99,8 @@ def seeded_run(user, dataset: Dataset, before: list, after: list | None, **form:
             ["simulated refusal (HTTP 400)" if p is None else None for p in predicted],
         )
         assert stored is not None
+    if candidates:
+        seed_candidates(run, candidates)
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
     return run
@@ -108,3 +120,35 @@ def crafted_predictions(size: int) -> tuple[list, list]:
 def crafted_run(user, size=30) -> Run:
     """A run on a new routing dataset that predicted ``crafted_predictions(size)``."""
     return seeded_run(user, routing_dataset(user, test=size), *crafted_predictions(size))
+
+
+def validation_teams(run: Run) -> list[str]:
+    """The right team of each row the run's optimizer scores candidates on, in order."""
+    train = list(
+        run.dataset.rows.filter(split="train").order_by("index").values_list("data", flat=True)
+    )
+    positions = scoring_positions(len(train), float(run.config["validation_split"]))
+    return [train[p]["team"] for p in positions]
+
+
+def seed_candidates(run: Run, candidates: dict[str, list[str]]) -> None:
+    """Store each candidate as the worker does (``PersistenceCallback``'s candidate event),
+    with its predictions and their exact-match rewards on the validation rows."""
+    truth = validation_teams(run)
+    callback = persistence.PersistenceCallback(run.pk, run.attempt, "", None, {})
+    for number, (candidate_id, teams) in enumerate(candidates.items()):
+        rewards = [float(t == r) for t, r in zip(teams, truth, strict=True)]
+        callback._on_candidate(
+            {
+                "variable": "generator/state",
+                "candidate_id": candidate_id,
+                "parent_ids": [] if number == 0 else [next(iter(candidates))],
+                "operation": "seed" if number == 0 else "mutation",
+                "value": {"instructions": f"candidate {candidate_id}"},
+                "reward": sum(rewards) / len(rewards),
+                "status": "scored",
+                "epoch": 0,
+                "example_rewards": rewards,
+                "example_predictions": [{"team": t} for t in teams],
+            }
+        )

@@ -15,7 +15,7 @@ from django.urls import reverse
 from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from training.insight.eval_table import ROWS_PER_PAGE
-from training.models import EvaluationExample, LMCallTrace, Run
+from training.models import EvaluationExample, LMCallTrace, RescoreJob, Run
 
 from .helpers_eval_table import LABELS, crafted_predictions, crafted_run, seeded_run
 
@@ -189,7 +189,11 @@ def test_a_finished_run_is_rescored_on_the_next_version_from_its_stored_predicti
         reverse("training:run-rescore", args=[run.pk]) + "?version=2", **HTMX
     ).content.decode()
     assert 'id="rescore-table" data-version="2"' in html and version.label in html
-    # A judge would need its model: said, not done; an unknown version is said too.
-    Run.objects.filter(pk=run.pk).update(config={**run.config, "reward": {"name": "LMAsJudge"}})
-    assert "needs its model" in rescored(client_user, run, 2)["rescore_error"]
+    # A judge calls its model: only its forecast and a confirm, nothing scored or sent yet;
+    # an unknown version is said too.
+    judge = {"name": "LMAsJudge", "language_model": "fake/judge", "criteria": "the team"}
+    Run.objects.filter(pk=run.pk).update(config={**run.config, "reward": judge})
+    forecast = rescored(client_user, run, 2)["judge_forecast"]
+    assert forecast["calls"] == 22 and forecast["spec"] == judge  # 11 + 11 stored predictions
+    assert not RescoreJob.objects.exists()
     assert "no other version 9" in rescored(client_user, run, 9)["rescore_error"]

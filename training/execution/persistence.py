@@ -31,7 +31,14 @@ from django.utils import timezone
 from training.engine.callbacks import Callback
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_REWARDS
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
-from training.execution import evaluation_examples, events, hand_candidates, refusals, summaries
+from training.execution import (
+    candidate_predictions,
+    evaluation_examples,
+    events,
+    hand_candidates,
+    refusals,
+    summaries,
+)
 from training.execution.usage import merged_usage
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 
@@ -217,10 +224,15 @@ class PersistenceCallback(Callback):
             "variable": str(event["variable"]),
             "candidate_id": str(event["candidate_id"]),
         }
+        predictions = candidate_predictions.from_event(event)
         with transaction.atomic():
             run = self._update()
             if run is None:
                 return None
+            if predictions is not None and candidate_predictions.room_for(
+                self.run_id, key["candidate_id"]
+            ):
+                defaults["example_predictions"] = predictions
             try:
                 with transaction.atomic():
                     Candidate.objects.update_or_create(**key, defaults=defaults)

@@ -9,6 +9,12 @@ built (instructions + few-shot examples + the output-format note + the example's
 inputs are the same scoring set for every candidate, so what differs between candidates is
 their instructions and examples).
 
+It also keeps each scoring example's prediction (its output as JSON, None where it failed):
+what lets the dashboard score a finished run's candidates again on corrected answers or under
+another reward without calling the program again (issue 30). The first
+:data:`MAX_EXAMPLE_PREDICTIONS` ride in the event; the dashboard bounds how many candidates
+of a run keep them (``training/execution/candidate_predictions.py``).
+
 These go in the ``candidate`` event (``event_fields``), never in the candidate dict a variable
 keeps (which is saved with the program): a program document stays as small as before.
 """
@@ -21,6 +27,9 @@ from typing import Any
 #: The most per-example rewards a candidate event carries (the first ones of the scoring
 #: set, in order). Past it the interval is over that many examples and says so (``n``).
 MAX_EXAMPLE_REWARDS = 1000
+#: The most per-example predictions a candidate event carries (the first ones of the scoring
+#: set, in order): enough to re-score a candidate, small enough for an event.
+MAX_EXAMPLE_PREDICTIONS = 100
 #: Digits each reward keeps in an event (a 0/1 reward is exact; a cosine keeps 4 digits).
 REWARD_DIGITS = 4
 
@@ -35,6 +44,8 @@ class CandidateScore:
         prompt_tokens: the prompt tokens of those calls, as the provider reported them.
         latency: the seconds those calls took, summed.
         split: which split was scored (``validation``, ``train``, ``selection``).
+        predictions: each scoring example's output as JSON (None for a failed prediction),
+            in the scoring set's order; empty when the scorer kept none.
     """
 
     rewards: list[float] = field(default_factory=list)
@@ -42,6 +53,7 @@ class CandidateScore:
     prompt_tokens: int = 0
     latency: float = 0.0
     split: str = "validation"
+    predictions: list[dict[str, Any] | None] = field(default_factory=list)
 
     @property
     def reward(self) -> float:
@@ -64,6 +76,8 @@ class CandidateScore:
         rewards = [round(float(r), REWARD_DIGITS) for r in self.rewards[:MAX_EXAMPLE_REWARDS]]
         fields: dict[str, Any] = {f"{prefix}example_rewards": rewards}
         if not prefix:
+            if self.predictions:
+                fields["example_predictions"] = list(self.predictions[:MAX_EXAMPLE_PREDICTIONS])
             fields.update(
                 {
                     "scoring_calls": self.calls,
@@ -74,9 +88,15 @@ class CandidateScore:
         return fields
 
 
-def from_usage(rewards: list[float], usage: dict[str, Any], split: str) -> CandidateScore:
+def from_usage(
+    rewards: list[float],
+    usage: dict[str, Any],
+    split: str,
+    predictions: list[dict[str, Any] | None] | None = None,
+) -> CandidateScore:
     """A :class:`CandidateScore` from the rewards and a ``usage.track()`` dict of the scoring:
-    only the ``prediction`` role's calls (a judge reward's calls are not the candidate's)."""
+    only the ``prediction`` role's calls (a judge reward's calls are not the candidate's);
+    ``predictions`` are the outputs as JSON, in order."""
     role = (usage.get("by_role") or {}).get("prediction") or {}
     return CandidateScore(
         rewards=list(rewards),
@@ -84,4 +104,5 @@ def from_usage(rewards: list[float], usage: dict[str, Any], split: str) -> Candi
         prompt_tokens=int(role.get("prompt_tokens") or 0),
         latency=float(role.get("latency") or 0.0),
         split=split,
+        predictions=list(predictions or []),
     )

@@ -85,6 +85,26 @@ def _cut(items: list, targets: list, fraction: float, what: str) -> tuple[list, 
     return items[:cut], targets[:cut], items[cut:], targets[cut:]
 
 
+def scoring_positions(
+    count: int, validation_split: float, selection_split: float = 0.0
+) -> list[int]:
+    """The positions, among ``count`` training examples given to ``fit`` without
+    ``validation_data``, of those the optimizer scores candidates on: the validation cut
+    (``prepare_fit_data``'s), or the training examples themselves without one. What lets a
+    stored candidate scoring be matched to its rows again.
+
+    Example:
+        >>> scoring_positions(10, 0.2)
+        [8, 9]
+    """
+    positions = list(range(count))
+    if selection_split > 0:
+        positions = positions[: len(positions) - int(round(len(positions) * selection_split))]
+    if validation_split > 0:
+        return positions[len(positions) - int(round(len(positions) * validation_split)) :]
+    return positions
+
+
 def prepare_fit_data(
     program: Any,
     x: Any,

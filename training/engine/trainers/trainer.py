@@ -448,6 +448,7 @@ class Trainer(Predicting):
                 usage_mod.track() as scoring_usage,
             ):
                 rewards: list[float] = []
+                predictions: list[dict | None] = []
                 for start in range(0, len(score_items), batch_size):
                     with tracing.trace_context(split=split):
                         outputs, _, _ = await self._predict_batch(
@@ -458,7 +459,9 @@ class Trainer(Predicting):
                                 score_targets[start : start + batch_size], outputs, start
                             )
                         )
-            return candidate_scores.from_usage(rewards, scoring_usage.to_dict(), split)
+                    if len(predictions) < candidate_scores.MAX_EXAMPLE_PREDICTIONS:
+                        predictions.extend(_output_json(output) for output in outputs)
+            return candidate_scores.from_usage(rewards, scoring_usage.to_dict(), split, predictions)
 
         async def scorer(values: dict[str, dict]) -> float:
             return (await score_examples(values)).reward
@@ -601,3 +604,12 @@ class Trainer(Predicting):
 
     def prepare_targets(self, y: Any, count: int, name: str = "y") -> list:  # pragma: no cover
         raise NotImplementedError
+
+
+def _output_json(output: Any) -> dict | None:
+    """A prediction's output as JSON (None for a failed one), as a candidate event keeps it."""
+    if output is None:
+        return None
+    if hasattr(output, "get_json"):
+        return output.get_json()
+    return output if isinstance(output, dict) else {"value": output}

@@ -1,8 +1,8 @@
 """Corrections on the run page: the "Correct the data" panel (the run's sample answers, each
 with the reusable per-row correction partial of ``datasets.views.versions``; loaded by htmx
 after the page, re-polled while the run is active, since samples arrive when it succeeds),
-every row of the per-example table (``eval_correction``, ``eval_pending``), and re-scoring a
-finished run on another version of its dataset (``run_rescore``)."""
+every row of the per-example table (``eval_correction``, ``eval_pending``). Re-scoring a finished
+run is ``views/rescore.py``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from datasets import selectors as dataset_selectors
 from datasets import versions
 from datasets.views.versions import correction_context
-from training.insight import eval_corrections, eval_table, rescoring
+from training.insight import eval_corrections, eval_table
 from training.runs import selectors
 
 
@@ -81,24 +81,3 @@ def eval_pending(request, pk: int):
     run = selectors.owned_run(request.user, pk)
     context = {"run": run, **eval_corrections.pending_summary(run)}
     return render(request, "training/partials/eval_pending.html", context)
-
-
-@require_GET
-@never_cache
-def run_rescore(request, pk: int):
-    """A finished run's test figures scored again on another version of its dataset
-    (``rescoring``; ``?version=N``), from its stored predictions: no program call."""
-    run = selectors.owned_run(request.user, pk)
-    choices = rescoring.other_versions(run)
-    context: dict = {"run": run, "rescore_versions": choices}
-    number = request.GET.get("version", "")
-    if number.isdigit():
-        version = next((d for d in choices if d.version == int(number)), None)
-        if version is None:
-            context["rescore_error"] = f"This dataset has no other version {number}."
-        else:
-            try:
-                context["rescored"] = rescoring.rescore(run, version)
-            except rescoring.RescoreError as exc:
-                context["rescore_error"] = str(exc)
-    return render(request, "training/partials/run_rescore.html", context)

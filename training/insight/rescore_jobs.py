@@ -1,0 +1,81 @@
+"""A judge re-score of a finished run, in a worker (issue 30).
+
+Why: re-scoring with ``LMAsJudge`` calls the judge once per stored prediction (the test
+examples before/after training and every stored candidate's): that can take minutes, so it
+never runs in a request. The page first shows the forecast (``rescoring.judge_calls``) and
+a confirm; confirming stores a :class:`~training.models.RescoreJob` and sends
+:func:`judge_rescore` to a worker, bounded by :data:`JUDGE_RESCORE_SECONDS`; the page polls
+the job until it is done. Only the judge is called: the program is not (the stored
+predictions are scored), so no prediction call or trace is added.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.utils import timezone
+
+import training.engine as synalinks
+from datasets.models import Dataset
+from training.engine.language_models.redaction import redact
+from training.insight import rescoring
+from training.models import RescoreJob, Run
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "training.judge_rescore"
+#: The longest a judge re-score may take in the worker (then it fails, said on the page).
+JUDGE_RESCORE_SECONDS = 600
+
+
+def ask(run: Run, version: Dataset, spec: dict) -> RescoreJob:
+    """Store the job (with the forecast it was confirmed on) and send it to a worker.
+    RescoreError when the run cannot be re-scored so."""
+    rescoring.check(run, version, spec, allow_model=True)
+    job = RescoreJob.objects.create(
+        run=run, version=version, spec=spec, judge_calls=rescoring.judge_calls(run)
+    )
+    judge_rescore.apply_async(args=[job.pk])
+    return job
+
+
+def owned_job(run: Run, job_id: int) -> RescoreJob | None:
+    """The run's job ``job_id`` (None if it is not this run's)."""
+    return RescoreJob.objects.filter(run=run, pk=job_id).select_related("version").first()
+
+
+@shared_task(
+    name=TASK_NAME,
+    soft_time_limit=JUDGE_RESCORE_SECONDS,
+    time_limit=JUDGE_RESCORE_SECONDS + 30,
+)
+def judge_rescore(job_id: int) -> str:
+    """Score the run's stored predictions with the job's judge reward; the result (or why
+    not, in words) is stored on the job."""
+    job = RescoreJob.objects.filter(pk=job_id, status=RescoreJob.QUEUED).first()
+    if job is None:
+        return "gone"
+    RescoreJob.objects.filter(pk=job.pk).update(status=RescoreJob.RUNNING)
+    try:
+        result = rescoring.rescore(job.run, job.version, job.spec, allow_model=True)
+    except SoftTimeLimitExceeded:
+        return _failed(job, f"the judge took longer than {JUDGE_RESCORE_SECONDS} s")
+    except rescoring.RescoreError as exc:
+        return _failed(job, str(exc))
+    except (synalinks.LanguageModelError, ValueError) as exc:
+        return _failed(job, f"the judge failed: {exc}")
+    result.pop("version", None)
+    RescoreJob.objects.filter(pk=job.pk).update(
+        status=RescoreJob.DONE, result=result, finished=timezone.now()
+    )
+    return RescoreJob.DONE
+
+
+def _failed(job: RescoreJob, message: str) -> str:
+    logger.warning("judge re-score %s failed: %s", job.pk, message)
+    RescoreJob.objects.filter(pk=job.pk).update(
+        status=RescoreJob.FAILED, error=redact(message)[:500], finished=timezone.now()
+    )
+    return RescoreJob.FAILED
