@@ -414,6 +414,21 @@ def _nearest_embeddings(
     )
 
 
+def evaluation_calls(rows: int, lm_modules: int = 1, judge_calls: int = 0) -> int:
+    """LM calls of one scoring pass over ``rows`` examples outside ``fit`` (no memo): each
+    example's prediction (one call per generator) and its reward (``judge_calls`` each), as
+    the test evaluations are counted above. An ablation's forecast (``training.insight.
+    ablation``) is this.
+
+    Example:
+
+    ```python
+    evaluation_calls(20, lm_modules=1, judge_calls=1)  # 40
+    ```
+    """
+    return max(0, int(rows)) * (max(1, int(lm_modules)) + max(0, int(judge_calls)))
+
+
 def expected_distinct_draws(pool: int, nb_min: int, nb_max: int, draws: int) -> float:
     """Distinct example sets expected among ``draws`` RandomFewShot samples of a ``pool``.
 
