@@ -31,8 +31,12 @@ test from the same fit rather than fitted again (``--check-without`` fits it aga
 that it keeps that very candidate).
 
 Per seed: the chosen candidate's validation, selection and test rewards; the validation-best's
-test reward; the candidates on the reward/prompt-tokens front. Ablation calls: provenance and
-ablation (part 2 of the issue) are not built on this branch, so 0.
+test reward; the candidates on the reward/prompt-tokens front; and one ablation of the chosen
+program (part 2 of the issue, as the run page's "ablate" does it: ``training.insight.ablation``):
+its first few-shot example taken out (its last instruction sentence when it has none), scored
+on the validation rows, its effect a paired bootstrap against the chosen candidate's stored
+validation rewards; ``ablation calls`` counts the LM calls those scorings made (each printed next to the forecast
+rule's count, ``forecast.evaluation_calls``).
 
 Run: nice -n 5 .venv/bin/python bench/selection.py [--seeds 0 1 2] [--check-without]
 Last line: ``selection: test of chosen A (validation-best V), ablation calls C, pareto P of N
@@ -44,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import time
@@ -57,7 +62,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import training.engine as synalinks  # noqa: E402
+from training.engine import forecast  # noqa: E402
 from training.engine.optimizers import final_selection  # noqa: E402
+from training.engine.utils.paired_bootstrap import paired_bootstrap  # noqa: E402
 from training.engine.utils.pareto import non_dominated  # noqa: E402
 
 DATA = ROOT / "datasets" / "builtin" / "tweeteval_sentiment" / "data.jsonl"
@@ -146,6 +153,39 @@ async def test_reward(program, value, x_test, y_test) -> float:
         variable.assign(kept)
 
 
+def without_one_part(value: dict) -> tuple[str, dict]:
+    """(what was taken out, the value without it): the first example, else the last sentence."""
+    value = dict(value)
+    if value.get("examples"):
+        value["examples"] = list(value["examples"])[1:]
+        return "first example", value
+    parts = [p for p in re.split(r"(?<=[.!?])\s+|\n+", value.get("instructions") or "") if p]
+    value["instructions"] = " ".join(parts[:-1])
+    return "last sentence", value
+
+
+async def ablate(program, value: dict, baseline: list[float], x_val, y_val) -> dict:
+    """One ablation of the chosen value on the validation rows (see the module docstring)."""
+    part, ablated = without_one_part(value)
+    variable = program.trainable_variables[0]
+    kept = variable.value
+    variable.assign(ablated)
+    per_example = synalinks.callbacks.ExampleRewards()
+    try:
+        with synalinks.usage.track() as usage:
+            await program.evaluate(x_val, y_val, batch_size=8, callbacks=[per_example])
+    finally:
+        variable.assign(kept)
+    paired = paired_bootstrap(baseline, per_example.rewards)
+    return {
+        "part": part,
+        "calls": usage.calls,
+        "forecast": forecast.evaluation_calls(len(x_val)),
+        "difference": round(paired.difference, 4),
+        "interval": [round(paired.low, 4), round(paired.high, 4)],
+    }
+
+
 def task_model():
     """The program's model, without a response cache: the in-memory cache is shared by the
     process, so it answered seed 1's scoring of the seed from seed 0's, and a cached answer is
@@ -159,10 +199,12 @@ async def run_seed(rows, seed, em, args) -> dict:
     x_test, y_test = arrays(rows[3])
     program, events, seconds = await fit_once(rows, seed, lm, em, args, selection=True)
     [final] = events.of("final_selection")
-    values, rewards, costs, selection_rewards = {}, {}, {}, {}
+    values, rewards, costs, selection_rewards, per_example = {}, {}, {}, {}, {}
     for event in events.of("candidate"):
         cid = event["candidate_id"]
         values[cid] = event["value"]
+        if event.get("example_rewards"):
+            per_example[cid] = event["example_rewards"]
         if event.get("reward") is not None:
             rewards[cid] = event["reward"]
         if event.get("prompt_tokens_per_call") is not None:
@@ -174,6 +216,8 @@ async def run_seed(rows, seed, em, args) -> dict:
     best_test = (
         chosen_test if best == chosen else await test_reward(program, values[best], x_test, y_test)
     )
+    x_val, y_val = arrays(rows[1])
+    ablation = await ablate(program, values[chosen], per_example[chosen], x_val, y_val)
     costed = [cid for cid in rewards if cid in costs]
     front = non_dominated([(costs[c], rewards[c]) for c in costed])
     result = {
@@ -192,6 +236,7 @@ async def run_seed(rows, seed, em, args) -> dict:
         "pareto": sum(front),
         "pareto_ids": [c for c, flag in zip(costed, front, strict=True) if flag],
         "prompt_tokens": {c: costs[c] for c in costed},
+        "ablation": ablation,
     }
     if args.check_without:
         plain, plain_events, _ = await fit_once(rows, seed, lm, em, args, selection=False)
@@ -234,7 +279,9 @@ async def main(args) -> None:
             f"{result['validation_best_validation']:.3f} selection "
             f"{result['validation_best_selection']:.3f} test {result['validation_best_test']:.3f}"
             f" | pareto {result['pareto']} of {result['candidates']} | fit {result['fit_seconds']}"
-            f" s",
+            f" s | ablation of the {result['ablation']['part']}: "
+            f"{result['ablation']['difference']:+.3f} {result['ablation']['interval']}, "
+            f"{result['ablation']['calls']} calls (forecast {result['ablation']['forecast']})",
             flush=True,
         )
         print("  " + json.dumps(result), flush=True)
@@ -252,10 +299,12 @@ async def main(args) -> None:
             "without a selection split fit kept the validation-best in "
             f"{sum(bool(r.get('without_matches')) for r in results)} of {len(results)} seeds"
         )
+    ablation_calls = sum(r["ablation"]["calls"] for r in results)
     pareto = sum(r["pareto"] for r in results)
     candidates = sum(r["candidates"] for r in results)
     print(
-        f"selection: test of chosen {chosen:.3f} (validation-best {best:.3f}), ablation calls 0, "
+        f"selection: test of chosen {chosen:.3f} (validation-best {best:.3f}), ablation calls "
+        f"{ablation_calls}, "
         f"pareto {pareto} of {candidates} candidates"
     )
 

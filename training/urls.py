@@ -3,6 +3,7 @@
 from django.urls import path
 
 from training.insight.views import (
+    ablation,
     compare,
     corrections,
     downloads,
@@ -89,6 +90,7 @@ urlpatterns = [
         name="run-population-embed",
     ),
     path("runs/<int:pk>/selection/", selection.run_selection, name="run-selection"),
+    path("runs/<int:pk>/ablation/", ablation.run_ablation, name="run-ablation"),
     path(
         "runs/<int:pk>/candidates/<int:candidate_pk>/use/",
         candidate_versions.candidate_use,

@@ -1,7 +1,8 @@
 """Honest selection and cost/quality on a finished OMEGA run, in a real browser: the launch
 form offers a selection split with its help; the run page's "Selection" section shows every
-candidate's interval and paired verdicts, the selection split's choice and its chart, and the
-reward-against-prompt-tokens chart with the non-dominated candidates marked."""
+candidate's interval and paired verdicts, the selection split's choice and its chart, the
+reward-against-prompt-tokens chart with the non-dominated candidates marked, and the ablation
+of a sentence and an example of the final prompt (forecast, worker, paired interval, kept)."""
 
 from __future__ import annotations
 
@@ -110,8 +111,81 @@ def test_intervals_verdicts_and_charts_of_an_omega_run(logged_in_page, live_stac
     assert shown == expected["pieces"]
     assert any(kind == "example" for kind, _ in shown)  # OMEGA here draws few-shot examples
 
+    ablate_a_sentence_and_an_example(page, live_stack, run_id, shown)
+
     screenshot(page, "selection-1280")
     page.set_viewport_size({"width": 390, "height": 900})
     scroll_to(page, "#selection-section")
     assert fits_the_width(page)  # the wide table scrolls inside its card
     screenshot(page, "selection-390")
+
+
+def ablation_rows(live_stack, run_id: int) -> list[dict]:
+    """The stored ablations, and each one's paired bootstrap recomputed here from its stored
+    rewards and the final candidate's (the engine's ``paired_bootstrap``)."""
+    code = f"""
+import json
+from training.engine.utils.paired_bootstrap import paired_bootstrap
+from training.models import Ablation, Candidate
+rows = []
+for a in Ablation.objects.filter(run_id={run_id}).order_by("id"):
+    final = Candidate.objects.get(run_id={run_id}, variable=a.variable, status="best")
+    p = paired_bootstrap(final.example_rewards[:a.rows], a.example_rewards or [])
+    rows.append({{"status": a.status, "calls": a.calls, "forecast": a.forecast_calls,
+                  "rows": a.rows, "n_final": len(final.example_rewards), "kind": a.kind,
+                  "difference": a.difference, "low": a.low, "high": a.high,
+                  "again": [p.difference, p.low, p.high], "finished": str(a.finished_at),
+                  "instructions": a.value.get("instructions"),
+                  "examples": len(a.value.get("examples") or []),
+                  "final_examples": len(final.value.get("examples") or [])}})
+print(json.dumps(rows))
+"""
+    return json.loads(shell(live_stack, code))
+
+
+def ablate_a_sentence_and_an_example(page, live_stack, run_id: int, shown: list) -> None:
+    """Ablate the first sentence and the first example: the forecast's calls first, then the
+    worker's effect with its interval; after a reload both are there, and asking again
+    scores nothing."""
+    kinds = [kind for kind, _ in shown]
+    places = [kinds.index("sentence"), kinds.index("example")]
+    rows = page.locator("#provenance tr.provenance-row")
+    sentence = rows.nth(places[0]).locator(".provenance-text").inner_text()
+    for number, place in enumerate(places, start=1):
+        cell = rows.nth(place).locator(".ablation-cell")
+        cell.locator(".ablation-ask").click()
+        forecast_calls = int(cell.locator(".ablation-forecast-calls").inner_text())
+        cell.locator(".ablation-confirm").click()
+        expect(cell.locator(".ablation-difference")).to_be_visible(timeout=60_000)
+        stored = ablation_rows(live_stack, run_id)
+        assert len(stored) == number
+        row = stored[-1]
+        # one generator, an exact-match reward: a call per example the final was scored on
+        assert forecast_calls == row["forecast"] == row["rows"] == row["n_final"] == row["calls"]
+        assert row["status"] == "done"
+        assert [row["difference"], row["low"], row["high"]] == pytest.approx(row["again"])
+        expect(cell.locator(".ablation-difference")).to_have_text(f"{row['difference']:+.3f}")
+        expect(cell.locator(".ablation-interval")).to_have_text(
+            f"[{row['low']:.2f}, {row['high']:.2f}]"
+        )
+        expect(cell.locator(".ablation-calls")).to_contain_text(f"{row['calls']} calls")
+    first, second = ablation_rows(live_stack, run_id)
+    assert sentence not in first["instructions"] and first["examples"] == first["final_examples"]
+    assert second["examples"] == second["final_examples"] - 1
+
+    page.reload()
+    scroll_to(page, "#provenance")
+    rows = page.locator("#provenance tr.provenance-row")
+    rows.first.wait_for(timeout=30_000)
+    for place in places:
+        expect(rows.nth(place).locator('.ablation-cell[data-status="done"]')).to_have_count(1)
+    expect(page.locator(".ablation-cell .ablation-difference")).to_have_count(2)
+    # asking again (the same POST the button sends) answers the stored result: nothing scored
+    cell = rows.nth(places[0]).locator(".ablation-cell")
+    page.evaluate(
+        """([cell, variable, piece]) => htmx.ajax("POST", cell.dataset.url,
+              {target: cell, swap: "outerHTML", values: {variable, piece}})""",
+        [cell.element_handle(), cell.get_attribute("data-variable"), str(places[0])],
+    )
+    expect(rows.nth(places[0]).locator(".ablation-difference")).to_be_visible()
+    assert ablation_rows(live_stack, run_id) == [first, second]

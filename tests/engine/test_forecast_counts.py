@@ -7,6 +7,7 @@ decide (how many candidates were scored, how often a new best started an epoch).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
@@ -42,6 +43,7 @@ class Observer(Callback):
         self.training_states: list[str] = []
         self.seen: set[str] = set()
         self.new_states = 0
+        self.contenders = 0
 
     def _state(self) -> str:
         return "|".join(variable.hash for variable in self.program.trainable_variables)
@@ -56,6 +58,8 @@ class Observer(Callback):
             self.seen.add(state)
 
     async def on_event(self, event):
+        if event["type"] == "final_selection":
+            self.contenders += len(event["contenders"])
         if event["type"] != "candidate" or event["status"] != "scored":
             return
         value = forecast.canonical(event["value"])
@@ -65,7 +69,15 @@ class Observer(Callback):
 
 
 async def counted_run(
-    program, *, epochs, batch_size, validation_split, before=1, after=1, samples=2
+    program,
+    *,
+    epochs,
+    batch_size,
+    validation_split,
+    before=1,
+    after=1,
+    samples=2,
+    selection_split=0.0,
 ):
     x, y = arrays(ROWS)
     x_test, y_test = arrays(TEST)
@@ -77,6 +89,7 @@ async def counted_run(
             x,
             y,
             validation_split=validation_split,
+            selection_split=selection_split,
             epochs=epochs,
             batch_size=batch_size,
             callbacks=[observer],
@@ -142,6 +155,38 @@ async def test_random_few_shot_with_validation_counts_repeats_and_new_bests():
     # The repeats in the validation split were predicted in training under the seed values.
     distinct_train_and_val = 10
     assert known.predictions.low >= distinct_train_and_val
+
+
+@pytest.mark.parametrize("optimizer", ["RandomFewShot", "OMEGA"])
+async def test_selection_split_scoring_at_the_end_is_counted(optimizer):
+    """The selection split (the last 3 rows: a new question and two repeats of training rows)
+    scores up to TOP_K + 1 contenders after fit; the seed's repeats are memo hits."""
+    if optimizer == "OMEGA":
+        program = await omega_program(numbered_mutations())
+        rule = shape(optimizer="OMEGA", epochs=2, batch_size=3)
+    else:
+        program = await rfs_program(few_shot_learner(), nb_candidates=3)
+        rule = shape(nb_candidates=3, epochs=2, batch_size=3)
+    rule = dataclasses.replace(rule, validation_split=0.25, selection_split=0.25)
+    calls, observer = await counted_run(
+        program, epochs=2, batch_size=3, validation_split=0.25, selection_split=0.25
+    )
+    assert observer.contenders >= 2  # the seed and at least one candidate
+    counted = forecast.count_calls(rule)
+    assert counted.total.low <= calls <= counted.total.high
+    known = forecast.count_calls(
+        rule,
+        scored=observer.scored,
+        best_changes=observer.new_states,
+        contenders=observer.contenders,
+    )
+    # Each best that started an epoch is a contender here: its training repeats are memo hits.
+    assert calls == known.total.low <= known.total.high
+    # The seed pays the one new question; every other contender the three selection rows,
+    # but a best that started an epoch only the new question.
+    others = observer.contenders - 1
+    trained = min(others, observer.new_states)
+    assert known.selection.low == 1 + trained * 1 + (others - trained) * 3
 
 
 async def test_random_few_shot_whose_best_never_changes_predicts_training_once():

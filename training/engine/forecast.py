@@ -28,6 +28,13 @@ its data, and a range where it depends on what the model answers:
   inputs after fit — ``low``: the pool is not kept, no test query).
 - The test evaluations (``evaluations_before`` / ``evaluations_after`` passes over the
   test split) and the trained program's sample answers are outside ``fit``: no memo.
+- A selection split (``fit(selection_split=...)``, cut off the end before the validation
+  split) scores, after the last epoch, the top ``final_selection.TOP_K`` validation candidates
+  and the seed (up to ``TOP_K + 1`` contenders) on its rows, still under the memo: the seed
+  pays the selection inputs it has not predicted in training or scoring, each other contender
+  those outside the scoring set, but a best that started an epoch predicted its training
+  inputs too (``low``: each such best is a contender; ``high``: none is). How many contenders: ``low`` the seed among the top ``TOP_K``,
+  ``high`` not (``contenders``, when known, makes it exact).
 - An LM judge (``LMAsJudge``) makes ``judge_calls`` calls per reward scored, memo hits
   included (rewards are always recomputed).
 
@@ -48,6 +55,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from training.engine.optimizers.final_selection import TOP_K
 
 #: Share of the epochs after the first that start under a new best candidate (``expected``).
 EXPECTED_BEST_CHANGE = 0.5
@@ -78,7 +87,7 @@ class RunShape:
         train_inputs: the inputs ``fit`` receives (before the validation split), as JSON
             objects or DataModels; duplicates matter (the memo).
         test_size: rows of the test split (each evaluation predicts all of them).
-        epochs, batch_size, validation_split: ``fit``'s arguments.
+        epochs, batch_size, validation_split, selection_split: ``fit``'s arguments.
         optimizer: ``"RandomFewShot"``, ``"OMEGA"`` or ``"NearestFewShot"``.
         nb_candidates: RandomFewShot's candidates per epoch.
         nb_min_examples, nb_max_examples: how many examples a candidate samples.
@@ -109,6 +118,7 @@ class RunShape:
     epochs: int
     batch_size: int
     validation_split: float = 0.0
+    selection_split: float = 0.0
     optimizer: str = "RandomFewShot"
     nb_candidates: int = 1
     nb_min_examples: int = 1
@@ -156,7 +166,8 @@ class CallForecast:
     """LM calls of a run, by part (each a :class:`Span`).
 
     ``predictions``: the program's calls in ``fit``; ``optimizer``: mutations/crossovers;
-    ``judge``: an LM judge's calls; ``evaluations``: the test passes and sample answers;
+    ``judge``: an LM judge's calls; ``selection``: the part of ``predictions`` that scores the
+    contenders on the selection split (0 without one); ``evaluations``: the test passes and sample answers;
     ``embeddings``: embedding requests of NearestFewShot (not LM calls: not in ``total``).
     ``steps``: training batches per epoch (``epochs`` of them); ``candidates``: new candidates scored (OMEGA's
     steps that score, RandomFewShot's proposals). ``candidate_predictions``: the part of
@@ -175,6 +186,7 @@ class CallForecast:
     embeddings: Span = field(default_factory=lambda: Span.exact(0))
     candidate_predictions: Span = field(default_factory=lambda: Span.exact(0))
     after_evaluations: Span = field(default_factory=lambda: Span.exact(0))
+    selection: Span = field(default_factory=lambda: Span.exact(0))
 
     @property
     def total(self) -> Span:
@@ -187,6 +199,7 @@ class CallForecast:
             "optimizer": self.optimizer.rounded(),
             "judge": self.judge.rounded(),
             "evaluations": self.evaluations.rounded(),
+            "selection": self.selection.rounded(),
             "candidates": self.candidates.rounded(),
             "embeddings": self.embeddings.rounded(),
             "steps": self.steps,
@@ -195,7 +208,10 @@ class CallForecast:
 
 
 def count_calls(
-    shape: RunShape, scored: int | None = None, best_changes: int | None = None
+    shape: RunShape,
+    scored: int | None = None,
+    best_changes: int | None = None,
+    contenders: int | None = None,
 ) -> CallForecast:
     """The LM calls of a run of ``shape`` (see the module docstring for the rule).
 
@@ -204,6 +220,8 @@ def count_calls(
         scored: how many new candidates were scored, when known (after a run: the count is
             then exact for that part); None: the range.
         best_changes: how many epochs after the first started under a new best, when known.
+        contenders: how many candidates (the seed included) were scored on the selection
+            split, when known (the ``final_selection`` event's ``contenders``).
 
     Returns:
         A :class:`CallForecast`.
@@ -218,6 +236,10 @@ def count_calls(
     if shape.optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {shape.optimizer!r}")
     inputs = list(shape.train_inputs)
+    selection_rows: list = []
+    if shape.selection_split > 0:  # cut off the end first (``data_adapter.prepare_fit_data``)
+        held = validation_cut(len(inputs), shape.selection_split)
+        inputs, selection_rows = inputs[:held], inputs[held:]
     cut = validation_cut(len(inputs), shape.validation_split)
     train, val = inputs[:cut], inputs[cut:]
     scoring = val or train
@@ -276,7 +298,18 @@ def count_calls(
         fixed = epochs * len(train) + len(scoring) + epochs * len(val)
         under_candidates = candidates.scaled(len(scoring))
         predictions = Span.exact(fixed) + under_candidates
-    predictions = predictions.scaled(shape.lm_modules)
+    selection = _selection_predictions(
+        shape, train, scoring, selection_rows if epochs else [], candidates, contenders, changes
+    )
+    predictions = (predictions + selection).scaled(shape.lm_modules)
+    if selection_rows and epochs:  # the contenders besides the seed carry candidate prompts
+        seed_part = len(
+            {canonical(i) for i in selection_rows} - {canonical(i) for i in train + scoring}
+            if shape.deterministic
+            else selection_rows
+        )
+        under_candidates = under_candidates + selection + Span.exact(-seed_part)
+    selection = selection.scaled(shape.lm_modules)
     under_candidates = under_candidates.scaled(shape.lm_modules)
 
     # Rewards scored (memo hits included): each training prediction, each scoring, each
@@ -286,6 +319,7 @@ def count_calls(
         Span.exact(epochs * len(train) + (len(scoring) if epochs else 0) + epochs * len(val))
         + candidates.scaled(len(scoring))
         + Span.exact(test_passes * shape.test_size)
+        + _contenders(candidates, contenders).scaled(len(selection_rows) if epochs else 0)
     )
     judge = scored.scaled(shape.judge_calls)
     evaluations = Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules)
@@ -306,6 +340,51 @@ def count_calls(
         embeddings=embeddings,
         candidate_predictions=under_candidates,
         after_evaluations=after,
+        selection=selection,
+    )
+
+
+def _contenders(candidates: Span, known: int | None) -> Span:
+    """Candidates scored on the selection split, the seed included (``final_selection``)."""
+    if known is not None:
+        return Span.exact(known)
+    return Span(
+        1 + min(TOP_K - 1, candidates.low),
+        1 + min(TOP_K - 1, candidates.expected),
+        1 + min(TOP_K, candidates.high),
+    )
+
+
+def _selection_predictions(
+    shape: RunShape,
+    train: list,
+    scoring: list,
+    selection_rows: list,
+    candidates: Span,
+    contenders: int | None,
+    changes: Span,
+) -> Span:
+    """Predictions that score the contenders on the selection split (module docstring)."""
+    if not selection_rows:
+        return Span.exact(0)
+    others = _contenders(candidates, contenders).scaled(1) + Span.exact(-1)
+    if not shape.deterministic:
+        return (others + Span.exact(1)).scaled(len(selection_rows))
+    sel_keys = {canonical(item) for item in selection_rows}
+    train_keys = {canonical(item) for item in train}
+    scoring_keys = {canonical(item) for item in scoring}
+    seed = len(sel_keys - train_keys - scoring_keys)
+    fresh = len(sel_keys - scoring_keys)
+    fresh_low = len(sel_keys - scoring_keys - train_keys)
+
+    def paid(others_: float, trained: float) -> float:
+        trained = min(others_, trained)  # bests that started an epoch, among the contenders
+        return seed + trained * fresh_low + (others_ - trained) * fresh
+
+    return Span(
+        paid(others.low, changes.high),
+        paid(others.expected, changes.expected),
+        paid(others.high, 0),
     )
 
 
@@ -333,6 +412,21 @@ def _nearest_embeddings(
         fit_requests(candidates.expected, changes.expected) + (after if candidates.expected else 0),
         fit_requests(candidates.high, changes.high) + (uncached if candidates.high else 0),
     )
+
+
+def evaluation_calls(rows: int, lm_modules: int = 1, judge_calls: int = 0) -> int:
+    """LM calls of one scoring pass over ``rows`` examples outside ``fit`` (no memo): each
+    example's prediction (one call per generator) and its reward (``judge_calls`` each), as
+    the test evaluations are counted above. An ablation's forecast (``training.insight.
+    ablation``) is this.
+
+    Example:
+
+    ```python
+    evaluation_calls(20, lm_modules=1, judge_calls=1)  # 40
+    ```
+    """
+    return max(0, int(rows)) * (max(1, int(lm_modules)) + max(0, int(judge_calls)))
 
 
 def expected_distinct_draws(pool: int, nb_min: int, nb_max: int, draws: int) -> float:

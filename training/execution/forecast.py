@@ -95,6 +95,7 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         epochs=int(config["epochs"]),
         batch_size=int(config["batch_size"]),
         validation_split=float(config["validation_split"]),
+        selection_split=float(config.get("selection_split") or 0.0),
         optimizer=optimizer,
         nb_candidates=int(params.get("nb_candidates", 1)),
         nb_min_examples=int(params.get("nb_min_examples", 1)),

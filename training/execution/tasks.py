@@ -22,7 +22,11 @@ from celery.signals import task_failure, worker_ready
 from django.db import DatabaseError, transaction
 
 from project.redis_config import describe
-from training.execution import reaper, run_state
+from training.execution import (
+    ablation,  # noqa: F401  (registers its task with the app)
+    reaper,
+    run_state,
+)
 from training.execution.attempt import execute
 from training.models import Run
 

@@ -13,7 +13,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from training.insight import candidate_confidence, provenance
+from training.insight import ablation, candidate_confidence, provenance
 from training.runs.views.runs import owned_run
 
 
@@ -27,6 +27,7 @@ def run_selection(request, pk: int):
         "run": run,
         **report,
         "points_json": json.dumps(report["points"]),
-        "provenance": provenance.provenance(run),
+        "provenance": ablation.annotate(run, provenance.provenance(run)),
+        "poll": ablation.POLL_SECONDS,
     }
     return render(request, "training/partials/run_candidate_confidence.html", context)
