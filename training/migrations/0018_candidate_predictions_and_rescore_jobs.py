@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("datasets", "0006_versions_share_their_name"),
-        ("training", "0016_model_pace"),
+        ("training", "0017_run_clock"),
     ]
 
     operations = [

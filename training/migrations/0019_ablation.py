@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("training", "0016_model_pace"),
+        ("training", "0018_candidate_predictions_and_rescore_jobs"),
     ]
 
     operations = [
