@@ -26,11 +26,12 @@ def demo_dataset_id(live_stack) -> int:
 
 
 def tiny_dataset_id(live_stack, train: int = 4, test: int = 2) -> int:
-    """A 'tiny routing' dataset (rows of the demo dataset) so the local model finishes fast."""
+    """A 'tiny routing' dataset (rows of the demo dataset) so the local model finishes fast;
+    one per size (named after it): the session's live stack is shared by every test."""
     code = f"""
 from datasets.models import Dataset, DatasetRow
 demo = Dataset.objects.get(owner__username='tester', builtin_key='demo')
-tiny, created = Dataset.objects.get_or_create(owner=demo.owner, name='tiny routing', defaults=dict(
+tiny, created = Dataset.objects.get_or_create(owner=demo.owner, name='tiny routing {train}+{test}', defaults=dict(
     original_name='tiny.jsonl', format='jsonl', input_fields=demo.input_fields, target_fields=demo.target_fields,
     row_count={train + test}, train_count={train}, test_count={test}))
 if created:
@@ -39,6 +40,25 @@ if created:
     for i, row in enumerate(train_rows + test_rows):
         DatasetRow.objects.create(dataset=tiny, index=i, split=row.split, data=row.data)
 print(tiny.pk)
+"""
+    return int(shell(live_stack, code))
+
+
+def demo_copy_id(live_stack, name: str) -> int:
+    """A dataset ``name`` with every row of the demo dataset, for a test that publishes a new
+    version: versions of one dataset share its line, so publishing on the demo itself would
+    change the dataset every later test of the session's live stack launches on."""
+    code = f"""
+from datasets.models import Dataset, DatasetRow
+demo = Dataset.objects.get(owner__username='tester', builtin_key='demo')
+copy, created = Dataset.objects.get_or_create(owner=demo.owner, name={name!r}, defaults=dict(
+    original_name=demo.original_name, format=demo.format, input_fields=demo.input_fields,
+    target_fields=demo.target_fields, row_count=demo.row_count, train_count=demo.train_count,
+    test_count=demo.test_count))
+if created:
+    for row in demo.rows.order_by('index'):
+        DatasetRow.objects.create(dataset=copy, index=row.index, split=row.split, data=row.data)
+print(copy.pk)
 """
     return int(shell(live_stack, code))
 

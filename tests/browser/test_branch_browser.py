@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers_runs import (
     create_program,
+    demo_copy_id,
     demo_dataset_id,
     fill_fields,
     launch_from_form,
@@ -64,8 +65,10 @@ def query(live_stack, code: str):
     return json.loads(shell(live_stack, code))
 
 
-def finished_run(page, live_stack, name: str) -> tuple[int, int, int]:
-    dataset_id = demo_dataset_id(live_stack)
+def finished_run(page, live_stack, name: str, own_dataset: bool = False) -> tuple[int, int, int]:
+    """A finished fake-model run of a new program ``name`` on the demo dataset (on a copy of
+    it, ``own_dataset``, for a test that publishes a version of it)."""
+    dataset_id = demo_copy_id(live_stack, name) if own_dataset else demo_dataset_id(live_stack)
     program_id = create_program(live_stack, name, "fake/fewshot", dataset_id)
     run_id = launch_run(live_stack, program_id, dataset_id, **RUN)
     page.goto(f"/runs/{run_id}/")
@@ -133,7 +136,9 @@ def test_branch_from_a_candidate_with_an_edited_instruction_and_a_pinned_example
 
 def test_mark_three_predictions_publish_a_version_and_train_on_it(logged_in_page, live_stack):
     page = logged_in_page
-    dataset_id, program_id, run_id = finished_run(page, live_stack, "Corrections source")
+    dataset_id, program_id, run_id = finished_run(
+        page, live_stack, "Corrections source", own_dataset=True
+    )
     panel = page.locator("#correction-samples")
     panel.wait_for()
     samples = query(
