@@ -27,7 +27,9 @@ GREEN = "rgb(22, 101, 52)"  # .diff.up, training.css
 
 
 def colour(page, selector: str) -> str:
-    return page.locator(selector).evaluate("e => getComputedStyle(e).color")
+    """The computed colour of the first element ``selector`` finds (the session's live stack
+    holds other tests' runs too)."""
+    return page.locator(selector).first.evaluate("e => getComputedStyle(e).color")
 
 
 def test_only_a_change_beyond_noise_is_coloured_and_each_shows_its_interval(
