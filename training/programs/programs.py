@@ -12,7 +12,6 @@ import copy
 import json
 import math
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import training.engine as synalinks
@@ -25,7 +24,6 @@ from core.bounded_json import (
     refuse_constant,
 )
 from training.engine.data_model import create_data_model
-from training.engine.saving import get_registered_object
 from training.models import Program
 from training.programs.lm import (
     ModelStringError,
@@ -34,6 +32,7 @@ from training.programs.lm import (
     may_reach_private,
 )
 from training.programs.lm import missing_keys as lm_missing_keys
+from training.programs.model_nodes import model_nodes
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
@@ -49,7 +48,6 @@ MODEL_LIMITS = {
     "max_concurrency": (1, 32),
     "backoff": (0.0, 10.0),
 }
-MODEL_KEYS = ("language_model", "embedding_model")
 
 
 class ProgramError(ValueError):
@@ -115,21 +113,6 @@ def build_engine_program(
     )
 
 
-def _model_kind(key: Any, value: Any) -> str | None:
-    """Which kind of model a serialised object (``{"class_name", "config"}``) is, if any."""
-    if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
-        return None
-    try:
-        cls = get_registered_object(str(value.get("class_name", "")))
-    except Exception:  # unknown names fail later, in from_config, with the engine's message
-        cls = None
-    if isinstance(cls, type) and issubclass(cls, synalinks.LanguageModel):
-        return "language_model"
-    if isinstance(cls, type) and issubclass(cls, synalinks.EmbeddingModel):
-        return "embedding_model"
-    return key if key in MODEL_KEYS else None
-
-
 def _clamp(value: Any, low: float, high: float) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return high  # None (no limit) or not a number: the server's ceiling
@@ -171,21 +154,6 @@ def sanitize_engine_json(document: Any) -> Any:
             raise ProgramError(str(exc)) from None
         _sanitize_model_config(node["config"], kind == "language_model")
     return document
-
-
-def model_nodes(document: Any, key: Any = None) -> Iterator[tuple[str, dict]]:
-    """Every serialised language or embedding model (``{"class_name", "config"}``) anywhere
-    in an engine document, with its kind, parents before children. A caller may change a
-    yielded node's ``config`` in place before asking for the next."""
-    if isinstance(document, dict):
-        kind = _model_kind(key, document)
-        if kind:
-            yield kind, document
-        for child_key, child in document.items():
-            yield from model_nodes(child, child_key)
-    elif isinstance(document, list):
-        for child in document:
-            yield from model_nodes(child, key)
 
 
 def callable_document(document: Any, owner) -> Any:

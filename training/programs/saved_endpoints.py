@@ -24,6 +24,7 @@ from training.engine.language_models.address_guard import AddressPolicy, Guarded
 from training.models import Endpoint
 from training.programs import endpoint_keys, endpoints
 from training.programs.lm import allow_private_endpoints
+from training.programs.model_nodes import model_nodes
 
 #: Seconds "Test connection" waits for the server's answer, all requests together.
 TEST_SECONDS = 5.0
@@ -132,8 +133,6 @@ def connect(document: Any, owner) -> Any:
     run saves is ``get_config()``, which never has the key). EndpointError when a model names
     an endpoint ``owner`` has not saved, or whose key cannot be read.
     """
-    from training.programs.programs import model_nodes
-
     for _kind, node in model_nodes(document):
         name = node["config"].get("endpoint")
         if not name:
