@@ -104,7 +104,14 @@ class AddressPolicy:
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend, resolving each host once and connecting only to addresses
-    the policy allows (see the module docstring)."""
+    the policy allows (see the module docstring).
+
+    Args:
+        policy: the :class:`AddressPolicy` every host and every address it resolves to must
+            pass before a TCP connection is made.
+        inner: the backend that makes the connection once the address is allowed (httpcore's
+            ``AnyIOBackend`` by default).
+    """
 
     def __init__(self, policy: AddressPolicy, inner: httpcore.AsyncNetworkBackend | None = None):
         self.policy = policy

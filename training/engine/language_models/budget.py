@@ -50,10 +50,12 @@ CAPS = ("calls", "tokens", "cost", "seconds")
 class BudgetExhausted(BaseException):  # noqa: N818 — named for what happened, like Interrupted
     """An LM call was refused: it could pass a cap of the active :class:`CallBudget`.
 
-    Attributes:
+    Args:
         cap: which cap (``"calls"``, ``"tokens"``, ``"cost"`` or ``"seconds"``).
         used: what the budget had used of it when the call was refused.
         limit: the cap.
+
+    The three are kept as attributes of the same names, for the message a run shows.
     """
 
     def __init__(self, cap: str, used: float, limit: float):
