@@ -113,25 +113,32 @@ def arrays(task: dict, rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def local_omega(seed: int, em):
+    """OMEGA with few-shot on, its mutations on the local model (``bench/selection.py`` too).
+
+    Its own LM object: the same local model, with room for its reasoning and a whole prompt
+    (the task's 32 tokens cut every rewrite to a stub such as "The task").
+    """
+    optimizer_lm = synalinks.LanguageModel(
+        model="local/smollm2", temperature=0.0, max_tokens=384, cache="memory"
+    )
+    return synalinks.optimizers.OMEGA(
+        language_model=optimizer_lm,
+        embedding_model=em,
+        few_shot_learning=True,
+        nb_min_examples=1,
+        nb_max_examples=3,
+        seed=seed,
+    )
+
+
 def make_optimizer(kind: str, seed: int, lm, em, args):
     if kind == "rfs":
         return synalinks.optimizers.RandomFewShot(
             nb_min_examples=1, nb_max_examples=3, nb_candidates=4, seed=seed
         )
     if kind == "omega":
-        # its own LM object: the same local model, room for its reasoning and a whole prompt
-        # (the task's 32 tokens cut every rewrite to a stub such as "The task")
-        optimizer_lm = synalinks.LanguageModel(
-            model="local/smollm2", temperature=0.0, max_tokens=384, cache="memory"
-        )
-        return synalinks.optimizers.OMEGA(
-            language_model=optimizer_lm,
-            embedding_model=em,
-            few_shot_learning=True,
-            nb_min_examples=1,
-            nb_max_examples=3,
-            seed=seed,
-        )
+        return local_omega(seed, em)
     return synalinks.optimizers.NearestFewShot(
         embedding_model=em, k=args.k, vote=not args.no_vote, seed=seed
     )

@@ -61,6 +61,8 @@ from pydantic import Field
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from learning import local_omega  # noqa: E402  (bench/ is the script's folder)
+
 import training.engine as synalinks  # noqa: E402
 from training.engine import forecast  # noqa: E402
 from training.engine.optimizers import final_selection  # noqa: E402
@@ -109,23 +111,9 @@ async def build(lm, optimizer):
     return program
 
 
-def omega(seed: int, em):
-    optimizer_lm = synalinks.LanguageModel(
-        model="local/smollm2", temperature=0.0, max_tokens=384, cache="memory"
-    )
-    return synalinks.optimizers.OMEGA(
-        language_model=optimizer_lm,
-        embedding_model=em,
-        few_shot_learning=True,
-        nb_min_examples=1,
-        nb_max_examples=3,
-        seed=seed,
-    )
-
-
 async def fit_once(rows, seed, lm, em, args, selection: bool):
     train, validation, held_out, _ = rows
-    program = await build(lm, omega(seed, em))
+    program = await build(lm, local_omega(seed, em))
     x, y = arrays(train + (held_out if selection else []))
     x_val, y_val = arrays(validation)
     events = Events()
