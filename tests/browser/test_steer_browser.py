@@ -1,8 +1,8 @@
 """Steering in Chromium against the real server and worker (issue 30): corrections made in the
 per-example table (a label picked from the label set, marks before and after, undo) are
 counted at once and publish v2 of the same dataset, which a new run uses by default; the
-first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run frees its worker and,
-resumed, finishes. No console error on any of these pages.
+first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run (after the batch under way) frees its worker
+and, resumed, finishes. No console error on any of these pages.
 
 Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep screenshots at 1280 and 390 px.
 """
@@ -179,12 +179,20 @@ def test_a_paused_run_frees_its_worker_and_resumed_finishes(logged_in_page, live
             live_stack,
             "import json;from training.models import Run;"
             f"r=Run.objects.get(pk={run_id});"
-            "print(json.dumps([r.status, r.checkpoint_epoch, r.epoch_logs.count(), r.attempt]))",
+            "print(json.dumps([r.status, r.checkpoint_position, r.epoch_logs.count(), r.attempt,"
+            " r.batches_per_epoch]))",
         )
     )
-    paused_at = state[1]
-    assert state[0] == "paused" and paused_at is not None and paused_at < 7
-    assert state[2] == paused_at + 1 and state[3] == 1
+    # Paused after the batch under way, inside its epoch (or at an epoch's end when the
+    # click came while one ran): the epochs done are all logged, nothing of the epoch lost.
+    status, point, logged, attempt, steps = state
+    assert status == "paused" and attempt == 1 and point["epoch"] < 8
+    assert logged == point["epoch"]
+    if point["batch"]:  # each batch's rewards kept (the epoch's last batch may be smaller)
+        assert 8 * (point["batch"] - 1) < len(point["rewards"]) <= 8 * point["batch"]
+        expect(page.locator("#run-paused")).to_contain_text(
+            f"in epoch {point['epoch'] + 1} of 8, after batch {point['batch']} of {steps}"
+        )
     screenshot(page, "steer-paused")
     page.locator("#resume-run").click()
     expect(page.locator("#run-status .status-badge")).to_have_attribute(

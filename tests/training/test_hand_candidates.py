@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from training.execution import attempt as execution
 from training.models import Candidate, Run
-from training.runs import hand_candidates
+from training.runs import hand_candidates, launch
 from training.runs.branching import Edits
 
 from .conftest import make_program, make_run, run_config
@@ -25,14 +25,20 @@ OMEGA = {
 HAND = "Route each message to the team that owns it: money, bug or box."
 
 
-def paused_after_epoch_0(user, dataset, model, **config):
+def paused_with_scored_candidates(user, dataset, model, **config):
+    """A run paused (after a batch) once it has scored candidates: RandomFewShot scores at an
+    epoch's end, so it pauses after batch after batch until then; returned refreshed."""
     program = make_program(user, dataset, model=model)
     settings = {"epochs": 3, "evaluations_before": 0, "evaluations_after": 1, **config}
     run = make_run(user, program, dataset, run_config(model=model, **settings))
-    Run.objects.filter(pk=run.pk).update(pause_requested=True)
-    assert execution.execute(run.pk, 1) == Run.PAUSED
-    run.refresh_from_db()
-    return run
+    while True:
+        Run.objects.filter(pk=run.pk).update(pause_requested=True)
+        assert execution.execute(run.pk, run.attempt) == Run.PAUSED
+        run.refresh_from_db()
+        if Candidate.objects.filter(run=run).exclude(reward=None).exists():
+            return run
+        launch.resume(run)
+        run.refresh_from_db()
 
 
 @pytest.mark.parametrize(
@@ -41,7 +47,7 @@ def paused_after_epoch_0(user, dataset, model, **config):
 def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
     client_user, user, demo_dataset, model, config
 ):
-    run = paused_after_epoch_0(user, demo_dataset, model, **config)
+    run = paused_with_scored_candidates(user, demo_dataset, model, **config)
     start = Candidate.objects.filter(run=run).exclude(reward=None).order_by("-reward").first()
     assert "instructions" in start.value
     # The form shows the diff before anything is queued.
@@ -59,10 +65,8 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
         HAND,
     )
     run = Run.objects.get(pk=run.pk)
-    from training.runs import launch
-
     launch.resume(run)
-    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
     run.refresh_from_db()
     (entry,) = run.hand_candidates
     assert entry["state"] == "added", entry
@@ -80,7 +84,7 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
 def test_only_live_omega_or_random_few_shot_runs_take_one_and_only_their_owner(
     client, client_user, user, other_user, demo_dataset
 ):
-    run = paused_after_epoch_0(user, demo_dataset, "fake/fewshot")
+    run = paused_with_scored_candidates(user, demo_dataset, "fake/fewshot")
     start = Candidate.objects.filter(run=run).first()
     with pytest.raises(hand_candidates.HandCandidateError, match="change something"):
         hand_candidates.submit(run, start, Edits(instructions=start.value["instructions"]))
