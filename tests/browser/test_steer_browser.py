@@ -193,7 +193,11 @@ def test_a_paused_run_frees_its_worker_and_resumed_finishes(logged_in_page, live
         expect(page.locator("#run-paused")).to_contain_text(
             f"in epoch {point['epoch'] + 1} of 8, after batch {point['batch']} of {steps}"
         )
-    screenshot(page, "steer-paused")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert fits_the_width(page)
+        screenshot(page, f"steer-paused-{width}")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.locator("#resume-run").click()
     expect(page.locator("#run-status .status-badge")).to_have_attribute(
         "data-status", "succeeded", timeout=120_000
@@ -227,9 +231,21 @@ def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_
     )
     page.click("#hand-candidate")
     page.fill("#hand-instructions", "Route each message to money, bug or box, by hand.")
+    # An example of one's own: refused until it fits the program's fields, then in the diff.
+    page.fill("#hand-new-inputs", '{"text": "My parcel never came"}')
+    page.fill("#hand-new-outputs", '{"team": "box"}')
+    page.click("#hand-preview")
+    expect(page.locator("#hand-error")).to_contain_text("no field 'text'")
+    expect(page.locator("#hand-diff")).to_have_count(0)
+    page.fill("#hand-new-inputs", '{"message": "My parcel never came"}')
     page.click("#hand-preview")
     expect(page.locator("#hand-diff")).to_contain_text("by hand.")
-    screenshot(page, "steer-by-hand-diff")
+    expect(page.locator("#hand-diff")).to_contain_text("My parcel never came")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert fits_the_width(page)
+        screenshot(page, f"steer-by-hand-diff-{width}")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.click("#hand-add")
     page.wait_for_url(re.compile(rf"/runs/{run_id}/$"))
     row = page.locator('#run-leaderboard tr.candidate[data-operation="by_hand"]')
@@ -240,10 +256,15 @@ def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_
             live_stack,
             "import json;from training.models import Candidate, Run;"
             f"c=Candidate.objects.get(run_id={run_id}, operation='by_hand');"
-            f"print(json.dumps([c.reward is not None, c.value['instructions'], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
+            f"print(json.dumps([c.reward is not None, c.value['instructions'], c.value['examples'][-1], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
         )
     )
-    assert state == [True, "Route each message to money, bug or box, by hand.", "added"]
+    assert state == [
+        True,
+        "Route each message to money, bug or box, by hand.",
+        {"inputs": {"message": "My parcel never came"}, "outputs": {"team": "box"}},
+        "added",
+    ]
     page.locator("#cancel-run").click()
     expect(page.locator("#run-status .status-badge")).to_have_attribute(
         "data-status", "cancelled", timeout=60_000
