@@ -178,7 +178,7 @@ class Run(models.Model):
     FAILED = "failed"
     CANCELLED = "cancelled"
     STOPPED = "stopped"  # at a budget cap (training.execution.budget): resumable
-    PAUSED = "paused"  # by its owner at an epoch's end (training.runs.launch.request_pause)
+    PAUSED = "paused"  # by its owner, after a batch (training.runs.launch.request_pause)
     STATUS_CHOICES = [
         (QUEUED, "Queued"),
         (RUNNING, "Running"),
@@ -217,8 +217,9 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     worker_pid = models.IntegerField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
-    # Pause pressed: the worker stops when the current epoch ends (its checkpoint saved) and
-    # the run is "paused", its slot free; Resume continues from that checkpoint.
+    # Pause pressed: the worker stops after the current batch (its checkpoint saved there,
+    # ``checkpoint_position``) and the run is "paused", its slot free; Resume continues from
+    # that point.
     pause_requested = models.BooleanField(default=False)
     # Candidates people wrote for the live population (training.runs.hand_candidates):
     # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
@@ -253,9 +254,13 @@ class Run(models.Model):
     trained_program_json = models.JSONField(null=True, blank=True)
     # A few test-split answers of the trained program: [{"inputs", "expected", "predicted"}].
     samples = models.JSONField(default=list, blank=True)
-    # Resume: the program (variables + optimizer state) after the last completed epoch.
+    # Resume: the program (variables + optimizer state) after the last completed epoch, or
+    # where Pause stopped it inside an epoch: then ``checkpoint_position`` is the engine's
+    # ``PausePoint`` (the next batch of that epoch, its rewards and metric states so far) and
+    # ``checkpoint_epoch`` still the last completed epoch (None: none yet).
     checkpoint_json = models.JSONField(null=True, blank=True)
     checkpoint_epoch = models.IntegerField(null=True, blank=True)
+    checkpoint_position = models.JSONField(null=True, blank=True)
     # Branching (training.runs.branching): the run and candidate this run started from.
     parent_run = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
@@ -333,10 +338,19 @@ class Run(models.Model):
 
     @property
     def can_pause(self) -> bool:
-        """Running (or queued) with an epoch still to come after the current one."""
+        """Queued, or running with training still to do (an epoch under way or to come)."""
         if self.status not in self.ACTIVE or self.cancel_requested or self.pause_requested:
             return False
-        return self.status == self.QUEUED or self.current_epoch < self.epochs - 1
+        return self.status == self.QUEUED or self.current_epoch < self.epochs
+
+    @property
+    def paused_inside_epoch(self) -> dict | None:
+        """Where a pause stopped the run inside an epoch: ``{"epoch", "batch"}`` (both
+        counted from 1: the batches done), or None when its checkpoint is at an epoch's end."""
+        point = self.checkpoint_position if self.checkpoint_json is not None else None
+        if not isinstance(point, dict) or not point.get("batch"):
+            return None
+        return {"epoch": int(point.get("epoch", 0)) + 1, "batch": int(point["batch"])}
 
     @property
     def duration(self):

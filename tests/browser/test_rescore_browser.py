@@ -1,12 +1,12 @@
 """Re-score without re-running, in Chromium against the real server (issue 30, item 3): a
 finished run whose candidates kept their validation predictions; a correction made in the
-per-example table and one on a validation row publish v2; re-scored on v2 the page shows the
+per-example table on a test row and one on a validation row publish v2; re-scored on v2 the page shows the
 test figures and every candidate's old and new score side by side and which changed rank,
 and the trace count of LM calls does not move (no program call). A judge reward shows its
 forecast and a confirm first. No console error.
 
-The per-example table shows the test rows; the validation row's correction is recorded with
-the same service its correction form calls (``datasets.versions.record``), in the server.
+The validation row is corrected in the same table (its split selector: test · validation).
+Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep screenshots at 1280 and 390 px.
 """
 
 from __future__ import annotations
@@ -47,18 +47,32 @@ print(run.pk, train[scoring_positions(len(train), 0.2)[1]], wrong)
     correction.locator("select").select_option("box")
     correction.locator('button[value="wrong:after"]').click()
     expect(page.locator("#eval-pending")).to_have_attribute("data-count", "2")  # answer, mark
-    shell(
+    # The validation rows, the same table's other split: validation example 1 (the seed
+    # predicted its team) gets the answer c2 gave.
+    page.click('#eval-splits a[data-split="validation"]')
+    expect(page.locator("#eval-table")).to_have_attribute("data-split", "validation")
+    expect(page.locator("#eval-rows tr.eval-row")).to_have_count(2)
+    validation = page.locator("#eval-correction-validation-1")
+    validation.locator("select").select_option(wrong)
+    validation.locator("button.answer-button").click()
+    expect(page.locator("#eval-pending")).to_have_attribute("data-count", "3")
+    expect(page.locator("#eval-correction-validation-1 .corrected-answer")).to_have_text(wrong)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert fits_the_width(page)
+        page.locator("#run-examples h2").scroll_into_view_if_needed()
+        screenshot(page, f"validation-rows-{width}")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    recorded = shell(
         live_stack,
         f"""
-from datasets.models import Dataset
 from datasets import versions
 from training.models import Run
 run = Run.objects.get(pk={run_id})
-versions.record(run.owner, run.dataset, {validation_index}, 'answer', {{'team': {wrong!r}}})
+print(versions.pending(run.owner, run.dataset).filter(kind='answer', row_index={validation_index}).count())
 """,
     )
-    page.reload()
-    expect(page.locator("#eval-pending")).to_have_attribute("data-count", "3")
+    assert recorded == "1"  # on the training row the optimizer scored as validation row 1
     page.click("#eval-publish")
     expect(page.locator("#dataset-version")).to_have_attribute("data-version", "2")
     calls_before = shell(live_stack, TRACES)

@@ -1,8 +1,8 @@
 """Steering in Chromium against the real server and worker (issue 30): corrections made in the
 per-example table (a label picked from the label set, marks before and after, undo) are
 counted at once and publish v2 of the same dataset, which a new run uses by default; the
-first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run frees its worker and,
-resumed, finishes. No console error on any of these pages.
+first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run (after the batch under way) frees its worker
+and, resumed, finishes. No console error on any of these pages.
 
 Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep screenshots at 1280 and 390 px.
 """
@@ -179,13 +179,25 @@ def test_a_paused_run_frees_its_worker_and_resumed_finishes(logged_in_page, live
             live_stack,
             "import json;from training.models import Run;"
             f"r=Run.objects.get(pk={run_id});"
-            "print(json.dumps([r.status, r.checkpoint_epoch, r.epoch_logs.count(), r.attempt]))",
+            "print(json.dumps([r.status, r.checkpoint_position, r.epoch_logs.count(), r.attempt,"
+            " r.batches_per_epoch]))",
         )
     )
-    paused_at = state[1]
-    assert state[0] == "paused" and paused_at is not None and paused_at < 7
-    assert state[2] == paused_at + 1 and state[3] == 1
-    screenshot(page, "steer-paused")
+    # Paused after the batch under way, inside its epoch (or at an epoch's end when the
+    # click came while one ran): the epochs done are all logged, nothing of the epoch lost.
+    status, point, logged, attempt, steps = state
+    assert status == "paused" and attempt == 1 and point["epoch"] < 8
+    assert logged == point["epoch"]
+    if point["batch"]:  # each batch's rewards kept (the epoch's last batch may be smaller)
+        assert 8 * (point["batch"] - 1) < len(point["rewards"]) <= 8 * point["batch"]
+        expect(page.locator("#run-paused")).to_contain_text(
+            f"in epoch {point['epoch'] + 1} of 8, after batch {point['batch']} of {steps}"
+        )
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert fits_the_width(page)
+        screenshot(page, f"steer-paused-{width}")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.locator("#resume-run").click()
     expect(page.locator("#run-status .status-badge")).to_have_attribute(
         "data-status", "succeeded", timeout=120_000
@@ -219,9 +231,21 @@ def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_
     )
     page.click("#hand-candidate")
     page.fill("#hand-instructions", "Route each message to money, bug or box, by hand.")
+    # An example of one's own: refused until it fits the program's fields, then in the diff.
+    page.fill("#hand-new-inputs", '{"text": "My parcel never came"}')
+    page.fill("#hand-new-outputs", '{"team": "box"}')
+    page.click("#hand-preview")
+    expect(page.locator("#hand-error")).to_contain_text("no field 'text'")
+    expect(page.locator("#hand-diff")).to_have_count(0)
+    page.fill("#hand-new-inputs", '{"message": "My parcel never came"}')
     page.click("#hand-preview")
     expect(page.locator("#hand-diff")).to_contain_text("by hand.")
-    screenshot(page, "steer-by-hand-diff")
+    expect(page.locator("#hand-diff")).to_contain_text("My parcel never came")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert fits_the_width(page)
+        screenshot(page, f"steer-by-hand-diff-{width}")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.click("#hand-add")
     page.wait_for_url(re.compile(rf"/runs/{run_id}/$"))
     row = page.locator('#run-leaderboard tr.candidate[data-operation="by_hand"]')
@@ -232,10 +256,15 @@ def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_
             live_stack,
             "import json;from training.models import Candidate, Run;"
             f"c=Candidate.objects.get(run_id={run_id}, operation='by_hand');"
-            f"print(json.dumps([c.reward is not None, c.value['instructions'], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
+            f"print(json.dumps([c.reward is not None, c.value['instructions'], c.value['examples'][-1], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
         )
     )
-    assert state == [True, "Route each message to money, bug or box, by hand.", "added"]
+    assert state == [
+        True,
+        "Route each message to money, bug or box, by hand.",
+        {"inputs": {"message": "My parcel never came"}, "outputs": {"team": "box"}},
+        "added",
+    ]
     page.locator("#cancel-run").click()
     expect(page.locator("#run-status .status-badge")).to_have_attribute(
         "data-status", "cancelled", timeout=60_000

@@ -15,9 +15,18 @@ from django.urls import reverse
 from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from training.insight.eval_table import ROWS_PER_PAGE
-from training.models import EvaluationExample, LMCallTrace, RescoreJob, Run
+from training.insight.validation_rows import scoring_rows
+from training.models import Candidate, EvaluationExample, LMCallTrace, RescoreJob, Run
 
-from .helpers_eval_table import LABELS, crafted_predictions, crafted_run, seeded_run
+from .helpers_eval_table import (
+    LABELS,
+    crafted_predictions,
+    crafted_run,
+    routing_dataset,
+    seed_candidates,
+    seeded_run,
+    validation_teams,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,9 +34,11 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 TRAIN_ROWS = 4  # routing_dataset: the test examples' rows come after the train rows
 
 
-def act(client, run, index, action, **answer):
+def act(client, run, index, action, split=None, **answer):
     url = reverse("training:eval-correction", args=[run.pk, index])
     data = {"action": action, **{f"answer_{k}": v for k, v in answer.items()}}
+    if split:
+        data["split"] = split
     return client.post(url, data, **HTMX)
 
 
@@ -104,6 +115,65 @@ def test_marks_before_and_after_and_an_answer_become_the_next_version(client_use
     ]
     assert {a for _, _, a in log} == {user.username}
     assert pending_count(client_user, run) == 0
+
+
+def run_with_validation_rows(user):
+    """A finished run on 12 training rows whose seed was wrong on its first validation row
+    and whose best candidate is right on every one (both stored as the worker stores them)."""
+    run = seeded_run(user, routing_dataset(user, test=12, train=12), *crafted_predictions(12))
+    truth = validation_teams(run)
+    wrong = next(label for label in LABELS if label != truth[0])
+    Run.objects.filter(pk=run.pk).update(status=Run.RUNNING)  # as the worker stores them
+    seed_candidates(run, {"c1": [wrong, *truth[1:]], "c2": list(truth)})
+    Candidate.objects.filter(run=run, candidate_id="c2").update(status="best")
+    Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
+    run.refresh_from_db()
+    return run, truth, wrong
+
+
+def test_validation_rows_are_shown_and_corrected_like_test_rows(client_user, user):
+    run, truth, wrong = run_with_validation_rows(user)
+    url = reverse("training:eval-table", args=[run.pk])
+    html = client_user.get(url + "?split=validation", **HTMX).content.decode()
+    assert 'data-split="validation"' in html and 'id="eval-split-note"' in html
+    cells = re.findall(r'id="eval-correction-validation-(\d+)"', html)
+    assert [int(i) for i in cells] == list(range(len(truth)))
+    assert 'id="eval-correction-0"' not in html  # the test rows' cells are the other split's
+    first = re.search(
+        r'<tr class="eval-row[^"]*" data-index="0" data-split="validation".*?</tr>', html, re.S
+    ).group(0)
+    assert 'data-state="improved"' in first and wrong in first and truth[0] in first
+    assert "?split=validation&amp;example=0" in first  # its calls: the validation example's
+    cell = re.search(r'id="eval-correction-validation-0".*?</form>', html, re.S).group(0)
+    assert 'value="wrong:before"' in cell and 'value="right:after"' in cell
+    assert 'name="split" value="validation"' in cell
+    assert sorted(re.findall(r'<option value="([^"]+)">', cell)) == sorted(LABELS)
+    # Filters keep the split: the state links and the form.
+    assert "?split=validation&amp;state=improved" in html
+    assert 'name="split" value="validation"' in html.split('id="eval-filters"')[1]
+
+    # A mark on the seed's wrong prediction: saved at once on the validation row's dataset
+    # row, counted, undone; an answer too.
+    dataset_row = scoring_rows(run)[0][0]
+    response = act(client_user, run, 0, "wrong:before", split="validation")
+    body = response.content.decode()
+    assert response.status_code == 200 and "correction-error" not in body
+    assert response["HX-Trigger"] == "corrections-changed"
+    assert 'id="eval-correction-validation-0"' in body and 'data-mark="wrong"' in body
+    (change,) = versions.pending(user, run.dataset)
+    assert (change.row_index, change.split, change.kind) == (dataset_row, "train", "wrong")
+    assert (change.predicted, change.before) == ({"team": wrong}, {"team": truth[0]})
+    assert pending_count(client_user, run) == 1
+    act(client_user, run, 0, "undo:before", split="validation")
+    assert pending_count(client_user, run) == 0
+    act(client_user, run, 1, "answer", split="validation", team=wrong)
+    (answer,) = versions.pending(user, run.dataset)
+    assert (answer.row_index, answer.after) == (scoring_rows(run)[1][0], {"team": wrong})
+    # Published, the next version changes that training row: the test rows are untouched.
+    version = versions.publish(user, run.dataset)
+    row = DatasetRow.objects.get(dataset=version, index=answer.row_index)
+    assert (row.split, row.data["team"]) == ("train", wrong)
+    assert client_user.get(url + "?split=nope", **HTMX).context["table_filters"].problems
 
 
 def test_a_mark_on_a_failed_prediction_or_an_unknown_action_is_said_on_the_row(client_user, user):

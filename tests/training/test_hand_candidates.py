@@ -5,12 +5,16 @@ and the lineage. Runs execute in-process on the scripted fake LMs."""
 
 from __future__ import annotations
 
+import json
+import re
+from html import escape as html_escape
+
 import pytest
 from django.urls import reverse
 
 from training.execution import attempt as execution
 from training.models import Candidate, Run
-from training.runs import hand_candidates
+from training.runs import hand_candidates, launch
 from training.runs.branching import Edits
 
 from .conftest import make_program, make_run, run_config
@@ -25,14 +29,20 @@ OMEGA = {
 HAND = "Route each message to the team that owns it: money, bug or box."
 
 
-def paused_after_epoch_0(user, dataset, model, **config):
+def paused_with_scored_candidates(user, dataset, model, **config):
+    """A run paused (after a batch) once it has scored candidates: RandomFewShot scores at an
+    epoch's end, so it pauses after batch after batch until then; returned refreshed."""
     program = make_program(user, dataset, model=model)
     settings = {"epochs": 3, "evaluations_before": 0, "evaluations_after": 1, **config}
     run = make_run(user, program, dataset, run_config(model=model, **settings))
-    Run.objects.filter(pk=run.pk).update(pause_requested=True)
-    assert execution.execute(run.pk, 1) == Run.PAUSED
-    run.refresh_from_db()
-    return run
+    while True:
+        Run.objects.filter(pk=run.pk).update(pause_requested=True)
+        assert execution.execute(run.pk, run.attempt) == Run.PAUSED
+        run.refresh_from_db()
+        if Candidate.objects.filter(run=run).exclude(reward=None).exists():
+            return run
+        launch.resume(run)
+        run.refresh_from_db()
 
 
 @pytest.mark.parametrize(
@@ -41,7 +51,7 @@ def paused_after_epoch_0(user, dataset, model, **config):
 def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
     client_user, user, demo_dataset, model, config
 ):
-    run = paused_after_epoch_0(user, demo_dataset, model, **config)
+    run = paused_with_scored_candidates(user, demo_dataset, model, **config)
     start = Candidate.objects.filter(run=run).exclude(reward=None).order_by("-reward").first()
     assert "instructions" in start.value
     # The form shows the diff before anything is queued.
@@ -59,10 +69,8 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
         HAND,
     )
     run = Run.objects.get(pk=run.pk)
-    from training.runs import launch
-
     launch.resume(run)
-    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
     run.refresh_from_db()
     (entry,) = run.hand_candidates
     assert entry["state"] == "added", entry
@@ -80,7 +88,7 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
 def test_only_live_omega_or_random_few_shot_runs_take_one_and_only_their_owner(
     client, client_user, user, other_user, demo_dataset
 ):
-    run = paused_after_epoch_0(user, demo_dataset, "fake/fewshot")
+    run = paused_with_scored_candidates(user, demo_dataset, "fake/fewshot")
     start = Candidate.objects.filter(run=run).first()
     with pytest.raises(hand_candidates.HandCandidateError, match="change something"):
         hand_candidates.submit(run, start, Edits(instructions=start.value["instructions"]))
@@ -91,3 +99,72 @@ def test_only_live_omega_or_random_few_shot_runs_take_one_and_only_their_owner(
     client.force_login(other_user)
     url = reverse("training:hand-candidate", args=[run.pk, start.pk])
     assert client.post(url, {"branch_instructions": HAND}).status_code == 404
+
+
+def test_a_candidate_by_hand_rewrites_removes_and_adds_examples_checked_against_the_program(
+    client_user, user, demo_dataset
+):
+    run = paused_with_scored_candidates(user, demo_dataset, "fake/fewshot")
+    start = next(
+        c
+        for c in Candidate.objects.filter(run=run).exclude(reward=None).order_by("pk")
+        if len(c.value.get("examples") or []) >= 2
+    )
+    examples = start.value["examples"]
+    url = reverse("training:hand-candidate", args=[run.pk, start.pk])
+    form = client_user.get(url).content.decode()
+    assert 'name="example_0_inputs"' in form and 'id="hand-new-inputs"' in form
+    assert html_escape(json.dumps(examples[0]["inputs"], ensure_ascii=False)) in form
+    base = {"branch_instructions": start.value["instructions"], "preview": "1"}
+
+    def said(**data):
+        page = client_user.post(url, {**base, **data}).content.decode()
+        return re.search(r'id="hand-error">([^<]*)<', page).group(1)
+
+    # An example the program could not read is refused, naming it and the field.
+    assert "no field &#x27;msg&#x27;" in said(
+        new_inputs='{"msg": "x"}', new_outputs='{"team": "box"}'
+    )
+    assert "The new example&#x27;s outputs: team:" in said(
+        new_inputs='{"message": "x"}', new_outputs='{"team": 3}'
+    )
+    assert "Example 1&#x27;s inputs: not JSON" in said(example_0_inputs="{")
+    assert "write a JSON object" in said(new_inputs='{"message": "x"}')
+    assert "at most 20000 characters" in said(
+        new_inputs=json.dumps({"message": "x" * 20_000}), new_outputs='{"team": "box"}'
+    )
+    assert Run.objects.get(pk=run.pk).hand_candidates == []
+
+    other = "bug" if examples[0]["outputs"]["team"] != "bug" else "box"
+    edits = {
+        "example_0_outputs": json.dumps({"team": other}),
+        "remove_1": "on",
+        "new_inputs": json.dumps({"message": "My parcel never came"}),
+        "new_outputs": json.dumps({"team": "box"}),
+    }
+    preview = client_user.post(url, {**base, **edits}).content.decode()
+    diff = re.search(r'id="hand-diff">(.*?)</div>', preview, re.S).group(1)
+    assert (
+        "My parcel never came" in diff
+        and html_escape(json.dumps(examples[1]["inputs"])[1:-1]) in diff
+    )
+    assert Run.objects.get(pk=run.pk).hand_candidates == []
+    assert (
+        client_user.post(
+            url, {**edits, "branch_instructions": base["branch_instructions"]}
+        ).status_code
+        == 302
+    )
+    run.refresh_from_db()
+    (entry,) = run.hand_candidates
+    written = [
+        {"inputs": examples[0]["inputs"], "outputs": {"team": other}},
+        *examples[2:],
+        {"inputs": {"message": "My parcel never came"}, "outputs": {"team": "box"}},
+    ]
+    assert entry["value"]["examples"] == written
+    launch.resume(run)
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    mine = Candidate.objects.get(run=run, operation="by_hand")
+    assert mine.value["examples"] == written and mine.reward is not None
+    assert mine.parent_ids == [start.candidate_id]

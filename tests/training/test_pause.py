@@ -1,7 +1,8 @@
-"""Pause and resume (issue 30): Pause stops a running run when its current epoch ends (the
-checkpoint is per epoch), ends the attempt "paused" so the worker is free, and Resume goes on
-from that checkpoint with the same candidates and optimizer state, to the same result as a
-run never paused. Runs execute in-process on the scripted fake LM."""
+"""Pause and resume (issue 30): Pause stops a running run after its current batch (the
+checkpoint saved there with the engine's pause point; OMEGA's step under way finished), ends
+the attempt "paused" so the worker is free, and Resume goes on from exactly that batch with
+the same candidates, optimizer state and random draws, to the same result as a run never
+paused. Runs execute in-process on the scripted fake LMs (RandomFewShot and OMEGA)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from training.insight import timing
 from training.models import Candidate, EpochLog, Evaluation, Run
 from training.runs import launch
 
-from .conftest import make_run, run_config
+from .conftest import make_program, make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,48 +32,118 @@ def candidates(run):
     )
 
 
-def test_pause_stops_at_the_epochs_end_and_resume_finishes_like_a_run_never_paused(
-    client_user, user, program, demo_dataset
+OMEGA = {
+    "optimizer": "OMEGA",
+    "omega_embedding_model": "fake/embedding",
+    "omega_population_size": 4,
+}
+OPTIMIZERS = [("fake/fewshot", {}), ("fake/rules", OMEGA)]
+
+
+def epoch_logs(run):
+    return list(EpochLog.objects.filter(run=run).values_list("epoch", "logs"))
+
+
+def figures(run):
+    return (run.baseline_reward, run.final_reward, run.best_reward)
+
+
+def pause_and_execute(run, attempt):
+    """Pause pressed while the attempt runs (the flag is what the worker reads), executed."""
+    Run.objects.filter(pk=run.pk).update(pause_requested=True)
+    status = execution.execute(run.pk, attempt)
+    run.refresh_from_db()
+    return status
+
+
+@pytest.mark.parametrize(("model", "extra"), OPTIMIZERS, ids=["rfs", "omega"])
+def test_pause_stops_after_the_current_batch_and_resume_finishes_like_a_run_never_paused(
+    client_user, user, demo_dataset, model, extra
 ):
-    straight = make_run(user, program, demo_dataset, run_config(**CONFIG))
+    program = make_program(user, demo_dataset, model=model)
+    config = run_config(model=model, **CONFIG, **extra)
+    straight = make_run(user, program, demo_dataset, config)
     assert execution.execute(straight.pk, 1) == Run.SUCCEEDED
     straight.refresh_from_db()
+    assert Candidate.objects.filter(run=straight).exclude(operation="seed").count() >= 3
 
-    run = make_run(user, program, demo_dataset, run_config(**CONFIG))
-    # Pause pressed while the attempt runs: the flag is what the worker reads.
-    Run.objects.filter(pk=run.pk).update(pause_requested=True)
-    assert execution.execute(run.pk, 1) == Run.PAUSED
-    run.refresh_from_db()
-    assert (run.status, run.checkpoint_epoch, run.pause_requested) == (Run.PAUSED, 0, False)
-    assert list(EpochLog.objects.filter(run=run).values_list("epoch", flat=True)) == [0]
+    run = make_run(user, program, demo_dataset, config)
+    assert pause_and_execute(run, 1) == Run.PAUSED
+    # Stopped after the first batch of epoch 1, inside the epoch: nothing of it lost.
+    point = run.checkpoint_position
+    assert (run.status, run.pause_requested, run.checkpoint_epoch) == (Run.PAUSED, False, None)
+    assert (point["epoch"], point["batch"], run.current_epoch, run.current_batch) == (0, 1, 0, 1)
+    assert len(point["rewards"]) == 8 and len(point["metrics"]) == 1  # one batch, one metric
+    assert not EpochLog.objects.filter(run=run).exists()
     assert not Evaluation.objects.filter(run=run, phase="after").exists()
     assert run.can_resume and not run.is_active
-    page = client_user.get(run.get_absolute_url()).content.decode()
-    assert 'id="run-paused"' in page and "after epoch 1 of 3" in page
+    steps = run.batches_per_epoch
+    page = re.sub(r"\s+", " ", client_user.get(run.get_absolute_url()).content.decode())
+    assert 'id="run-paused"' in page and f"in epoch 1 of 3, after batch 1 of {steps}" in page
     assert 'id="resume-run"' in page and 'id="pause-run"' not in page
     paused_candidates = candidates(run)
 
-    response = client_user.post(reverse("training:run-resume", args=[run.pk]))
-    assert response.status_code == 302
-    run.refresh_from_db()
-    assert (run.status, run.attempt) == (Run.QUEUED, 2)
-    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
-    run.refresh_from_db()
-    # The epoch-0 candidates are the ones it paused with; the rest as a run never paused.
-    assert set(paused_candidates) <= set(candidates(run))
+    # Resumed, and paused again after every batch (the epochs' ends between them): each
+    # attempt goes on from exactly where the last one paused.
+    attempt, positions = 1, [(0, 1)]
+    while run.status == Run.PAUSED:
+        assert client_user.post(reverse("training:run-resume", args=[run.pk])).status_code == 302
+        attempt += 1
+        status = pause_and_execute(run, attempt)
+        if status == Run.PAUSED:
+            positions.append((run.checkpoint_position["epoch"], run.checkpoint_position["batch"]))
+    assert run.status == Run.SUCCEEDED and run.attempt == attempt
+    # Every batch boundary of the three epochs, the last batch of each (its end still to
+    # come) included, and each epoch's end (asked while it ran: batch 0 of the next), up to
+    # the last batch of the last epoch (its end, the train end and the evaluations after).
+    every = [
+        (epoch, batch)
+        for epoch in range(3)
+        for batch in ([0] if epoch else []) + list(range(1, steps + 1))
+    ]
+    assert positions == every
+    # The candidates it paused with are kept (scored once; a competition may drop them
+    # later); the rest as a run never paused.
+    assert {c[:3] for c in paused_candidates} <= {c[:3] for c in candidates(run)}
     assert candidates(run) == candidates(straight)
-    assert list(EpochLog.objects.filter(run=run).values_list("epoch", "logs")) == list(
-        EpochLog.objects.filter(run=straight).values_list("epoch", "logs")
-    )
-    assert (run.baseline_reward, run.final_reward, run.best_reward) == (
-        straight.baseline_reward,
-        straight.final_reward,
-        straight.best_reward,
-    )
+    assert epoch_logs(run) == epoch_logs(straight)
+    assert figures(run) == figures(straight)
     assert Evaluation.objects.filter(run=run, phase="before").count() == 1  # not repeated
 
 
-def test_pause_is_offered_while_an_epoch_is_still_to_come(client_user, user, program, demo_dataset):
+def test_pause_asked_during_an_epochs_end_pauses_there(client_user, user, program, demo_dataset):
+    """The epoch's end (candidates scored, validation) has no batch boundary: a pause asked
+    while it runs waits for it, and the checkpoint is that epoch's."""
+    straight = make_run(user, program, demo_dataset, run_config(**CONFIG))
+    assert execution.execute(straight.pk, 1) == Run.SUCCEEDED
+    straight.refresh_from_db()
+    run = make_run(user, program, demo_dataset, run_config(**CONFIG))
+    from training.execution import persistence
+
+    original = persistence.PersistenceCallback._on_epoch_end
+
+    def asked_now(self, event):
+        Run.objects.filter(pk=self.run_id).update(pause_requested=True)
+        return original(self, event)
+
+    persistence.PersistenceCallback._on_epoch_end = asked_now
+    try:
+        assert execution.execute(run.pk, 1) == Run.PAUSED
+    finally:
+        persistence.PersistenceCallback._on_epoch_end = original
+    run.refresh_from_db()
+    assert (run.checkpoint_epoch, run.checkpoint_position["batch"]) == (0, 0)
+    assert run.paused_inside_epoch is None
+    page = client_user.get(run.get_absolute_url()).content.decode()
+    assert "after epoch 1 of 3" in page
+    launch.resume(run)
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert candidates(run) == candidates(straight) and epoch_logs(run) == epoch_logs(straight)
+    assert figures(run) == figures(straight)
+
+
+def test_pause_is_offered_while_training_is_still_to_do(client_user, user, program, demo_dataset):
     queued = make_run(user, program, demo_dataset, run_config(**CONFIG))
     assert queued.can_pause
     page = client_user.get(queued.get_absolute_url()).content.decode()
@@ -81,7 +152,10 @@ def test_pause_is_offered_while_an_epoch_is_still_to_come(client_user, user, pro
     queued.refresh_from_db()
     assert queued.status == Run.PAUSED  # not started: paused at once, nothing to wait for
     last = make_run(user, program, demo_dataset, run_config(**CONFIG), status=Run.RUNNING)
-    Run.objects.filter(pk=last.pk).update(current_epoch=2)
+    Run.objects.filter(pk=last.pk).update(current_epoch=2)  # in its last epoch: still can
+    last.refresh_from_db()
+    assert last.can_pause
+    Run.objects.filter(pk=last.pk).update(current_epoch=3)  # training done: evaluating
     last.refresh_from_db()
     assert not last.can_pause
     with pytest.raises(launch.PauseError):
@@ -94,7 +168,9 @@ def test_pause_is_offered_while_an_epoch_is_still_to_come(client_user, user, pro
     running.refresh_from_db()
     assert (running.status, running.pause_requested) == (Run.RUNNING, True)
     page = client_user.get(running.get_absolute_url()).content.decode()
-    assert 'id="run-pausing"' in page and "Pausing at the end of epoch 1" in page
+    assert (
+        'id="run-pausing"' in page and "Pausing after the current batch (epoch 1, batch 1" in page
+    )
     # Cancel still ends a paused run.
     launch.request_cancel(queued)
     queued.refresh_from_db()

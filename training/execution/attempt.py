@@ -5,7 +5,8 @@ running, only for the current attempt, so a redelivered or stale message does no
 starts a heartbeat thread, waits (phase "loading models") while its worker still loads the
 local models the run uses (``model_loading``), and drives the engine's async API in
 ``asyncio.run``. A resumed run restarts from its checkpoint (variables, candidates and
-optimizer state after the last completed epoch) with ``initial_epoch``; evaluations already
+optimizer state after the last completed epoch, or at the batch a pause stopped at: then with
+the engine's pause point, ``fit(resume_from=...)``) with ``initial_epoch``; evaluations already
 stored are not repeated.
 
 This module only orchestrates: the attempt's state transitions are ``run_state``'s, its
@@ -149,7 +150,9 @@ def _load(run: Run) -> dict[str, Any]:
         # Stored JSON may be an upload: never let it choose caches or unbounded LM settings;
         # models on saved endpoints get their URL and key here, in memory only.
         "document": callable_document(run.checkpoint_json or run.launch_json, run.owner),
-        "resume_epoch": (run.checkpoint_epoch + 1) if run.checkpoint_json is not None else 0,
+        "resume_epoch": resume_epoch(run),
+        # Paused inside an epoch: where fit goes on (the engine's PausePoint, as stored).
+        "resume_from": run.checkpoint_position if run.checkpoint_json is not None else None,
         "train": get_split(run.dataset, "train"),
         "test": get_split(run.dataset, "test"),
         "dataset": run.dataset,
@@ -159,6 +162,17 @@ def _load(run: Run) -> dict[str, Any]:
         "active_seconds": run.active_seconds,
         "group": run.group_name,
     }
+
+
+def resume_epoch(run: Run) -> int:
+    """The epoch a resumed attempt starts in: the one a pause stopped inside, else the one
+    after the last completed (0: from the start)."""
+    if run.checkpoint_json is None:
+        return 0
+    point = run.checkpoint_position
+    if isinstance(point, dict) and isinstance(point.get("epoch"), int):
+        return point["epoch"]
+    return run.checkpoint_epoch + 1 if run.checkpoint_epoch is not None else 0
 
 
 async def _train_then_close(
@@ -204,7 +218,7 @@ class Steps:
     before, fit, the evaluations after, the sample answers.
 
     ``run()`` goes through them and returns the attempt's final status and fields:
-    CANCELLED as soon as one is interrupted, PAUSED when Pause stopped fit at an epoch's end, FAILED as soon as one made predictions that all
+    CANCELLED as soon as one is interrupted, PAUSED when Pause stopped fit after a batch, FAILED as soon as one made predictions that all
     failed (``prediction_failures``), STOPPED at a budget cap (``budget.BudgetWatch``).
     Whether to stop (the run's Cancel, or the attempt superseded) is asked in one place,
     ``stop_requested``.
@@ -293,7 +307,7 @@ class Steps:
             await self.fit()
         if self.program.interrupted or self.callback.cancelled or await self.stop_requested():
             return Run.CANCELLED, await self.results()
-        if self.callback.paused:  # Pause: stopped at an epoch's end, the checkpoint saved
+        if self.callback.paused:  # Pause: fit paused after a batch, the checkpoint saved
             return Run.PAUSED, await self.results()
         if self.program.budget_exhausted is not None:
             await self.watch.refused(self.program.budget_exhausted)
@@ -324,7 +338,11 @@ class Steps:
             x=self.x_train,
             y=self.y_train,
             callbacks=callbacks,
-            **fit_kwargs(self.config, resume_epoch=self.data["resume_epoch"]),
+            **fit_kwargs(
+                self.config,
+                resume_epoch=self.data["resume_epoch"],
+                resume_from=self.data["resume_from"],
+            ),
         )
 
     async def capped(self, after: int) -> tuple[str, dict[str, Any]]:

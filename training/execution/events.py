@@ -52,6 +52,7 @@ EVENT_PARTS = {
     # change, not once per epoch: ``PartsThrottle``).
     "epoch_end": ("progress", "usage", "epochs", "chart", "spend", "forecast", "traces"),
     "candidate": ("leaderboard", "population", "lineage"),
+    "paused": ("progress",),  # the checkpoint saved; the finish sends status and actions
     "optimizer_error": ("leaderboard",),
     "candidate_refused": ("leaderboard",),
     "selection": ("leaderboard",),

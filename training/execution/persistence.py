@@ -3,8 +3,9 @@
 ``PersistenceCallback`` writes, for each event ``fit`` emits, the rows the run page is
 rendered from (epoch logs, candidates, progress, usage, the per-epoch checkpoint used by
 Resume), then emits the stored run (``events.stored``: ``training.insight.live`` alone renders
-and sends the fragments that event changed). It also reads the cancel flag after every batch and sets
-``program.stop_training``, which the engine checks after each batch. ``store_evaluation``
+and sends the fragments that event changed). It also reads the cancel and pause flags after every
+batch and sets ``program.stop_training`` / ``program.pause_requested``, which the engine checks
+after each batch (a pause saves the checkpoint where fit paused: ``_on_paused``). ``store_evaluation``
 and ``results`` store and return the evaluations and the final figures of an attempt.
 
 An attempt can be superseded while its worker still runs (the reaper failed it, the user
@@ -79,7 +80,7 @@ class PersistenceCallback(Callback):
         self.tracker = tracker
         self.base_usage = base_usage or {}
         self.cancelled = False
-        self.paused = False  # Pause answered: fit stopped at an epoch's end, checkpoint saved
+        self.paused = False  # Pause answered: fit paused after a batch, checkpoint saved
         self.hand_queue: list[dict[str, Any]] = []  # candidates by hand, for the optimizer
         self.superseded = superseded if superseded is not None else threading.Event()
         self.throttle = events.PartsThrottle()
@@ -180,6 +181,8 @@ class PersistenceCallback(Callback):
         if run is not None and run.cancel_requested and self.program is not None:
             self.program.stop_training = True
             self.cancelled = True
+        elif run is not None and run.pause_requested and self.program is not None:
+            self.program.pause_requested = True  # fit pauses after this batch (``_on_paused``)
         return run
 
     def _on_epoch_end(self, event: dict) -> Run | None:
@@ -196,6 +199,7 @@ class PersistenceCallback(Callback):
                 current_batch=0,
                 checkpoint_json=checkpoint,
                 checkpoint_epoch=epoch,
+                checkpoint_position=None,
                 **self.usage_fields(),
             )
             if run is None:
@@ -203,9 +207,22 @@ class PersistenceCallback(Callback):
             EpochLog.objects.update_or_create(
                 run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
-        if run.pause_requested and epoch + 1 < run.epochs and self.program is not None:
-            self.program.stop_training = True  # fit stops here, after this checkpoint
-            self.paused = True
+        if run.pause_requested and self.program is not None:
+            self.program.pause_requested = True  # asked during the epoch's end: pause here
+        return run
+
+    def _on_paused(self, event: dict) -> Run | None:
+        """Fit paused at a batch boundary (Pause): the program's state there and the engine's
+        pause point are the checkpoint Resume goes on from; the attempt then ends paused."""
+        if self.program is None:
+            return None
+        run = self._update(
+            checkpoint_json=self.program.get_config(),
+            checkpoint_position=event.get("point"),
+            current_epoch=int(event["epoch"]),
+            current_batch=int(event["batch"]),
+        )
+        self.paused = run is not None
         return run
 
     def _on_candidate(self, event: dict) -> Run | None:

@@ -382,7 +382,9 @@ def _build_base_reward(config: dict[str, Any]) -> Any:
     raise ValueError(f"unknown reward {spec['name']!r}")
 
 
-def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
+def fit_kwargs(
+    config: dict[str, Any], resume_epoch: int = 0, resume_from: dict | None = None
+) -> dict[str, Any]:
     """The arguments of ``Program.fit`` that a run's configuration sets, cast from the stored
     JSON here once (the attempt passes them on as they are).
 
@@ -390,18 +392,20 @@ def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
         config: the run's configuration (``validate_run_config``'s result, as stored).
         resume_epoch: the epoch a resumed attempt starts from (0: from the start); never
             past the run's last epoch.
+        resume_from: where a pause stopped fit inside ``resume_epoch`` (the engine's
+            ``PausePoint`` as stored in ``Run.checkpoint_position``), or None.
 
     Returns:
         ``validation_split``, ``selection_split`` (0 for a configuration stored before it
         existed), ``epochs``, ``batch_size``, ``shuffle``, ``initial_epoch`` and ``seed``,
-        typed as ``fit`` takes them.
+        typed as ``fit`` takes them, and ``resume_from`` when there is one.
 
     Example:
         >>> fit_kwargs({**TRAINING_DEFAULTS, "seed": 7})["epochs"]
         3
     """
     epochs = int(config["epochs"])
-    return {
+    kwargs = {
         "validation_split": float(config["validation_split"]),
         "selection_split": float(config.get("selection_split") or 0.0),
         "epochs": epochs,
@@ -410,6 +414,9 @@ def fit_kwargs(config: dict[str, Any], resume_epoch: int = 0) -> dict[str, Any]:
         "initial_epoch": min(resume_epoch, epochs),
         "seed": int(config["seed"]),
     }
+    if resume_from is not None and resume_epoch < epochs:
+        kwargs["resume_from"] = resume_from
+    return kwargs
 
 
 def evaluate_kwargs(config: dict[str, Any]) -> dict[str, Any]:

@@ -111,10 +111,42 @@ def drop_unfinished_epochs(run: Run) -> None:
     that stopped mid-epoch; the resumed optimizer restarts its candidate ids from the
     checkpoint's ``candidate_count``, so those rows would be ghosts (or be half-overwritten).
     """
-    if run.checkpoint_json is None or run.checkpoint_epoch is None:
+    if run.checkpoint_json is None:
+        return
+    point = run.checkpoint_position if isinstance(run.checkpoint_position, dict) else None
+    if point is not None and isinstance(point.get("epoch"), int):
+        _drop_after_pause(run, point["epoch"])
+        return
+    if run.checkpoint_epoch is None:
         return
     with transaction.atomic():
         later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
         Candidate.objects.filter(**later).delete()
         OptimizerError.objects.filter(**later).delete()
         EpochLog.objects.filter(**later).delete()
+
+
+def _drop_after_pause(run: Run, epoch: int) -> None:
+    """The checkpoint is where a pause stopped inside ``epoch``: the candidates it holds stay
+    (those of ``epoch`` included); rows a later attempt made after it go (candidates numbered
+    past the checkpoint's ``candidate_count``, later epochs, the unfinished epoch's log)."""
+    state = ((run.checkpoint_json.get("compile") or {}).get("optimizer") or {}).get("state") or {}
+    known = int(state.get("candidate_count") or 0)
+    with transaction.atomic():
+        Candidate.objects.filter(run_id=run.pk, epoch__gt=epoch).delete()
+        ghosts = [
+            pk
+            for pk, candidate_id in Candidate.objects.filter(
+                run_id=run.pk, epoch=epoch
+            ).values_list("pk", "candidate_id")
+            if _number(candidate_id) > known
+        ]
+        Candidate.objects.filter(pk__in=ghosts).delete()
+        OptimizerError.objects.filter(run_id=run.pk, epoch__gt=epoch).delete()
+        EpochLog.objects.filter(run_id=run.pk, epoch__gte=epoch).delete()
+
+
+def _number(candidate_id: str) -> int:
+    """The count in an optimizer's candidate id (``c12`` → 12; 0 for another form)."""
+    digits = candidate_id[1:] if candidate_id[:1] == "c" else ""
+    return int(digits) if digits.isdigit() else 0

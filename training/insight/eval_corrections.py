@@ -3,15 +3,17 @@
 The table's rows come from ``eval_table.example_rows`` (which imports this module for the
 page's corrections; callers pass the rows in).
 
-Every row of the table (a test example) can be corrected where it is shown: its prediction
-before training and its prediction after training each marked right or wrong, or the row
-given its right answer (on a label field: picked from the label set). The corrections are
+Every row of the table (a test example, or a validation example: ``split``) can be corrected
+where it is shown: its prediction before training and its prediction after training each
+marked right or wrong, or the row given its right answer (on a label field: picked from the
+label set). The corrections are
 the run owner's draft on the run's dataset version (``datasets.versions``), so the table
 reads them next to the rows it shows, and the count of the draft sits above the table.
 
-The prediction a mark is about is read here from the stored evaluation (never taken from
-the request), and the example's position in the test split is mapped to its dataset row
-(``DatasetRow.index``, the same in every version).
+The prediction a mark is about is read here from what the table shows (the stored
+evaluation, or the seed's / best candidate's stored validation prediction; never taken from
+the request), and the example's position in its split is mapped to its dataset row
+(``DatasetRow.index``, the same in every version: ``split_rows``).
 
 Each function takes a run its caller already checked belongs to the user (``owned_run``).
 """
@@ -23,7 +25,9 @@ from typing import Any
 
 from datasets import versions
 from datasets.models import DatasetChange, DatasetRow
+from datasets.services import get_split
 from training.engine.utils import confusion
+from training.insight import validation_rows
 from training.models import Evaluation, Run
 
 PHASES = (Evaluation.BEFORE, Evaluation.AFTER)
@@ -50,21 +54,28 @@ class RowCorrections:
         return sum(1 for mark in self.marks if mark["change"]) + (1 if self.answer else 0)
 
 
-def test_rows(run: Run) -> list[int]:
-    """``DatasetRow.index`` of each test example, in the order the run read them."""
+def split_rows(run: Run, split: str = "test") -> list[int]:
+    """``DatasetRow.index`` of each example of the table's ``split`` in the order the run read
+    them: the test split's rows, or the training rows candidates were scored on."""
+    if split == "validation":
+        return [index for index, _ in validation_rows.scoring_rows(run)]
     rows = run.dataset.rows.filter(split=DatasetRow.TEST).order_by("index")
     return list(rows.values_list("index", flat=True))
 
 
 def answer_fields(run: Run, rows: list) -> list[dict[str, Any]]:
     """The target fields a row's right answer is given in, each with its labels when it is
-    a label field (the dataset's declared label set, else the labels of the test split)."""
+    a label field (the dataset's declared label set, else the labels of the test split;
+    validation rows: of the test split and them, a few rows alone rarely show the set)."""
     fields = []
+    expected = [row.expected for row in rows]
+    if any(getattr(row, "split", "test") == "validation" for row in rows):
+        expected += get_split(run.dataset, "test")[1]
     for target in run.dataset.target_fields:
         labels = list(target.get("choices") or [])
         if not labels:
-            values = [row.expected.get(target["name"]) for row in rows]
-            if rows and confusion.is_label(values):
+            values = [e.get(target["name"]) for e in expected]
+            if expected and confusion.is_label(values):
                 labels = [str(label) for label in confusion.labels_of(values)]
         fields.append({"name": target["name"], "labels": labels})
     return fields
@@ -103,13 +114,15 @@ def pending_summary(run: Run) -> dict[str, Any]:
     }
 
 
-def row_context(run: Run, rows: list, example_index: int) -> dict[str, Any] | None:
+def row_context(
+    run: Run, rows: list, example_index: int, split: str = "test"
+) -> dict[str, Any] | None:
     """The context of one row's correction cell (None: the run has no such example).
-    ``rows``: the table's rows (``eval_table.example_rows``)."""
+    ``rows``: the table's rows of ``split`` (``eval_table.example_rows``)."""
     if not 0 <= example_index < len(rows):
         return None
     row = rows[example_index]
-    indices = test_rows(run)
+    indices = split_rows(run, split)
     corrections = for_rows(run, [row], indices).get(example_index)
     if corrections is None:
         return None
@@ -122,16 +135,23 @@ def row_context(run: Run, rows: list, example_index: int) -> dict[str, Any] | No
     }
 
 
-def apply(run: Run, rows: list, example_index: int, action: str, answer: dict[str, Any]) -> None:
+def apply(
+    run: Run,
+    rows: list,
+    example_index: int,
+    action: str,
+    answer: dict[str, Any],
+    split: str = "test",
+) -> None:
     """Do what the row's form asked (``ACTIONS``) on the run owner's draft, through
-    ``datasets.versions`` (the one write of this presenter room); ``rows``: the table's rows.
-    ``versions.CorrectionError`` when it cannot be done (said on the row)."""
+    ``datasets.versions`` (the one write of this presenter room); ``rows``: the table's rows
+    of ``split``. ``versions.CorrectionError`` when it cannot be done (said on the row)."""
     if action not in ACTIONS:
         raise versions.CorrectionError("Choose right, wrong, an answer or undo.")
     if not 0 <= example_index < len(rows):
         raise versions.CorrectionError("This run has no such example.")
     row = rows[example_index]
-    indices = test_rows(run)
+    indices = split_rows(run, split)
     dataset_row = indices[example_index]
     verb, _, what = action.partition(":")
     if verb == "undo":

@@ -1,7 +1,11 @@
 """Reads behind the run page's per-example evaluation table and its confusion matrices.
 
-Each test example is one row: its inputs and expected output (the dataset's test row), the
-prediction and reward of the first evaluation before training and of the first after, and a
+The table shows one split at a time (``?split=``, :data:`SPLITS`): ``test`` (the default) or
+``validation``. Each test example is one row: its inputs and expected output (the dataset's
+test row), the prediction and reward of the first evaluation before training and of the
+first after. Each validation example (the rows the optimizer scored candidates on) is one
+row too, its predictions the seed's and the best candidate's stored scorings
+(``validation_rows``): no evaluation is run for them. Each row has a
 state (:data:`STATES`): ``failed`` when the prediction after training failed, else
 ``improved`` / ``regressed`` / ``same`` by comparing the two rewards (before the "after"
 evaluation exists, a row has no state unless its prediction failed).
@@ -25,14 +29,19 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 
 from datasets.services import get_split
+from training.engine.trainers.candidate_scores import MAX_EXAMPLE_PREDICTIONS
 from training.engine.utils import confusion
-from training.insight import eval_corrections, human_judgements
+from training.insight import eval_corrections, human_judgements, validation_rows
 from training.models import Evaluation, EvaluationExample, Run
 from training.query_filters import one_of
 
 ROWS_PER_PAGE = 25
 STATES = ("improved", "regressed", "same", "failed")
 PHASES = (Evaluation.BEFORE, Evaluation.AFTER)
+#: ``?split=`` values: the test split's evaluations, or the validation rows candidates were
+#: scored on (the seed's and the best candidate's stored predictions).
+TEST, VALIDATION = "test", "validation"
+SPLITS = (TEST, VALIDATION)
 #: ``?sort=`` values (a leading ``-`` sorts descending).
 SORTS = {
     "index": "example",
@@ -61,12 +70,14 @@ class TableFilters:
     predicted: str = ""
     matrix: str = ""  # which phase's matrix the cell is in
     judged: bool = False  # only the examples people judged (a "judge by people" run)
+    split: str = TEST
     problems: list[str] = field(default_factory=list)
 
     @classmethod
     def from_query(cls, query: Any) -> TableFilters:
         filters = cls()
         problems = filters.problems
+        filters.split = one_of(query, "split", SPLITS, problems, default=TEST)
         filters.state = one_of(query, "state", STATES, problems)
         filters.q = query.get("q", "").strip()[:MAX_QUERY]
         filters.sort = one_of(
@@ -91,6 +102,7 @@ class TableFilters:
             "expected": self.expected if self.matrix else "",
             "predicted": self.predicted if self.matrix else "",
             "judged": "1" if self.judged else "",
+            "split": "" if self.split == TEST else self.split,
         }
         values.update({key: "" if value is None else str(value) for key, value in changes.items()})
         return urlencode({key: value for key, value in values.items() if value})
@@ -127,6 +139,7 @@ class ExampleRow:
     corrections: Any = None
     # {phase: reward} of the predictions people's marks scored (human_judgements).
     judged: dict = field(default_factory=dict)
+    split: str = TEST  # which split's example (its correction cell and calls say so)
 
     @property
     def change(self) -> float | None:
@@ -204,8 +217,11 @@ def first_evaluations(run: Run) -> dict[str, Evaluation]:
     return chosen
 
 
-def example_rows(run: Run) -> tuple[list[ExampleRow], dict[str, Evaluation]]:
-    """Every test example of the run as a row, and the evaluations they come from."""
+def example_rows(run: Run, split: str = TEST) -> tuple[list[ExampleRow], dict[str, Any]]:
+    """Every example of ``split`` as a row, and what the phases come from: the test split's
+    evaluations, or (``validation``) the seed's and the best candidate's stored scorings."""
+    if split == VALIDATION:
+        return _validation_rows(run)
     evaluations = first_evaluations(run)
     stored = (
         EvaluationExample.objects.filter(evaluation__in=list(evaluations.values()))
@@ -234,13 +250,46 @@ def example_rows(run: Run) -> tuple[list[ExampleRow], dict[str, Evaluation]]:
     return rows, evaluations
 
 
+def _validation_rows(run: Run) -> tuple[list[ExampleRow], dict[str, Any]]:
+    seed, best = validation_rows.seed_and_best(run)
+    by_phase = {
+        Evaluation.BEFORE: validation_rows.phase_values(seed),
+        Evaluation.AFTER: validation_rows.phase_values(best),
+    }
+    sources = {phase: c for phase, c in zip(PHASES, (seed, best), strict=True) if c is not None}
+    count = max((len(values) for values in by_phase.values()), default=0)
+    if not count:
+        return [], sources
+    names = run.dataset
+    rows = []
+    for index, (_, data) in enumerate(validation_rows.scoring_rows(run)[:count]):
+        row = ExampleRow(
+            index=index,
+            inputs={n: data.get(n) for n in names.input_names},
+            expected={n: data.get(n) for n in names.target_names},
+            split=VALIDATION,
+        )
+        for phase in PHASES:
+            values = by_phase[phase].get(index)
+            if values is None:
+                continue
+            if phase == Evaluation.BEFORE:
+                row.has_before = True
+                row.before, row.before_error, row.before_reward = values
+            else:
+                row.has_after = True
+                row.after, row.after_error, row.after_reward = values
+        rows.append(row)
+    return rows, sources
+
+
 def label_fields(run: Run, rows: list[ExampleRow]) -> list[str]:
     """The target fields that are labels on this test split."""
     names = run.dataset.target_names if rows else []
     return [name for name in names if confusion.is_label([row.expected.get(name) for row in rows])]
 
 
-def matrices(run: Run, rows: list[ExampleRow]) -> list[dict[str, Any]]:
+def matrices(run: Run, rows: list[ExampleRow], split: str = TEST) -> list[dict[str, Any]]:
     """One entry per label field: its matrix before and after (each None when that phase
     has no stored predictions), laid out for the template with each cell's filter query."""
     result = []
@@ -261,19 +310,27 @@ def matrices(run: Run, rows: list[ExampleRow]) -> list[dict[str, Any]]:
                 labels=labels,
             )
             entry["phases"].append(
-                {"phase": phase, "matrix": matrix, "rows": _cells(matrix, name, phase)}
+                {"phase": phase, "matrix": matrix, "rows": _cells(matrix, name, phase, split)}
             )
         result.append(entry)
     return result
 
 
-def _cells(matrix: confusion.ConfusionMatrix, name: str, phase: str) -> list[dict[str, Any]]:
+def _cells(
+    matrix: confusion.ConfusionMatrix, name: str, phase: str, split: str = TEST
+) -> list[dict[str, Any]]:
     laid_out = []
     for i, label in enumerate(matrix.labels):
         cells = []
         for j, column in enumerate(matrix.columns):
             query = urlencode(
-                {"matrix": phase, "field": name, "expected": label, "predicted": column}
+                {
+                    **({"split": split} if split != TEST else {}),
+                    "matrix": phase,
+                    "field": name,
+                    "expected": label,
+                    "predicted": column,
+                }
             )
             cells.append(
                 {"count": matrix.counts[i][j], "column": column, "diagonal": i == j, "query": query}
@@ -345,9 +402,9 @@ def _sorted(rows: list[ExampleRow], sort: str) -> list[ExampleRow]:
 
 def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
     """The run page's table context: one page of filtered rows, counts per state, matrices."""
-    rows, evaluations = example_rows(run)
+    rows, evaluations = example_rows(run, filters.split)
     human_judgements.mark_rows(run, rows)
-    tables = matrices(run, rows)
+    tables = matrices(run, rows, filters.split)
     counts = {state: 0 for state in STATES}
     for row in rows:
         if row.state in counts:
@@ -355,7 +412,9 @@ def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
     kept = apply(rows, filters, tables)
     result_page: Page = Paginator(kept, ROWS_PER_PAGE).get_page(page)
     corrections = (
-        eval_corrections.for_rows(run, result_page.object_list, eval_corrections.test_rows(run))
+        eval_corrections.for_rows(
+            run, result_page.object_list, eval_corrections.split_rows(run, filters.split)
+        )
         if rows
         else {}
     )
@@ -375,6 +434,11 @@ def table(run: Run, filters: TableFilters, page: Any) -> dict[str, Any]:
         "table_states": STATES,
         "table_has_after": Evaluation.AFTER in evaluations,
         "table_evaluations": evaluations,
+        "table_split": filters.split,
+        "validation_kept": MAX_EXAMPLE_PREDICTIONS,  # what each candidate keeps of its scoring
+        "table_splits": SPLITS,
+        # what each state link and the filter form keep of the split (none for test)
+        "table_split_query": "" if filters.split == TEST else urlencode({"split": filters.split}),
         "confusion_tables": tables,
     }
 
@@ -388,10 +452,10 @@ def csv_rows(run: Run, filters: TableFilters):
     """The header, then every row ``filters`` keep (all pages), as lists of cells (texts as
     the table shows them: a one-field object as its value, else its JSON); a run that judged
     by people adds ``judged_by_people`` (``before:1 after:0``: the people's rewards)."""
-    rows, _ = example_rows(run)
+    rows, _ = example_rows(run, filters.split)
     human_judgements.mark_rows(run, rows)
     judged = human_judgements.judges_by_people(run)  # a column of its own only then
-    kept = apply(rows, filters, matrices(run, rows))
+    kept = apply(rows, filters, matrices(run, rows, filters.split))
     yield [
         "example",
         "inputs",

@@ -28,9 +28,9 @@ import training.engine as synalinks
 from datasets import versions
 from datasets.models import Dataset, DatasetRow
 from training.engine.data_model import create_data_model
-from training.engine.trainers.data_adapter import scoring_positions
 from training.execution.run_config import build_reward
 from training.insight.eval_table import first_evaluations
+from training.insight.validation_rows import scoring_rows
 from training.models import Candidate, Evaluation, EvaluationExample, Run
 
 #: Rewards scored again without any model call.
@@ -228,15 +228,9 @@ def _unscored(run: Run) -> int:
 
 
 def validation_rows(scorer: _Scorer) -> list[tuple[int, dict]]:
-    """The training rows the run's optimizer scored candidates on, in order."""
-    train = scorer.rows(DatasetRow.TRAIN)
-    config = scorer.run.config
-    positions = scoring_positions(
-        len(train),
-        float(config.get("validation_split") or 0.0),
-        float(config.get("selection_split") or 0.0),
-    )
-    return [train[p] for p in positions]
+    """The training rows the run's optimizer scored candidates on, in order (the per-example
+    table's validation rows are the same: ``insight.validation_rows``)."""
+    return scoring_rows(scorer.run)
 
 
 def _ranks(values: list[float]) -> list[int]:

@@ -51,10 +51,15 @@ class Edits:
         instructions: the new instructions (None keeps the candidate's).
         examples: one action per example of the candidate, in order (``keep``, ``pin``,
             ``remove``); missing ones are kept.
+        edited: {position: the example written anew} for examples kept (or pinned) with new
+            inputs/outputs (``example_edits.parse_example`` checked them).
+        added: examples to put after the candidate's own (checked alike).
     """
 
     instructions: str | None = None
     examples: list[str] = field(default_factory=list)
+    edited: dict[int, dict[str, Any]] = field(default_factory=dict)
+    added: list[dict[str, Any]] = field(default_factory=list)
 
 
 def best_candidate(run: Run) -> Candidate | None:
@@ -79,8 +84,12 @@ def edited_value(candidate: Candidate, edits: Edits) -> tuple[dict[str, Any], li
     bad = [action for action in actions if action not in EXAMPLE_ACTIONS]
     if bad:
         raise BranchError(f"Each example is kept, pinned or removed, not {bad[0]!r}.")
+    examples = [edits.edited.get(i, e) for i, e in enumerate(examples)]
     if "examples" in value:
-        value["examples"] = [e for e, a in zip(examples, actions, strict=False) if a != "remove"]
+        kept = [e for e, a in zip(examples, actions, strict=False) if a != "remove"]
+        value["examples"] = [*kept, *edits.added]
+    elif edits.edited or edits.added:
+        raise BranchError("This candidate holds no few-shot examples to edit.")
     pinned = [e for e, a in zip(examples, actions, strict=False) if a == "pin"]
     return value, pinned
 

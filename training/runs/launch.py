@@ -74,14 +74,15 @@ class PauseError(ValueError):
 
 
 def request_pause(run: Run) -> Run:
-    """Pause a run without losing anything: a running one stops when its current epoch ends
-    (the checkpoint a run resumes from is saved per epoch: a batch inside an epoch cannot be
-    resumed), then frees its worker, status "paused"; a queued one is paused at once.
-    Resume continues from the checkpoint with the same population and optimizer state.
+    """Pause a run without losing anything: a running one stops after its current batch of
+    calls (OMEGA's step under way finishes first; the checkpoint is saved there, with the
+    engine's pause point), then frees its worker, status "paused"; a queued one is paused at
+    once. Resume continues from exactly that batch with the same population, optimizer state
+    and random draws.
 
     Decided by the database, like Cancel: a run claimed meanwhile still sees the flag."""
     if not run.can_pause:
-        raise PauseError("Only a queued or running run with an epoch still to come can pause.")
+        raise PauseError("Only a queued or running run with training still to do can pause.")
     Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(pause_requested=True)
     Run.objects.filter(pk=run.pk, status=Run.QUEUED).update(
         status=Run.PAUSED, finished_at=timezone.now()
@@ -92,8 +93,8 @@ def request_pause(run: Run) -> Run:
 
 
 def resume(run: Run) -> Run:
-    """Relaunch a failed, cancelled, stopped or paused run from its last completed epoch
-    (new attempt)."""
+    """Relaunch a failed, cancelled, stopped or paused run from its checkpoint (its last
+    completed epoch, or the batch a pause stopped at; new attempt)."""
     if not run.can_resume:
         raise ResumeError(
             "Only a failed or cancelled run with at least one completed epoch can be resumed."

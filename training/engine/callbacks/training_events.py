@@ -73,6 +73,15 @@ class TrainingEvents:
         await self.callbacks.on_epoch_end(epoch, logs)
         await self.callbacks.on_event({"type": "epoch_end", "epoch": epoch, "logs": dict(logs)})
 
+    async def paused(self, point: dict[str, Any]) -> None:
+        """An event only: fit paused at a batch boundary (``program.pause_requested``) and
+        returns without ending training; ``point`` (``PausePoint.to_json``) is what
+        ``fit(resume_from=...)`` goes on from, the program's state (``get_config``) is the
+        rest."""
+        await self.callbacks.on_event(
+            {"type": "paused", "epoch": point["epoch"], "batch": point["batch"], "point": point}
+        )
+
     async def train_end(self, logs: dict[str, Any], stopped: bool) -> None:
         await self.callbacks.on_train_end(logs)
         await self.callbacks.on_event({"type": "train_end", "logs": dict(logs), "stopped": stopped})

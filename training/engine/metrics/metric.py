@@ -74,5 +74,16 @@ class Metric(MaskedScorer):
         self.total = 0.0
         self.count = 0
 
+    def get_state(self) -> list[float]:
+        """The running state as JSON (``[total, count]``): a fit paused mid-epoch keeps it
+        (``trainers/pause_point.py``), so the resumed epoch reports what it would have.
+        A metric that keeps other state overrides both."""
+        return [float(self.total), float(self.count)]
+
+    def set_state(self, state: list[float]) -> None:
+        """Take back what ``get_state`` gave."""
+        total, count = state
+        self.total, self.count = float(total), int(count)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} result={self.result():.4f}>"

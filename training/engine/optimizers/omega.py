@@ -326,6 +326,10 @@ class OMEGA(Optimizer):
         if step is not None:
             await step
 
+    async def settle(self) -> None:
+        """A pause after this batch: the step under way finishes first (its LM call is paid)."""
+        await self.finish_step()
+
     async def on_epoch_end(self, epoch: int) -> None:
         await self.finish_step()
         await super().on_epoch_end(epoch)

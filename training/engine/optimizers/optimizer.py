@@ -9,6 +9,7 @@ Lifecycle (called by ``Program.fit``)::
         for each batch:
             on_batch_begin(batch)
             on_batch_end(batch, x, y, y_pred, rewards)   # self.batch_traces is set just before
+            settle()                                     # only when fit pauses here
         on_epoch_end(epoch)                 # score pending candidates, propose(), select best
     on_train_end()                          # assign the best candidate of every variable
 
@@ -311,6 +312,12 @@ class Optimizer:
     ) -> None:
         self.iterations += 1
         self.collect_examples(x, y, y_pred, rewards, self.batch_traces)
+
+    async def settle(self) -> None:
+        """Finish the work still under way between two batches (fit pauses after it: the
+        program's state is then saved, ``trainers/pause_point.py``). Base: none; OMEGA
+        awaits the step it started at the last batch end, so the call already paid for is
+        kept and the population saved holds its candidate."""
 
     async def propose(self, epoch: int) -> list[list[tuple[Variable, dict[str, Any]]]]:
         """New candidates for this epoch, as groups scored together. Base: none."""

@@ -11,7 +11,13 @@ of predictions are in :mod:`training.engine.trainers.predicting`).
   input JSON) when every generator is deterministic (temperature 0): the same variables on the
   same input are never paid twice — re-scoring an unchanged candidate costs no LM call.
 - ``program.stop_training = True`` (a callback such as EarlyStopping) stops ``fit`` after the
-  batch. ``program.interrupt()`` (the dashboard's Cancel, from any thread) stops whatever runs
+  batch. ``program.pause_requested = True`` (the dashboard's Pause) pauses it after the
+  batch: the optimizer settles (``Optimizer.settle``: OMEGA's step under way finishes, its
+  paid call kept), a ``paused`` event carries the :class:`PausePoint` (also
+  ``program.paused_at``) and ``fit`` returns without ending training (no champion assigned,
+  nothing scored at a train end); ``fit(resume_from=point, ...)`` with the program's saved
+  state goes on from that batch, with the same remaining batches, and ends as a fit never
+  paused. ``program.interrupt()`` (the dashboard's Cancel, from any thread) stops whatever runs
   now — ``fit``, ``evaluate`` or ``predict``, the evaluations and candidate scoring inside ``fit``
   included — within ``predicting.STOP_CHECK_SECONDS``: no new prediction starts and the pending ones
   (those in flight included) are cancelled; the call returns what had completed.
@@ -50,6 +56,7 @@ from training.engine.trainers.data_adapter import (
 )
 from training.engine.trainers.epoch_iterator import EpochIterator
 from training.engine.trainers.history import History
+from training.engine.trainers.pause_point import PausePoint
 from training.engine.trainers.predicting import Interrupted, Predicting
 from training.engine.variables import assigned
 
@@ -65,6 +72,10 @@ class Trainer(Predicting):
         self.metrics: list[Any] = []
         self.compiled = False
         self.stop_training = False
+        #: Set (by a callback, any thread's write seen at the next batch end): pause after
+        #: the batch under way; ``paused_at`` then says where (None: the fit did not pause).
+        self.pause_requested = False
+        self.paused_at: PausePoint | None = None
         self.interrupted = False
         #: The :class:`BudgetExhausted` that stopped the last fit/evaluate/predict (None: none).
         self.budget_exhausted: BudgetExhausted | None = None
@@ -322,6 +333,7 @@ class Trainer(Predicting):
         verbose: int = 0,
         bound_outputs: bool = True,
         selection_split: float = 0.0,
+        resume_from: dict | PausePoint | None = None,
     ) -> History:
         """Train the program's variables (instructions, few-shot examples) with its optimizer.
 
@@ -355,6 +367,11 @@ class Trainer(Predicting):
                 (``final_selection.TOP_K``) are scored on it and the best there is the final
                 program (the starting value unless one beats it by one selection example);
                 0 chooses on validation alone.
+            resume_from: (an extension of the guide) where a paused fit stopped
+                (``program.paused_at``, or its ``to_json()``): the fit starts at that batch of
+                that epoch (``initial_epoch`` is the point's), with the epoch's rewards and
+                metric states so far; the program must hold the state saved then
+                (``get_config``) and the same data and seed must be given.
 
         Returns:
             A :class:`History`: ``history.history`` has one value per epoch for ``reward``,
@@ -370,6 +387,19 @@ class Trainer(Predicting):
         """
         self._require_compiled("fit")
         batch_size = self._check_batch_size(batch_size)
+        point = None
+        if resume_from is not None:
+            point = (
+                resume_from
+                if isinstance(resume_from, PausePoint)
+                else PausePoint.from_json(resume_from)
+            )
+            if initial_epoch not in (0, point.epoch):
+                raise ValueError(
+                    f"fit(resume_from=...) resumes epoch {point.epoch}; initial_epoch was "
+                    f"{initial_epoch}"
+                )
+            initial_epoch = point.epoch
         check_fit_arguments(validation_split, epochs, initial_epoch, selection_split)
         data = prepare_fit_data(self, x, y, validation_split, validation_data, selection_split)
         if seed is None:
@@ -396,6 +426,8 @@ class Trainer(Predicting):
         callback_list.set_params(history.params)
         self.history = history
         self.stop_training = False
+        self.pause_requested = False
+        self.paused_at = None
         self.budget_exhausted = None
         scorer = self._candidate_scorer(*data.scoring_set, batch_size)
         self.optimizer.attach(self, callback_list, scorer, seed=seed)
@@ -413,7 +445,13 @@ class Trainer(Predicting):
                 output_bounds.bounding(self.modules, history.params["output_bounds"]),
             ):
                 await self._train_epochs(
-                    iterator, data, TrainingEvents(callback_list), history, epochs, initial_epoch
+                    iterator,
+                    data,
+                    TrainingEvents(callback_list),
+                    history,
+                    epochs,
+                    initial_epoch,
+                    point,
                 )
         finally:
             self._memo = previous_memo
@@ -479,10 +517,13 @@ class Trainer(Predicting):
         history: History,
         epochs: int,
         initial_epoch: int,
+        point: PausePoint | None = None,
     ) -> None:
-        """The epoch loop: epochs ``initial_epoch`` … ``epochs - 1``, until ``stop_training``
-        or ``interrupt()``."""
-        if initial_epoch == 0:  # a fresh fit: candidates scored on other data don't compete
+        """The epoch loop: epochs ``initial_epoch`` … ``epochs - 1``, until ``stop_training``,
+        ``interrupt()`` or a pause (``pause_requested``: the fit returns at a batch boundary
+        without ending training). ``point``: a paused fit's, resumed (its epoch is
+        ``initial_epoch``)."""
+        if initial_epoch == 0 and point is None:  # a fresh fit: other data's candidates go
             for variable in self.trainable_variables:
                 variable.candidates = []
         await self.optimizer.on_train_begin(self.trainable_variables)
@@ -491,17 +532,25 @@ class Trainer(Predicting):
         for epoch in range(initial_epoch, epochs):
             try:
                 with tracing.trace_context(epoch=epoch):  # every call of the epoch names it
-                    logs, completed = await self._train_epoch(epoch, epochs, iterator, data, events)
+                    logs, completed = await self._train_epoch(
+                        epoch, epochs, iterator, data, events, point
+                    )
+                point = None
             except Interrupted:  # interrupt(): the epoch is abandoned, like a stopped one
                 self.stop_training = True
                 break
             except BudgetExhausted as exc:  # a cap refused a call: the same clean stop
                 self._budget_stop(exc)
                 break
+            if self.paused_at is not None:  # paused inside the epoch: training goes on later
+                return
             if not completed:
                 break
             history.append(epoch, logs)
             await events.epoch_end(epoch, logs)
+            if self._pausing() and epoch + 1 < epochs:  # asked during the epoch's end
+                await self._pause(events, PausePoint(epoch + 1, 0))
+                return
             if self.stop_training:
                 break
         try:
@@ -519,18 +568,27 @@ class Trainer(Predicting):
         iterator: EpochIterator,
         data: FitData,
         events: TrainingEvents,
+        point: PausePoint | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """One epoch: a train step per batch, the optimizer's epoch end, then validation.
 
-        Returns the logs (of the last batch when ``stop_training`` cut the epoch short) and
-        whether the epoch ran to its end. Called inside ``trace_context(epoch=epoch)``.
+        Returns the logs (of the last batch when ``stop_training`` or a pause cut the epoch
+        short) and whether the epoch ran to its end. Called inside
+        ``trace_context(epoch=epoch)``. ``point``: a paused fit's point in this epoch (the
+        batches before it are done).
         """
         await events.epoch_begin(epoch, epochs)
         await self.optimizer.on_epoch_begin(epoch)
         self._reset_metrics()
         rewards: list[float] = []
         logs: dict[str, Any] = {}
+        first = 0
+        if point is not None:  # a paused fit resumed: its epoch so far, then the next batch
+            first, rewards = point.batch, list(point.rewards)
+            self._set_metric_states(point.metrics)
         for batch, batch_x, batch_y in iterator.batches(epoch):
+            if batch < first:
+                continue
             await events.batch_begin(batch)
             with tracing.trace_context(split="train"):
                 batch_rewards, failures = await self.train_step(
@@ -539,6 +597,11 @@ class Trainer(Predicting):
             rewards.extend(batch_rewards)
             logs = {"reward": _mean(rewards), **self._metric_logs()}
             await events.batch_end(epoch, batch, iterator.steps, logs, failures)
+            if self._pausing():
+                await self._pause(
+                    events, PausePoint(epoch, batch + 1, list(rewards), self._metric_states())
+                )
+                return logs, False
             if self.stop_training and batch < iterator.steps - 1:
                 return logs, False
         train_logs = {"reward": _mean(rewards), **self._metric_logs()}
@@ -552,6 +615,29 @@ class Trainer(Predicting):
                     )
                 )
         return logs, True
+
+    def _pausing(self) -> bool:
+        """A pause was asked and nothing stops the fit instead (Cancel, a cap)."""
+        return self.pause_requested and not self.stop_training and not self.interrupted
+
+    async def _pause(self, events: TrainingEvents, point: PausePoint) -> None:
+        """Pause here: the optimizer's work under way finishes (``settle``), then ``paused_at``
+        and the ``paused`` event say where the fit goes on from."""
+        await self.optimizer.settle()
+        self.paused_at = point
+        await events.paused(point.to_json())
+
+    def _metric_states(self) -> list[list[float]]:
+        """Each metric's running state ([] for a metric without ``get_state``)."""
+        return [
+            list(metric.get_state()) if hasattr(metric, "get_state") else []
+            for metric in self.metrics
+        ]
+
+    def _set_metric_states(self, states: list[list[float]]) -> None:
+        for metric, state in zip(self.metrics, states, strict=False):
+            if state and hasattr(metric, "set_state"):
+                metric.set_state(state)
 
     async def train_step(
         self, batch: int, batch_x: list, batch_y: list, indices: list[int] | None = None

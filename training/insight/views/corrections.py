@@ -43,22 +43,27 @@ def run_corrections(request, pk: int):
 
 @require_http_methods(["GET", "POST"])
 def eval_correction(request, pk: int, index: int):
-    """One per-example table row's corrections (``eval_corrections``): POST ``action`` (a
+    """One per-example table row's corrections (``eval_corrections``; ``split``: test, the
+    default, or validation): POST ``action`` (a
     mark, ``answer`` with ``answer_<field>``, an undo) saves it at once and answers with the
     row's cell, plus ``HX-Trigger: corrections-changed`` so the count above the table (and
     the sample answers' panel) ask for themselves again."""
     run = selectors.owned_run(request.user, pk)
-    rows, _ = eval_table.example_rows(run)
+    data = request.POST if request.method == "POST" else request.GET
+    split = data.get("split") or eval_table.TEST
+    if split not in eval_table.SPLITS:
+        raise Http404("No such split.")
+    rows, _ = eval_table.example_rows(run, split)
     error = ""
     status = 200
     if request.method == "POST":
         answer = {name: request.POST.get(f"answer_{name}", "") for name in run.dataset.target_names}
         try:
-            eval_corrections.apply(run, rows, index, request.POST.get("action", ""), answer)
+            eval_corrections.apply(run, rows, index, request.POST.get("action", ""), answer, split)
         except versions.CorrectionError as exc:
             error = str(exc)
             status = 200 if request.htmx else 400  # htmx swaps only 2xx: the cell says it
-    context = eval_corrections.row_context(run, rows, index)
+    context = eval_corrections.row_context(run, rows, index, split)
     if context is None:
         raise Http404("No such example.")
     if not request.htmx and request.method == "POST" and not error:

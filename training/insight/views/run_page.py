@@ -61,7 +61,7 @@ def run_cancel(request, pk: int):
 
 @require_POST
 def run_pause(request, pk: int):
-    """Pause: the worker stops when the current epoch ends and frees its slot; answered like
+    """Pause: the worker stops after the current batch and frees its slot; answered like
     Cancel (204 to htmx). A run that cannot pause says why."""
     run = owned_run(request, pk)
     try:
