@@ -105,12 +105,12 @@ def test_a_calibration_under_load_gives_the_pace_of_an_idle_machine():
     truth = Pace(0.05, 0.003, 0.04, 0.04, parallel=1.5)
     short, long_prompt, long_answer = CallSize(80, 8), CallSize(380, 8), CallSize(90, 150)
     alone = Contention(others=2.0, cores=2)  # each call alone 1.5x slower
-    burst = Contention(others=3.0, cores=2)  # the burst's two threads 2.5x slower
+    burst = Contention(others=3.0, cores=2)  # the burst's 1.5 busy threads 2.25x slower
     fitted = fit_pace(
         [(short, 1.5 * truth.call(short))] * 3,
         (long_prompt, 1.5 * truth.call(long_prompt)),
         (long_answer, 1.5 * truth.call(long_answer, long=True)),
-        together=(4, 2.5 * 4 * truth.call(short) / 1.5),
+        together=(4, 2.25 * 4 * truth.call(short) / 1.5),
         alone=alone,
         burst=burst,
     )

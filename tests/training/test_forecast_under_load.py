@@ -5,6 +5,7 @@ a fake (``tests/support/fake_cpu.py``): its load is what the test says, not the 
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -105,6 +106,7 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
         calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
         learned, _ = calibration.current(model)
         ratios.append(learned.time_ratios[-1])
+        assert learned.contention == 3.0 * others / 1.5  # the load it met, kept for forecasts
     low, high = TIME_FACTOR_BOUNDS
     assert low < ratios[1] < ratios[0] < high
     assert ratios[1] == pytest.approx(ratios[0] / 2)
@@ -137,3 +139,20 @@ def test_a_pace_stored_before_loads_were_measured_is_used_and_measured_again(
 
     wait_for(lambda: no_broker == [["local/smollm2"]])  # a worker is asked to measure it
     assert not Pace.from_dict(record).idle
+
+
+def test_the_contention_a_recent_run_measured_is_expected_over_the_load_average(
+    user, demo_dataset, machine
+):
+    # The load average counts what a run does not compete with (processes waiting on disk,
+    # ones a lower priority keeps back); what the latest run measured is expected while recent.
+    stored_pace("local/smollm2", contention=1.0, contention_at=time.time())
+    machine.loads = (3.5, 3.0, 2.0)
+    result = local_forecast(user, demo_dataset, epochs=1)
+    found = result["machine"]["contention"]
+    assert (found["low"], found["expected"], found["high"]) == (1.0, 1.0, 3.5)
+    assert result["slowdown"] == {"batched": 1.5, "alone": 1.0}  # (1 + 2) / 2, (1 + 1) / 2
+    assert any("~1.0 of the 2 cores as measured lately" in n for n in result["assumptions"])
+    stored_pace("local/smollm2", contention=1.0, contention_at=time.time() - 3600)
+    later = local_forecast(user, demo_dataset, epochs=1)["machine"]["contention"]
+    assert later["expected"] == 3.5  # an hour old: the load average again

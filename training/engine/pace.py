@@ -39,7 +39,13 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from training.engine.contention import ALONE_THREADS, IDLE, Contention, ContentionSpan
+from training.engine.contention import (
+    ALONE_THREADS,
+    IDLE,
+    Contention,
+    ContentionSpan,
+    batch_threads,
+)
 from training.engine.forecast import CallForecast, Span
 
 #: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
@@ -49,6 +55,8 @@ RUN_OVERHEAD_SECONDS = 3.0
 #: The time range: the calls' range, then this much either way for how the pace varies from
 #: call to call and run to run (``bench/forecast_accuracy.py``).
 TIME_SPREAD = 0.25
+#: Rounds that find a calibration burst's busy threads under load (:func:`fit_pace`).
+BURST_ROUNDS = 12
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -94,7 +102,9 @@ class Pace:
             learnt from normalised by the others' demand they ran under, ``contention``);
             False: a pace stored before loads were measured (its figures hold whatever load
             it met; it is measured again).
-        contention: the other processes' demand (runnable threads) during the calibration.
+        contention: the other processes' demand (runnable threads) the last measurement
+            met (the calibration, then each run it learns from); ``contention_at``: when
+            (Unix time; the forecast expects it while it is recent).
     """
 
     call_seconds: float
@@ -117,6 +127,7 @@ class Pace:
     load: float | None = None
     idle: bool = True
     contention: float | None = None
+    contention_at: float | None = None
 
     def call(self, size: CallSize, long: bool = False) -> float:
         """Seconds of one call of ``size`` alone."""
@@ -267,7 +278,8 @@ def run_time(
     at a time (OMEGA mutates between batches). Each call's time is its pace's ``time_factor``
     times the rule's, the overheads (:func:`overhead_seconds`) the program pace's; then the
     machine's other processes slow them (``contention``: batched calls keep
-    ``min(cores, batch_size)`` threads busy, an optimizer's call and the overheads one). The
+    :func:`~training.engine.contention.batch_threads` busy, an optimizer's call and the
+    overheads one). The
     range is the calls' range at the least and the most contention expected, widened by
     :data:`TIME_SPREAD`.
 
@@ -337,7 +349,8 @@ def run_time(
     )
 
     def slowdowns(on: Contention) -> tuple[float, float]:
-        return on.slowdown(min(float(on.cores), float(batch_size))), on.slowdown(ALONE_THREADS)
+        wide = batch_threads(batch_size, pace.parallel, on.cores)
+        return on.slowdown(wide), on.slowdown(ALONE_THREADS)
 
     def total_at(on: Contention) -> Span:
         wide, alone = slowdowns(on)
@@ -408,9 +421,15 @@ def fit_pace(
     short = [(size, seconds / slow) for size, seconds in short]
     long_prompt = (long_prompt[0], long_prompt[1] / slow)
     long_answer = (long_answer[0], long_answer[1] / slow)
-    if together is not None and burst is not None:
+    if together is not None and burst is not None and together[1] > 0:
+        # The burst kept as many threads busy as calls it served at once on an idle machine,
+        # which its slowdown hides: found by a few rounds from what was measured.
         calls, wall = together
-        together = (calls, wall / burst.slowdown(min(float(burst.cores), float(calls))))
+        raw = calls * sorted(s for _, s in short)[len(short) // 2] / wall
+        idle_parallel = raw
+        for _ in range(BURST_ROUNDS):
+            idle_parallel = raw * burst.slowdown(batch_threads(calls, idle_parallel, burst.cores))
+        together = (calls, calls * sorted(s for _, s in short)[len(short) // 2] / idle_parallel)
     times = sorted(seconds for _, seconds in short)
     base_seconds = times[len(times) // 2]
     base = short[0][0]

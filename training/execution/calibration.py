@@ -45,7 +45,7 @@ from django.db.models import Avg, Count, Sum
 from pydantic import Field
 
 import training.engine as synalinks
-from training.engine.contention import ALONE_THREADS, Contention
+from training.engine.contention import ALONE_THREADS, Contention, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
@@ -272,7 +272,9 @@ async def _measure(model: str, make=None) -> Pace:
         *(_timed(short_lm, _short_prompt(nonce + 10 + i), _Short) for i in range(BURST))
     )
     together = (BURST, time.perf_counter() - started)
-    burst_threads = min(float(cpu_meter.cores()), float(BURST))
+    # the burst's busy threads: as many as it served at once (no more than its calls, cores)
+    raw = BURST * sorted(s for _, s in short)[len(short) // 2] / max(together[1], 1e-6)
+    burst_threads = batch_threads(BURST, raw, cpu_meter.cores())
     burst = cpu_meter.contention_between(burst_started, cpu_meter.sample(), burst_threads)
     # Characters per prompt token: what the long prompt added over a short one.
     extra_chars = _chars(_short_prompt(nonce + 4, long=True)) - _chars(_short_prompt(nonce + 1))
@@ -293,6 +295,7 @@ async def _measure(model: str, make=None) -> Pace:
         source=f"calibration on {os.uname().nodename}",
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         load=_load(),
+        contention_at=time.time() if alone else None,
     )
 
 
@@ -458,19 +461,22 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
         batched, optimizer = _call_seconds(pace, by_role, stored, share)
         if contention is not None:
             batch = float(stored.get("batch_size") or 1)
-            wide = contention.slowdown(min(float(contention.cores), batch))
+            wide = contention.slowdown(batch_threads(batch, pace.parallel, contention.cores))
             alone = contention.slowdown(ALONE_THREADS)
             batched, optimizer, overhead = batched * wide, optimizer * alone, overhead * alone
         # An optimizer's calls run one at a time: their wall time is their own latency.
         optimizer_traces = traces.filter(role__in=OPTIMIZER_ROLES)
         optimizer_actual = float(optimizer_traces.aggregate(s=Sum("latency"))["s"] or 0.0)
         same_model = not optimizer_traces.exclude(model=model).exists()
-        changes["pace"] = pace.learned(
+        learned = pace.learned(
             run.active_seconds - optimizer_actual,
             batched + overhead,
             optimizer_actual if same_model else None,
             optimizer if same_model else None,
         ).to_dict()
+        if contention is not None:  # the load this machine's latest run met
+            learned.update(contention=round(contention.others, 2), contention_at=time.time())
+        changes["pace"] = learned
     ModelPace.objects.filter(pk=row.pk).update(**changes)
 
 
@@ -485,7 +491,7 @@ def _run_contention(
         return None
     parts = stored.get("seconds_parts") or {}
     cores = float(cpu_meter.cores())
-    wide = min(cores, float(stored.get("batch_size") or 1))
+    wide = batch_threads(float(stored.get("batch_size") or 1), pace.parallel, int(cores))
     batched = float(parts.get("batched") or 0.0)
     rest = float(parts.get("optimizer") or 0.0) + float(parts.get("overhead") or 0.0)
     threads = (batched * wide + rest * ALONE_THREADS) / (batched + rest) if batched + rest else 1

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -335,13 +336,30 @@ def contention_now() -> dict[str, Any] | None:
     }
 
 
-def _contention_span(found: dict[str, Any] | None) -> ContentionSpan | None:
+#: A contention measured this recently (seconds: by the model's calibration or its latest
+#: run, ``Pace.contention_at``) is the one a forecast expects; the load averages bound it.
+MEASURED_RECENTLY_SECONDS = 600.0
+
+
+def _contention_span(found: dict[str, Any] | None, pace: Pace) -> ContentionSpan | None:
+    """The contention a local model's run is expected to meet: the one last measured on
+    this machine while it is recent (what the other processes took while a run or the
+    calibration competed with them: the load average counts processes waiting on disk and
+    ones a lower priority keeps back, and over-stated it 1.5x in the bench), else the load
+    averages'; the range spans both."""
     if not found:
         return None
     cores = int(found["cores"])
-    return ContentionSpan(
-        *(Contention(float(found[k]), cores) for k in ("low", "expected", "high"))
-    )
+    low, expected, high = (float(found[k]) for k in ("low", "expected", "high"))
+    at = pace.contention_at
+    if pace.contention is not None and at is not None:
+        if 0 <= time.time() - at <= MEASURED_RECENTLY_SECONDS:
+            expected = float(pace.contention)
+            found["measured"] = expected
+            found["expected"] = expected
+            low, high = min(low, expected), max(high, expected)
+            found["low"], found["high"] = low, high
+    return ContentionSpan(*(Contention(v, cores) for v in (low, expected, high)))
 
 
 # -- the forecast -----------------------------------------------------------------------------
@@ -441,7 +459,7 @@ def _measured(
         prediction_sizes=by_part,
         role_paces={role: p for role, p in paces.items() if role != "prediction"},
         # a pace for an idle machine meets the load now (one stored before: its load inside)
-        contention=_contention_span(now.get("contention")) if pace.idle else None,
+        contention=_contention_span(now.get("contention"), pace) if pace.idle else None,
     )
     tokens = estimate.tokens
     cost = None
@@ -525,8 +543,9 @@ def _contention_note(found: dict[str, Any] | None, pace: Pace, slowdown: dict[st
     if not found:
         return "an idle machine (its load cannot be read here)"
     cores = found["cores"]
+    source = "as measured lately" if "measured" in found else "now"
     return (
-        f"other processes want ~{found['expected']:.1f} of the {cores} cores now "
+        f"other processes want ~{found['expected']:.1f} of the {cores} cores {source} "
         f"(~{found['low']:.1f}–{found['high']:.1f} over the last 15 min; load "
         f"{'/'.join(f'{v:.1f}' for v in found['loads'])}): local calls "
         f"~{slowdown.get('batched', 1.0):.2f}x slower in batches, "
