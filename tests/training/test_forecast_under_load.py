@@ -91,14 +91,17 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
     # One run, learnt from twice: once as if the machine was idle, once as if the other
     # processes took 1.5 of its 2 cores while the run's one thread ran (batch 1): their
     # demand was 3 threads, every call 2x slower; the ratio learnt is half.
-    model = "fake/rules?latency=0.1"  # the run's calls take a while: a ratio inside bounds
+    model = "fake/rules"
     program = make_program(user, demo_dataset, model=model)
-    pace = stored_pace(model, call_seconds=0.01, prompt_token_seconds=0.0, short_token_seconds=0.0)
+    pace = stored_pace(model, call_seconds=0.2, prompt_token_seconds=0.0, short_token_seconds=0.0)
     config = run_config(model=model, epochs=1, batch_size=1)
     run = runs.launch(user, program, demo_dataset, config)
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     run.refresh_from_db()
-    Run.objects.filter(pk=run.pk).update(forecast={**run.forecast, "local": True})
+    # as if it took 30 s (a ratio inside the bounds, long enough to keep its contention)
+    Run.objects.filter(pk=run.pk).update(
+        forecast={**run.forecast, "local": True}, active_seconds=30.0
+    )
     ratios = []
     for others in (0.0, 1.5):
         ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
@@ -110,6 +113,11 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
     low, high = TIME_FACTOR_BOUNDS
     assert low < ratios[1] < ratios[0] < high
     assert ratios[1] == pytest.approx(ratios[0] / 2)
+    # a run of a few seconds measured a moment of the load: not kept for the next forecasts
+    Run.objects.filter(pk=run.pk).update(active_seconds=calibration.CONTENTION_MIN_SECONDS - 1)
+    ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
+    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    assert calibration.current(model)[0].contention is None
 
 
 def test_a_calibration_records_the_load_it_met_and_is_kept_for_an_idle_machine(machine):
@@ -156,3 +164,17 @@ def test_the_contention_a_recent_run_measured_is_expected_over_the_load_average(
     stored_pace("local/smollm2", contention=1.0, contention_at=time.time() - 3600)
     later = local_forecast(user, demo_dataset, epochs=1)["machine"]["contention"]
     assert later["expected"] == 3.5  # an hour old: the load average again
+
+
+def test_the_calibration_sizes_a_judge_from_right_and_wrong_answers_alike():
+    import training.engine as synalinks
+
+    with synalinks.usage.track() as usage:
+        calibration.measure("fake/rules")
+    # a warm-up, 3 short calls, a long prompt, a long answer, the judge's calls, the burst
+    judged = len(calibration.JUDGE_SAMPLES)
+    assert usage.to_dict()["calls"] == 1 + 3 + 1 + 1 + judged + calibration.BURST
+    assert {reference == prediction for reference, prediction in calibration.JUDGE_SAMPLES} == {
+        True,
+        False,
+    }

@@ -77,11 +77,23 @@ LEARNED_ROLES = {"judge": ("judge",), "mutation": ("mutation", "crossover")}
 OPTIMIZER_ROLES = LEARNED_ROLES["mutation"]
 #: Weight of the newest run in the learned sizes (an exponential moving average).
 SIZE_WEIGHT = 0.5
+#: A run's measured contention is kept for the next forecasts when it ran this long (seconds):
+#: over a few seconds it says what the other processes did in a moment (a capped run of 8 s
+#: measured half the load the next minutes had).
+CONTENTION_MIN_SECONDS = 20.0
 #: Prediction traces of a run read for its characters per token.
 TRACES_READ = 50
 
-#: The reference and the prediction of the calibration's LM-judge call.
-JUDGE_SAMPLE = ({"team": "billing"}, {"team": "shipping"})
+#: The references and predictions of the calibration's LM-judge calls: two wrong answers and
+#: two right ones, as a judge meets both. Why several: a small model's critique is 30 to 200
+#: tokens from one answer to the next; one call (a wrong answer: 56 tokens) made the demo
+#: judge's forecast half its real length (128), and its time 40 % short.
+JUDGE_SAMPLES = (
+    ({"team": "billing"}, {"team": "shipping"}),
+    ({"team": "access"}, {"team": "access"}),
+    ({"team": "shipping"}, {"team": "billing"}),
+    ({"team": "box"}, {"team": "box"}),
+)
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -301,7 +313,8 @@ async def _measure(model: str, make=None) -> Pace:
 
 async def _judge_size(make) -> tuple[float, float] | None:
     """Tokens of one call of an LM judge on ``model`` (its own instructions and answer
-    schema, as ``LMAsJudge`` asks it, the model's default answer length) on a small sample."""
+    schema, as ``LMAsJudge`` asks it, the model's default answer length), the mean over
+    :data:`JUDGE_SAMPLES`."""
     from training.engine.modules import Generator
     from training.engine.rewards.judging import JudgeInput, JudgeScore
     from training.engine.rewards.lm_as_judge import DEFAULT_INSTRUCTIONS
@@ -312,20 +325,20 @@ async def _judge_size(make) -> tuple[float, float] | None:
         instructions=DEFAULT_INSTRUCTIONS,
         name="calibration_judge",
     )
-    reference, prediction = JUDGE_SAMPLE
-    request = JudgeInput(
-        criteria="accuracy and completeness",
-        reference=json.dumps(reference),
-        prediction=json.dumps(prediction),
-    )
     with synalinks.usage.track() as usage:
-        try:
-            await judge(request)
-        except synalinks.LanguageModelError as exc:
-            if isinstance(
-                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
-            ):
-                raise
+        for reference, prediction in JUDGE_SAMPLES:
+            request = JudgeInput(
+                criteria="accuracy and completeness",
+                reference=json.dumps(reference),
+                prediction=json.dumps(prediction),
+            )
+            try:
+                await judge(request)
+            except synalinks.LanguageModelError as exc:
+                if isinstance(
+                    exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+                ):
+                    raise
     totals = usage.to_dict()
     if not totals["calls"]:
         return None
@@ -474,7 +487,7 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             optimizer_actual if same_model else None,
             optimizer if same_model else None,
         ).to_dict()
-        if contention is not None:  # the load this machine's latest run met
+        if contention is not None and run.active_seconds >= CONTENTION_MIN_SECONDS:
             learned.update(contention=round(contention.others, 2), contention_at=time.time())
         changes["pace"] = learned
     ModelPace.objects.filter(pk=row.pk).update(**changes)

@@ -227,7 +227,8 @@ def call_sizes(
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = calibration.learned_size(learned, "judge")
     if judge is None and pace.judge_size is not None:  # the calibration's judge call
-        sample = sum(len(json.dumps(answer)) for answer in calibration.JUDGE_SAMPLE)
+        samples = calibration.JUDGE_SAMPLES
+        sample = sum(len(json.dumps(a)) for pair in samples for a in pair) / len(samples)
         prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
         judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
         assumptions.append(
