@@ -185,11 +185,21 @@ def execute(user, program, config: dict) -> dict:
     run = Run.objects.create(
         owner=user, program=program, dataset=program.dataset, config=config, forecast=predicted
     )
-    load = os.getloadavg()[0]
+    from django.db.models import Sum
+
+    from training.execution import cpu_meter
+    from training.execution.calibration import OPTIMIZER_ROLES
+
+    load = os.getloadavg()
+    cpu_started = cpu_meter.sample()
     started = time.perf_counter()
     status = execution.execute(run.pk, run.attempt, worker="bench")
     wall = time.perf_counter() - started
+    others = cpu_meter.others_cores(cpu_started, cpu_meter.sample())
     run.refresh_from_db()
+    optimizer = run.call_traces.filter(role__in=OPTIMIZER_ROLES, kind="completion").aggregate(
+        s=Sum("latency")
+    )["s"]
     if status not in (Run.SUCCEEDED, Run.STOPPED):
         raise SystemExit(f"run {run.pk} ended {status}: {run.error}")
     usage = run.usage or {}
@@ -201,8 +211,31 @@ def execute(user, program, config: dict) -> dict:
         "seconds": wall,
         "minutes": run.active_seconds / 60.0,
         "after": run.evaluations.filter(phase="after").exists(),
-        "load": load,
+        "load": load[0],
+        "loads": (load, os.getloadavg()),
+        "others": others,
+        "optimizer_seconds": float(optimizer or 0.0),
     }
+
+
+def phases(forecast: dict, result: dict) -> str:
+    """The time by part, forecast against actual (an optimizer's calls: their traced
+    latency; the rest: the wall time less it), and the load the run met."""
+    parts = forecast.get("seconds_parts") or {}
+    slowdown = forecast.get("slowdown") or {}
+    rest = parts.get("batched", 0.0) + parts.get("overhead", 0.0)
+    start, end = result["loads"]
+    others = result["others"]
+    return (
+        f"time by part: batched+overhead {rest:.0f} s forecast / "
+        f"{result['seconds'] - result['optimizer_seconds']:.0f} s actual, optimizer "
+        f"{parts.get('optimizer', 0.0):.0f} / {result['optimizer_seconds']:.0f} s; slowdown "
+        f"assumed {slowdown.get('batched', 1.0):.2f}x batched, {slowdown.get('alone', 1.0):.2f}x "
+        f"alone; load {'/'.join(f'{v:.1f}' for v in start)} at start, "
+        f"{'/'.join(f'{v:.1f}' for v in end)} at end; other processes took "
+        + ("?" if others is None else f"{others:.2f}")
+        + " cores meanwhile"
+    )
 
 
 def error(forecast: float, actual: float) -> float:
@@ -250,7 +283,8 @@ def main() -> None:
     started = time.perf_counter()
     pace = calibration.measure(MODEL)  # as the worker's task does, the first time
     print(
-        f"calibration: {time.perf_counter() - started:.1f} s (load {os.getloadavg()[0]:.1f}): "
+        f"calibration: {time.perf_counter() - started:.1f} s (load {os.getloadavg()[0]:.1f}, "
+        f"other processes' demand {pace.contention} threads): "
         f"{pace.call_seconds:.3f} s a call + {pace.prompt_token_seconds * 1000:.2f} ms a prompt "
         f"token + {pace.short_token_seconds * 1000:.1f} / {pace.long_token_seconds * 1000:.1f} ms "
         f"a short / long answer's token, {pace.parallel:.2f} calls at once, "
@@ -291,6 +325,7 @@ def main() -> None:
             flush=True,
         )
         print(f"{'':<21}assumes: {'; '.join(new['assumptions'])}", flush=True)
+        print(f"{'':<21}{phases(new, result)}", flush=True)
         if args.no_caps or name not in CAPPED:
             continue
         caps = {
@@ -312,7 +347,7 @@ def main() -> None:
         )
     final, _ = calibration.current(MODEL)
     print(
-        f"pace after the runs: time factor {final.time_factor:.2f} over {final.runs} runs "
+        f"pace after the runs (for an idle machine): time factor {final.time_factor:.2f} over {final.runs} runs "
         f"(ratios {', '.join(f'{r:.2f}' for r in final.time_ratios)}), optimizer "
         f"{final.optimizer_time_factor:.2f} over {final.optimizer_runs}; "
         f"bench {time.perf_counter() - bench_started:.0f} s, load now {os.getloadavg()[0]:.1f}"

@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from datasets.services import create_demo_dataset
+from tests.support.fake_cpu import FakeMachine
+from training.execution import cpu_meter
 from training.models import Run
 
 from .helpers_programs import make_program
@@ -21,6 +23,15 @@ from .helpers_programs import make_program
 def _media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.VAR_DIR = tmp_path / "var"
+
+
+@pytest.fixture(autouse=True)
+def machine(monkeypatch) -> FakeMachine:
+    """An idle 2-core machine unless a test loads it: a local model's time forecast follows
+    the machine's load (``cpu_meter``), which on a shared machine no test decides."""
+    fake = FakeMachine()
+    monkeypatch.setattr(cpu_meter, "source", fake)
+    return fake
 
 
 @pytest.fixture

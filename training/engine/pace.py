@@ -18,7 +18,10 @@ them into tokens and seconds from *measured* figures, never from a fixed ratio:
 - :class:`CallSize`: the prompt and completion tokens of one call of a role (a prediction,
   a judgement, a mutation), from the run's own prompts and recent runs' traces.
 - :func:`run_time`: the tokens and seconds of a run's calls; ``share`` says how much of the
-  model's ``parallel`` the run gets (other runs on the same cores take the rest).
+  model's ``parallel`` the run gets (other runs on the same cores take the rest), and
+  ``contention`` (a local model) how much the other processes on the machine slow its calls
+  (``training.engine.contention``: a pace's figures are for an idle machine, ``Pace.idle``;
+  a calibration and each run it learns from are normalised by the load they ran under).
 
 Example:
 
@@ -36,6 +39,13 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from training.engine.contention import (
+    ALONE_THREADS,
+    IDLE,
+    Contention,
+    ContentionSpan,
+    batch_threads,
+)
 from training.engine.forecast import CallForecast, Span
 
 #: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
@@ -45,6 +55,8 @@ RUN_OVERHEAD_SECONDS = 3.0
 #: The time range: the calls' range, then this much either way for how the pace varies from
 #: call to call and run to run (``bench/forecast_accuracy.py``).
 TIME_SPREAD = 0.25
+#: Rounds that find a calibration burst's busy threads under load (:func:`fit_pace`).
+BURST_ROUNDS = 12
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -86,6 +98,13 @@ class Pace:
         source: where the figures come from, in words ("calibration", "calibration and 3
             recent runs").
         measured_at: when (ISO time); ``load``: the machine's 1-minute load then (None: unknown).
+        idle: the figures are for an idle machine (the calibration's calls and the runs it
+            learnt from normalised by the others' demand they ran under, ``contention``);
+            False: a pace stored before loads were measured (its figures hold whatever load
+            it met; it is measured again).
+        contention: the other processes' demand (runnable threads) the last measurement
+            met (the calibration, then each run it learns from); ``contention_at``: when
+            (Unix time; the forecast expects it while it is recent).
     """
 
     call_seconds: float
@@ -106,6 +125,9 @@ class Pace:
     source: str = "calibration"
     measured_at: str = ""
     load: float | None = None
+    idle: bool = True
+    contention: float | None = None
+    contention_at: float | None = None
 
     def call(self, size: CallSize, long: bool = False) -> float:
         """Seconds of one call of ``size`` alone."""
@@ -124,6 +146,7 @@ class Pace:
         """A stored pace (unknown keys ignored: an older or newer worker wrote it)."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
+        values.setdefault("idle", False)  # stored before a pace was normalised to idle
         # JSON gives lists back
         for name in ("judge_size", "time_ratios", "optimizer_ratios"):
             if values.get(name) is not None:
@@ -227,12 +250,15 @@ class RunTime:
     """Tokens and seconds of a run: each a :class:`Span` (low / expected / high).
 
     ``parts``: seconds of each kind of call (``batched``: predictions, judgements and test
-    passes, ``optimizer``: mutations and crossovers, ``overhead``), expected.
+    passes, ``optimizer``: mutations and crossovers, ``overhead``), expected. ``slowdown``:
+    the factor the machine's other processes put on ``batched`` calls and on calls ``alone``
+    (an optimizer's, the overheads) at the expected contention (1.0: an idle machine).
     """
 
     tokens: Span
     seconds: Span
     parts: dict[str, float] = field(default_factory=dict)
+    slowdown: dict[str, float] = field(default_factory=dict)
 
 
 def run_time(
@@ -243,14 +269,19 @@ def run_time(
     share: float = 1.0,
     prediction_sizes: dict[str, CallSize] | None = None,
     role_paces: dict[str, Pace] | None = None,
+    contention: ContentionSpan | Contention | None = None,
 ) -> RunTime:
     """The tokens and seconds of ``calls`` at ``pace``.
 
     Batched calls (predictions, an LM judge's calls, the test passes) run ``batch_size`` at
     once, served ``min(batch_size, parallel × share)`` at a time; an optimizer's calls run one
     at a time (OMEGA mutates between batches). Each call's time is its pace's ``time_factor``
-    times the rule's, the overheads (:func:`overhead_seconds`) the program pace's; the range
-    is the calls' range widened by :data:`TIME_SPREAD`.
+    times the rule's, the overheads (:func:`overhead_seconds`) the program pace's; then the
+    machine's other processes slow them (``contention``: batched calls keep
+    :func:`~training.engine.contention.batch_threads` busy, an optimizer's call and the
+    overheads one). The
+    range is the calls' range at the least and the most contention expected, widened by
+    :data:`TIME_SPREAD`.
 
     Args:
         calls: :func:`~training.engine.forecast.count_calls`'s forecast.
@@ -264,6 +295,9 @@ def run_time(
             rewritten instructions); None: ``sizes["prediction"]`` for all.
         role_paces: the pace of a role on another model (``judge``: the reward's model,
             ``mutation``: OMEGA's); None: ``pace`` for every role.
+        contention: the other processes' demand on the machine that decodes (a local
+            model; a :class:`~training.engine.contention.ContentionSpan` for a range); None:
+            an idle machine (a provider's calls run elsewhere).
 
     Returns:
         A :class:`RunTime`.
@@ -308,16 +342,37 @@ def run_time(
     overhead = overhead_seconds(calls.candidates, calls.steps * calls.epochs).scaled(
         pace.time_factor
     )
-    total = batched_seconds + optimizer_seconds + overhead
-    seconds = Span(total.low * (1 - TIME_SPREAD), total.expected, total.high * (1 + TIME_SPREAD))
+    if contention is None:
+        contention = IDLE
+    span = (
+        contention if isinstance(contention, ContentionSpan) else ContentionSpan.exact(contention)
+    )
+
+    def slowdowns(on: Contention) -> tuple[float, float]:
+        wide = batch_threads(batch_size, pace.parallel, on.cores)
+        return on.slowdown(wide), on.slowdown(ALONE_THREADS)
+
+    def total_at(on: Contention) -> Span:
+        wide, alone = slowdowns(on)
+        return (
+            batched_seconds.scaled(wide) + optimizer_seconds.scaled(alone) + overhead.scaled(alone)
+        )
+
+    wide, alone = slowdowns(span.expected)
+    seconds = Span(
+        total_at(span.low).low * (1 - TIME_SPREAD),
+        total_at(span.expected).expected,
+        total_at(span.high).high * (1 + TIME_SPREAD),
+    )
     return RunTime(
         tokens=tokens,
         seconds=seconds,
         parts={
-            "batched": batched_seconds.expected,
-            "optimizer": optimizer_seconds.expected,
-            "overhead": overhead.expected,
+            "batched": batched_seconds.expected * wide,
+            "optimizer": optimizer_seconds.expected * alone,
+            "overhead": overhead.expected * alone,
         },
+        slowdown={"batched": wide, "alone": alone},
     )
 
 
@@ -333,6 +388,8 @@ def fit_pace(
     long_prompt: tuple[CallSize, float],
     long_answer: tuple[CallSize, float],
     together: tuple[int, float] | None = None,
+    alone: Contention | None = None,
+    burst: Contention | None = None,
     **extra: Any,
 ) -> Pace:
     """A :class:`Pace` from a few calls measured one at a time and a burst measured together.
@@ -349,13 +406,30 @@ def fit_pace(
         long_answer: a call with a short prompt and a long structured answer.
         together: ``(calls, seconds)``: that many short calls started at once, and the wall
             time they took (``parallel`` = calls × a short call's time / wall).
+        alone: the other processes' demand while the calls one at a time ran (a local model:
+            each was that much slower than on an idle machine); None: an idle machine.
+        burst: the same while the burst ran (on ``min(cores, calls)`` threads).
         **extra: other :class:`Pace` fields (``chars_per_token``, ``source``, ...).
 
     Returns:
-        The pace.
+        The pace, for an idle machine (``idle``; ``contention``: ``alone``'s demand).
     """
     if not short:
         raise ValueError("fit_pace needs at least one short call")
+    # What the calls would have taken on an idle machine.
+    slow = alone.slowdown(ALONE_THREADS) if alone is not None else 1.0
+    short = [(size, seconds / slow) for size, seconds in short]
+    long_prompt = (long_prompt[0], long_prompt[1] / slow)
+    long_answer = (long_answer[0], long_answer[1] / slow)
+    if together is not None and burst is not None and together[1] > 0:
+        # The burst kept as many threads busy as calls it served at once on an idle machine,
+        # which its slowdown hides: found by a few rounds from what was measured.
+        calls, wall = together
+        raw = calls * sorted(s for _, s in short)[len(short) // 2] / wall
+        idle_parallel = raw
+        for _ in range(BURST_ROUNDS):
+            idle_parallel = raw * burst.slowdown(batch_threads(calls, idle_parallel, burst.cores))
+        together = (calls, calls * sorted(s for _, s in short)[len(short) // 2] / idle_parallel)
     times = sorted(seconds for _, seconds in short)
     base_seconds = times[len(times) // 2]
     base = short[0][0]
@@ -376,5 +450,7 @@ def fit_pace(
         short_token_seconds=token,
         long_token_seconds=token,
         parallel=parallel,
+        idle=True,
+        contention=None if alone is None else round(alone.others, 2),
         **extra,
     )

@@ -34,6 +34,7 @@ from training.engine.language_models import rate_limits
 from training.execution import (
     budget,
     calibration,
+    cpu_meter,
     events,
     model_loading,
     persistence,
@@ -93,6 +94,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
     events.run_changed(run, ("status", "actions", "progress"))
     heartbeat = Heartbeat(run_id, attempt)
     heartbeat.start()
+    cpu_started = cpu_meter.sample()  # the machine's contention over the attempt
     try:
         status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
     except rate_limits.ProviderLimitTimeout as exc:  # saturated, not unreachable
@@ -110,7 +112,8 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         close_old_connections()
         return "superseded"  # the run is no longer this attempt's: leave its state alone
     run_state.finish(run_id, attempt, status, **fields)
-    calibration.learn_from_run(run_id)  # the model's pace, for the next forecasts
+    # the model's pace, for the next forecasts
+    calibration.learn_from_run(run_id, (cpu_started, cpu_meter.sample()))
     close_old_connections()
     return status
 

@@ -10,12 +10,17 @@ worker:
   a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
   structured answer, an LM judge's call, then a burst at once), bounded by
   :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
-  Meanwhile the form says "measuring".
+  Meanwhile the form says "measuring". The calls alone and the burst are each timed with
+  what the machine's other processes took of its CPUs meanwhile (``cpu_meter``), and divided
+  by the slowdown that caused (``training.engine.contention``): the pace is for an idle
+  machine, whatever load the calibration met.
 - **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
   teaches the stored pace what that run took against what the pace said for its own calls
   (``Pace.time_factor``: the machine's load, what the rule leaves out; an optimizer's calls,
   whose wall time is their traced latency, teach ``Pace.optimizer_time_factor`` apart; each
-  a shrunk median of recent runs, so one run at a high load moves it little) and the characters
+  a shrunk median of recent runs, so one run at a high load moves it little; each run's
+  ratio is taken against the rule at the contention its attempt measured, so the factor
+  learns what the rule leaves out, not the load a run happened to meet) and the characters
   per token of its prompts, and stores the tokens per call its traces show for an LM judge's
   calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
 
@@ -40,6 +45,7 @@ from django.db.models import Avg, Count, Sum
 from pydantic import Field
 
 import training.engine as synalinks
+from training.engine.contention import ALONE_THREADS, Contention, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
@@ -51,6 +57,8 @@ from training.engine.pace import (
     fit_pace,
     overhead_seconds,
 )
+from training.execution import cpu_meter
+from training.execution.cpu_meter import CpuSample
 from training.models import LMCallTrace, ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
 
@@ -69,11 +77,23 @@ LEARNED_ROLES = {"judge": ("judge",), "mutation": ("mutation", "crossover")}
 OPTIMIZER_ROLES = LEARNED_ROLES["mutation"]
 #: Weight of the newest run in the learned sizes (an exponential moving average).
 SIZE_WEIGHT = 0.5
+#: A run's measured contention is kept for the next forecasts when it ran this long (seconds):
+#: over a few seconds it says what the other processes did in a moment (a capped run of 8 s
+#: measured half the load the next minutes had).
+CONTENTION_MIN_SECONDS = 20.0
 #: Prediction traces of a run read for its characters per token.
 TRACES_READ = 50
 
-#: The reference and the prediction of the calibration's LM-judge call.
-JUDGE_SAMPLE = ({"team": "billing"}, {"team": "shipping"})
+#: The references and predictions of the calibration's LM-judge calls: two wrong answers and
+#: two right ones, as a judge meets both. Why several: a small model's critique is 30 to 200
+#: tokens from one answer to the next; one call (a wrong answer: 56 tokens) made the demo
+#: judge's forecast half its real length (128), and its time 40 % short.
+JUDGE_SAMPLES = (
+    ({"team": "billing"}, {"team": "shipping"}),
+    ({"team": "access"}, {"team": "access"}),
+    ({"team": "shipping"}, {"team": "billing"}),
+    ({"team": "box"}, {"team": "box"}),
+)
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -248,6 +268,7 @@ async def _measure(model: str, make=None) -> Pace:
     short_lm = make(max_tokens=16)
     long_lm = make(max_tokens=192)
     nonce = int(time.time()) % 10_000 * 10
+    alone_started = cpu_meter.sample()
     await _timed(short_lm, _short_prompt(nonce), _Short)  # warm-up, not measured
     short: list[tuple[CallSize, float]] = []
     answers: list[int] = []
@@ -256,11 +277,17 @@ async def _measure(model: str, make=None) -> Pace:
     long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
     long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
     judge = await _judge_size(make)
+    alone = cpu_meter.contention_between(alone_started, cpu_meter.sample(), ALONE_THREADS)
+    burst_started = cpu_meter.sample()
     started = time.perf_counter()
     await asyncio.gather(
         *(_timed(short_lm, _short_prompt(nonce + 10 + i), _Short) for i in range(BURST))
     )
     together = (BURST, time.perf_counter() - started)
+    # the burst's busy threads: as many as it served at once (no more than its calls, cores)
+    raw = BURST * sorted(s for _, s in short)[len(short) // 2] / max(together[1], 1e-6)
+    burst_threads = batch_threads(BURST, raw, cpu_meter.cores())
+    burst = cpu_meter.contention_between(burst_started, cpu_meter.sample(), burst_threads)
     # Characters per prompt token: what the long prompt added over a short one.
     extra_chars = _chars(_short_prompt(nonce + 4, long=True)) - _chars(_short_prompt(nonce + 1))
     extra_tokens = long_prompt[0].prompt - short[0][0].prompt
@@ -271,6 +298,8 @@ async def _measure(model: str, make=None) -> Pace:
         long_prompt,
         long_answer,
         together=together,
+        alone=alone,
+        burst=burst,
         chars_per_token=extra_chars / extra_tokens if extra_tokens > 0 else 3.0,
         answer_chars_per_token=answer_chars / completion if answer_chars and completion else 2.0,
         long_answer_tokens=long_answer[0].completion or 160.0,
@@ -278,12 +307,14 @@ async def _measure(model: str, make=None) -> Pace:
         source=f"calibration on {os.uname().nodename}",
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         load=_load(),
+        contention_at=time.time() if alone else None,
     )
 
 
 async def _judge_size(make) -> tuple[float, float] | None:
     """Tokens of one call of an LM judge on ``model`` (its own instructions and answer
-    schema, as ``LMAsJudge`` asks it, the model's default answer length) on a small sample."""
+    schema, as ``LMAsJudge`` asks it, the model's default answer length), the mean over
+    :data:`JUDGE_SAMPLES`."""
     from training.engine.modules import Generator
     from training.engine.rewards.judging import JudgeInput, JudgeScore
     from training.engine.rewards.lm_as_judge import DEFAULT_INSTRUCTIONS
@@ -294,20 +325,20 @@ async def _judge_size(make) -> tuple[float, float] | None:
         instructions=DEFAULT_INSTRUCTIONS,
         name="calibration_judge",
     )
-    reference, prediction = JUDGE_SAMPLE
-    request = JudgeInput(
-        criteria="accuracy and completeness",
-        reference=json.dumps(reference),
-        prediction=json.dumps(prediction),
-    )
     with synalinks.usage.track() as usage:
-        try:
-            await judge(request)
-        except synalinks.LanguageModelError as exc:
-            if isinstance(
-                exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
-            ):
-                raise
+        for reference, prediction in JUDGE_SAMPLES:
+            request = JudgeInput(
+                criteria="accuracy and completeness",
+                reference=json.dumps(reference),
+                prediction=json.dumps(prediction),
+            )
+            try:
+                await judge(request)
+            except synalinks.LanguageModelError as exc:
+                if isinstance(
+                    exc, synalinks.LanguageModelUnreachable | synalinks.LanguageModelConfigError
+                ):
+                    raise
     totals = usage.to_dict()
     if not totals["calls"]:
         return None
@@ -330,7 +361,7 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
     pace = asyncio.run(asyncio.wait_for(_measure(model, make), CALIBRATION_SECONDS))
     row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
-    if old is not None:  # keep what recent runs taught
+    if old is not None and old.idle:  # keep what recent runs taught (against an idle machine)
         learned = {name: getattr(old, name) for name in LEARNED_FIELDS}
         pace = Pace.from_dict({**pace.to_dict(), **learned})
     row.pace = pace.to_dict()
@@ -384,18 +415,22 @@ def failure(sizes: dict[str, Any]) -> str:
 # -- learning from runs (in a worker) ---------------------------------------------------------
 
 
-def learn_from_run(run_id: int) -> None:
+def learn_from_run(
+    run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = None
+) -> None:
     """Teach the program model's pace what run ``run_id`` took (see the module docstring).
 
     Only a run that did its work (succeeded, or stopped at a cap) with a forecast stored at
-    launch teaches; never raises (a run's end must not fail on it)."""
+    launch teaches; never raises (a run's end must not fail on it). ``cpu``: the
+    ``cpu_meter`` samples at the start and the end of its last attempt (the contention it
+    ran under; None: unknown, the rule is taken at the share the forecast assumed)."""
     try:
-        _learn(run_id)
+        _learn(run_id, cpu)
     except Exception:
         logger.exception("run %s: the pace was not updated", run_id)
 
 
-def _learn(run_id: int) -> None:
+def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = None) -> None:
     run = (
         Run.objects.filter(pk=run_id).only("status", "forecast", "active_seconds", "config").first()
     )
@@ -434,18 +469,46 @@ def _learn(run_id: int) -> None:
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
         overhead = overhead_seconds(Span.exact(candidates), batches).expected
-        batched, optimizer = _call_seconds(pace, by_role, stored)
+        contention = _run_contention(pace, stored, cpu)
+        share = 1.0 if contention is not None else None  # the meter saw the other runs too
+        batched, optimizer = _call_seconds(pace, by_role, stored, share)
+        if contention is not None:
+            batch = float(stored.get("batch_size") or 1)
+            wide = contention.slowdown(batch_threads(batch, pace.parallel, contention.cores))
+            alone = contention.slowdown(ALONE_THREADS)
+            batched, optimizer, overhead = batched * wide, optimizer * alone, overhead * alone
         # An optimizer's calls run one at a time: their wall time is their own latency.
         optimizer_traces = traces.filter(role__in=OPTIMIZER_ROLES)
         optimizer_actual = float(optimizer_traces.aggregate(s=Sum("latency"))["s"] or 0.0)
         same_model = not optimizer_traces.exclude(model=model).exists()
-        changes["pace"] = pace.learned(
+        learned = pace.learned(
             run.active_seconds - optimizer_actual,
             batched + overhead,
             optimizer_actual if same_model else None,
             optimizer if same_model else None,
         ).to_dict()
+        if contention is not None and run.active_seconds >= CONTENTION_MIN_SECONDS:
+            learned.update(contention=round(contention.others, 2), contention_at=time.time())
+        changes["pace"] = learned
     ModelPace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _run_contention(
+    pace: Pace, stored: dict[str, Any], cpu: tuple[CpuSample | None, CpuSample | None] | None
+) -> Contention | None:
+    """The others' demand during a run's attempt on a local model (None: not measured, a
+    provider's model, or a pace not kept for an idle machine). The run's own busy threads,
+    which the fair share is inverted with, are its forecast parts' (batched calls on
+    ``min(cores, batch)`` threads, the rest on one), weighted by their seconds."""
+    if cpu is None or not pace.idle or not stored.get("local"):
+        return None
+    parts = stored.get("seconds_parts") or {}
+    cores = float(cpu_meter.cores())
+    wide = batch_threads(float(stored.get("batch_size") or 1), pace.parallel, int(cores))
+    batched = float(parts.get("batched") or 0.0)
+    rest = float(parts.get("optimizer") or 0.0) + float(parts.get("overhead") or 0.0)
+    threads = (batched * wide + rest * ALONE_THREADS) / (batched + rest) if batched + rest else 1
+    return cpu_meter.contention_between(cpu[0], cpu[1], threads)
 
 
 def _chars_per_token(traces: Any) -> float | None:
@@ -471,12 +534,12 @@ def _blend(old: Any, prompt: float, completion: float) -> dict[str, float]:
 
 
 def _call_seconds(
-    pace: Pace, by_role: dict[str, dict], stored: dict[str, Any]
+    pace: Pace, by_role: dict[str, dict], stored: dict[str, Any], share: float | None = None
 ) -> tuple[float, float]:
-    """What the pace (its time factors left out) says the run's own calls took, at the share
-    the run had at launch: (the batched calls', the optimizer's); its overheads are added by
-    the caller."""
-    share = float(stored.get("share") or 1.0)
+    """What the pace (its time factors left out) says the run's own calls took, at ``share``
+    (None: the share the run had at launch): (the batched calls', the optimizer's); its
+    overheads are added by the caller."""
+    share = float(stored.get("share") or 1.0) if share is None else share
     batch = float(stored.get("batch_size") or 1)
     width = max(1.0, min(batch, pace.parallel * share))
     alone_share = min(1.0, pace.parallel * share)

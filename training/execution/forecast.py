@@ -16,7 +16,11 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   is asked, in the background) and gives calls only until the pace is stored.
 - **The machine now** (:func:`machine`): runs executing or queued take worker processes and,
   on a local model, its cores: the run's ``share`` of the model's parallel calls, and how
-  long it waits for a worker (``wait``).
+  long it waits for a worker (``wait``). Other processes on the machine (not this
+  application's runs) slow a local model's calls too: their demand is the load average
+  less what this application's running and recently ended runs count in it
+  (``training.engine.contention``); the 1-minute figure is expected, the 1/5/15-minute
+  figures bound the range.
 
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
@@ -27,16 +31,22 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from datetime import timedelta
 from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
 
 from datasets.services import get_split
 from training import conf
 from training.engine import forecast as engine_forecast
+from training.engine.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
-from training.execution import budget, calibration, run_config
+from training.execution import budget, calibration, cpu_meter, run_config
 from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
@@ -217,7 +227,8 @@ def call_sizes(
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = calibration.learned_size(learned, "judge")
     if judge is None and pace.judge_size is not None:  # the calibration's judge call
-        sample = sum(len(json.dumps(answer)) for answer in calibration.JUDGE_SAMPLE)
+        samples = calibration.JUDGE_SAMPLES
+        sample = sum(len(json.dumps(a)) for pair in samples for a in pair) / len(samples)
         prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
         judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
         assumptions.append(
@@ -271,13 +282,85 @@ def machine(local: bool) -> dict[str, Any]:
             slots.sort()
         wait = slots[0]
     together = min(workers, len(active) + 1)
-    return {
+    found = {
         "running": running,
         "queued": queued,
         "workers": workers,
         "share": 1.0 / together if local else 1.0,
         "wait": wait,
     }
+    if local:
+        found["contention"] = contention_now()
+    return found
+
+
+#: Runs ended this long ago (seconds) still count in the load averages (the 15-minute one).
+RECENT_RUNS_SECONDS = 3 * LOAD_WINDOWS[-1]
+
+
+def contention_now() -> dict[str, Any] | None:
+    """The other processes' demand on this machine's cores now (JSON: ``low``, ``expected``,
+    ``high`` runnable threads, ``cores``, ``loads``: the load averages, ``own``: what this
+    application's local runs count in each); None when the load cannot be read."""
+    loads = cpu_meter.load_average()
+    if not loads:
+        return None
+    cores = cpu_meter.cores()
+    now = timezone.now()
+    since = now - timedelta(seconds=RECENT_RUNS_SECONDS)
+    rows = Run.objects.filter(Q(status=Run.RUNNING) | Q(finished_at__gte=since)).values_list(
+        "status", "clock_started_at", "finished_at", "active_seconds", "forecast"
+    )[:50]
+    own = [0.0 for _ in LOAD_WINDOWS]
+    for status, clock, finished, used, stored in rows:
+        stored = stored or {}
+        if not stored.get("local"):
+            continue  # a provider's calls run elsewhere
+        threads = min(float(cores), float(stored.get("batch_size") or 1))
+        if status == Run.RUNNING:
+            lasted = (now - clock).total_seconds() if clock else float(used or 0)
+            ago = 0.0
+        elif finished is not None:
+            lasted, ago = float(used or 0), (now - finished).total_seconds()
+        else:
+            continue
+        for index, window in enumerate(LOAD_WINDOWS):
+            own[index] += load_share(threads, lasted, ago, window)
+    span = ContentionSpan.from_loads(tuple(loads), tuple(own), cores)
+    return {
+        "low": span.low.others,
+        "expected": span.expected.others,
+        "high": span.high.others,
+        "cores": cores,
+        "loads": [round(v, 2) for v in loads],
+        "own": [round(v, 2) for v in own],
+    }
+
+
+#: A contention measured this recently (seconds: by the model's calibration or its latest
+#: run, ``Pace.contention_at``) is the one a forecast expects; the load averages bound it.
+MEASURED_RECENTLY_SECONDS = 600.0
+
+
+def _contention_span(found: dict[str, Any] | None, pace: Pace) -> ContentionSpan | None:
+    """The contention a local model's run is expected to meet: the one last measured on
+    this machine while it is recent (what the other processes took while a run or the
+    calibration competed with them: the load average counts processes waiting on disk and
+    ones a lower priority keeps back, and over-stated it 1.5x in the bench), else the load
+    averages'; the range spans both."""
+    if not found:
+        return None
+    cores = int(found["cores"])
+    low, expected, high = (float(found[k]) for k in ("low", "expected", "high"))
+    at = pace.contention_at
+    if pace.contention is not None and at is not None:
+        if 0 <= time.time() - at <= MEASURED_RECENTLY_SECONDS:
+            expected = float(pace.contention)
+            found["measured"] = expected
+            found["expected"] = expected
+            low, high = min(low, expected), max(high, expected)
+            found["low"], found["high"] = low, high
+    return ContentionSpan(*(Contention(v, cores) for v in (low, expected, high)))
 
 
 # -- the forecast -----------------------------------------------------------------------------
@@ -326,8 +409,10 @@ def forecast(
             learned[role] = sizes[role]
     missing = sorted({name for role, name in models.items() if role not in paces})
     failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
+    # a pace stored before loads were measured is used, and measured again in the background
+    stale = sorted({name for name in stored if stored[name][0] and not stored[name][0].idle})
     if measure and not failed:
-        for name in missing:
+        for name in missing + stale:
             key, endpoint = keys[name]
             calibration.request(name, key, getattr(program_row, "owner_id", None), endpoint)
     result: dict[str, Any] = {
@@ -374,6 +459,8 @@ def _measured(
         share=now["share"],
         prediction_sizes=by_part,
         role_paces={role: p for role, p in paces.items() if role != "prediction"},
+        # a pace for an idle machine meets the load now (one stored before: its load inside)
+        contention=_contention_span(now.get("contention"), pace) if pace.idle else None,
     )
     tokens = estimate.tokens
     cost = None
@@ -396,6 +483,7 @@ def _measured(
         "cost": cost,
         "seconds": {"low": seconds.low, "expected": seconds.expected, "high": seconds.high},
         "seconds_parts": estimate.parts,
+        "slowdown": estimate.slowdown,
         "wait": now["wait"],
         "share": now["share"],
         "machine": now,
@@ -420,11 +508,13 @@ def _measured(
             "measured_at": pace.measured_at,
             "load": pace.load,
         },
-        "assumptions": assumptions + _assumed(now, pace, local),
+        "assumptions": assumptions + _assumed(now, pace, local, estimate.slowdown),
     }
 
 
-def _assumed(now: dict[str, Any], pace: Pace, local: bool) -> list[str]:
+def _assumed(
+    now: dict[str, Any], pace: Pace, local: bool, slowdown: dict[str, float] | None = None
+) -> list[str]:
     notes = []
     if local:
         together = round(1 / now["share"]) if now["share"] else 1
@@ -432,6 +522,7 @@ def _assumed(now: dict[str, Any], pace: Pace, local: bool) -> list[str]:
             notes.append(f"the cores shared with {together - 1} other run(s) now queued or running")
         else:
             notes.append("no other run on the cores")
+        notes.append(_contention_note(now.get("contention"), pace, slowdown or {}))
     if now["wait"]:
         notes.append(
             f"starts after about {duration_text(now['wait'])} "
@@ -441,9 +532,26 @@ def _assumed(now: dict[str, Any], pace: Pace, local: bool) -> list[str]:
         notes.append(f"pace as {pace.runs} recent run(s) of this model went")
     if pace.optimizer_runs:
         notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
-    else:
+    if not pace.runs and not pace.optimizer_runs:
         notes.append("pace from the calibration alone (no run of this model measured yet)")
     return notes
+
+
+def _contention_note(found: dict[str, Any] | None, pace: Pace, slowdown: dict[str, float]) -> str:
+    """The load the time assumes, in words."""
+    if not pace.idle:
+        return "the pace as measured before loads were recorded (it is being measured again)"
+    if not found:
+        return "an idle machine (its load cannot be read here)"
+    cores = found["cores"]
+    source = "as measured lately" if "measured" in found else "now"
+    return (
+        f"other processes want ~{found['expected']:.1f} of the {cores} cores {source} "
+        f"(~{found['low']:.1f}–{found['high']:.1f} over the last 15 min; load "
+        f"{'/'.join(f'{v:.1f}' for v in found['loads'])}): local calls "
+        f"~{slowdown.get('batched', 1.0):.2f}x slower in batches, "
+        f"~{slowdown.get('alone', 1.0):.2f}x alone, for as long as it stays so"
+    )
 
 
 def at_launch(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,127 @@
+"""A local model's time on a machine other processes share (``training.engine.contention``)
+and a pace kept for an idle machine (``training.engine.pace``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from training.engine import forecast
+from training.engine.contention import (
+    LOAD_WINDOWS,
+    Contention,
+    ContentionSpan,
+    load_share,
+)
+from training.engine.pace import TIME_SPREAD, CallSize, Pace, fit_pace, run_time
+
+PACE = Pace(
+    call_seconds=0.1,
+    prompt_token_seconds=0.002,
+    short_token_seconds=0.02,
+    long_token_seconds=0.16,
+    parallel=2.0,
+)
+SIZES = {"prediction": CallSize(100, 10), "mutation": CallSize(500, 200)}
+
+
+def shape(**overrides) -> forecast.RunShape:
+    values = {
+        "train_inputs": [{"q": f"question {i}"} for i in range(16)],
+        "test_size": 4,
+        "epochs": 2,
+        "batch_size": 4,
+        "validation_split": 0.25,
+        "optimizer": "OMEGA",
+    }
+    values.update(overrides)
+    return forecast.RunShape(**values)
+
+
+def fair_share_used(others: float, threads: float, cores: int) -> float:
+    """What the others get when ours compete with them (every runnable thread the same)."""
+    return others if others + threads <= cores else others * cores / (others + threads)
+
+
+def test_the_others_demand_slows_a_runs_threads_by_the_fair_share():
+    busy = Contention(others=1.5, cores=2)
+    assert busy.slowdown(threads=2) == pytest.approx(1.75)
+    assert busy.slowdown(threads=1) == pytest.approx(1.25)
+    assert Contention(others=0.5, cores=2).slowdown(threads=1) == 1.0  # a core was free
+    assert Contention(others=0.0, cores=2).slowdown(threads=2) == 1.0
+
+
+@pytest.mark.parametrize("others", [0.4, 1.5, 3.0, 6.0])
+@pytest.mark.parametrize("threads", [1.0, 2.0])
+def test_what_the_others_got_while_ours_ran_gives_their_demand_back(others, threads):
+    used = fair_share_used(others, threads, cores=2)
+    found = Contention.from_usage(used, threads, cores=2)
+    assert found.others == pytest.approx(others)
+    assert found.slowdown(threads) == pytest.approx(Contention(others, 2).slowdown(threads))
+
+
+def test_a_load_average_counts_this_applications_runs_less():
+    assert Contention.from_load(4.0, own=1.5, cores=2).others == pytest.approx(2.5)
+    assert Contention.from_load(1.0, own=1.5, cores=2).others == 0.0
+    # a run of two threads that ended a minute ago still counts in the 1-minute load
+    ended = load_share(threads=2, lasted=600, ended_ago=60, window=LOAD_WINDOWS[0])
+    assert ended == pytest.approx(2 * math.exp(-1) * (1 - math.exp(-10)))
+    assert load_share(threads=2, lasted=600, ended_ago=0, window=60) == pytest.approx(2, rel=1e-4)
+    span = ContentionSpan.from_loads((3.0, 1.0, 5.0), (1.0, 0.5, 0.0), cores=2)
+    assert (span.low.others, span.expected.others, span.high.others) == (0.5, 2.0, 5.0)
+
+
+def test_a_loaded_machine_slows_batched_calls_on_all_cores_and_one_call_alone_less():
+    counted = forecast.count_calls(shape(), scored=8, best_changes=1)
+    idle = run_time(counted, SIZES, PACE, batch_size=4)
+    busy = Contention(others=1.5, cores=2)
+    loaded = run_time(counted, SIZES, PACE, batch_size=4, contention=busy)
+    assert idle.slowdown == {"batched": 1.0, "alone": 1.0}
+    assert loaded.slowdown == {"batched": 1.75, "alone": 1.25}
+    assert loaded.parts["batched"] == pytest.approx(1.75 * idle.parts["batched"])
+    assert loaded.parts["optimizer"] == pytest.approx(1.25 * idle.parts["optimizer"])
+    assert loaded.parts["overhead"] == pytest.approx(1.25 * idle.parts["overhead"])
+    assert loaded.seconds.expected == pytest.approx(sum(loaded.parts.values()))
+    # batch 1: one call at a time, one thread
+    single = run_time(counted, SIZES, PACE, batch_size=1, contention=busy)
+    assert single.slowdown["batched"] == pytest.approx(1.25)
+
+
+def test_the_time_range_spans_the_load_the_machine_has_had_lately():
+    counted = forecast.count_calls(shape(), scored=8, best_changes=1)
+    span = ContentionSpan(Contention(0.0, 2), Contention(1.5, 2), Contention(4.0, 2))
+    ranged = run_time(counted, SIZES, PACE, batch_size=4, contention=span)
+    at = {
+        name: run_time(counted, SIZES, PACE, batch_size=4, contention=c).seconds.expected
+        for name, c in (("low", span.low), ("expected", span.expected), ("high", span.high))
+    }
+    assert ranged.seconds.expected == pytest.approx(at["expected"])
+    assert ranged.seconds.low == pytest.approx(at["low"] * (1 - TIME_SPREAD))
+    assert ranged.seconds.high == pytest.approx(at["high"] * (1 + TIME_SPREAD))
+
+
+def test_a_calibration_under_load_gives_the_pace_of_an_idle_machine():
+    truth = Pace(0.05, 0.003, 0.04, 0.04, parallel=1.5)
+    short, long_prompt, long_answer = CallSize(80, 8), CallSize(380, 8), CallSize(90, 150)
+    alone = Contention(others=2.0, cores=2)  # each call alone 1.5x slower
+    burst = Contention(others=3.0, cores=2)  # the burst's 1.5 busy threads 2.25x slower
+    fitted = fit_pace(
+        [(short, 1.5 * truth.call(short))] * 3,
+        (long_prompt, 1.5 * truth.call(long_prompt)),
+        (long_answer, 1.5 * truth.call(long_answer, long=True)),
+        together=(4, 2.25 * 4 * truth.call(short) / 1.5),
+        alone=alone,
+        burst=burst,
+    )
+    assert fitted.call_seconds == pytest.approx(0.05)
+    assert fitted.prompt_token_seconds == pytest.approx(0.003)
+    assert fitted.long_token_seconds == pytest.approx(0.04)
+    assert fitted.parallel == pytest.approx(1.5)
+    assert fitted.idle and fitted.contention == 2.0
+
+
+def test_a_pace_stored_before_loads_were_measured_is_not_taken_for_an_idle_one():
+    stored = {k: v for k, v in PACE.to_dict().items() if k not in ("idle", "contention")}
+    assert not Pace.from_dict(stored).idle
+    assert Pace.from_dict(PACE.to_dict()).idle
