@@ -10,7 +10,10 @@
    held: 64 tokens of free text, then an answer under a JSON-schema grammar of two bounded
    strings (the shape a prediction has). Printed for this tree's decoder and for
    llama-cpp-python's ``create_chat_completion`` with the same grammar (what revision 8ddcc4c
-   ran), with each answer checked against the schema; each repeated REPEATS times,
+   ran), with each answer checked against the schema ("same answer": the same text; for the
+   constrained answer this tree appends the grammar's forced text in the tokenizer's
+   spelling where create_chat_completion samples it token by token, so the free text after
+   it may differ, see ``decoding.py``); each repeated REPEATS times,
    alternating, and the median rate printed (tok/s of generation: for the decoder without the
    prompt's last tokens, for create_chat_completion including them).
 3. Real fits, each in its own process with the models already loaded (as a preloading worker

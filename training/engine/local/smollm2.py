@@ -11,7 +11,7 @@ CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py`
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
 llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
-time, see ``decoding.py``). The grammar is also bounded to
+time, and the text it forces appended without sampling, see ``decoding.py``). The grammar is also bounded to
 the call's token budget (``grammar.py``), so a rambling answer is cut short inside its strings
 and still closes as valid JSON instead of being truncated by ``max_tokens``.
 """
