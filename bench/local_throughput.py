@@ -10,7 +10,10 @@
    held: 64 tokens of free text, then an answer under a JSON-schema grammar of two bounded
    strings (the shape a prediction has). Printed for this tree's decoder and for
    llama-cpp-python's ``create_chat_completion`` with the same grammar (what revision 8ddcc4c
-   ran), with each answer checked against the schema; each repeated REPEATS times,
+   ran), with each answer checked against the schema ("same answer": the same text; for the
+   constrained answer this tree appends the grammar's forced text in the tokenizer's
+   spelling where create_chat_completion samples it token by token, so the free text after
+   it may differ, see ``decoding.py``); each repeated REPEATS times,
    alternating, and the median rate printed (tok/s of generation: for the decoder without the
    prompt's last tokens, for create_chat_completion including them).
 3. Real fits, each in its own process with the models already loaded (as a preloading worker
@@ -20,7 +23,13 @@
    dashboard's default) on the same data. Printed: wall time, chat calls, prompt tokens sent
    and evaluated, generated tokens, test reward. With ``--before REV`` each fit also runs from
    that git revision (a temporary ``git worktree``); ``--together`` starts both at the same
-   moment, so both see the same background load.
+   moment, so both see the same background load. Also printed, for this tree: where its time
+   in llama.cpp went (prompt evaluation, generation), the generated tokens the grammar forced
+   (appended without a sampling step) and the evaluations of generated tokens, the time its
+   calls waited for core slots, and for both trees the CPU seconds the fit's process used
+   (the work, whatever the machine's load). Each child of this tree takes its core slots
+   (``core_slots.py``) in a folder of its own: the revision takes none, and the slots other
+   people's processes on a shared machine hold would otherwise be counted against this tree.
 
 Prompt tokens evaluated: this tree counts them exactly (``smollm2.totals()``); for a revision
 without that counter they are llama.cpp's evaluated tokens (``Llama.eval`` is wrapped in the
@@ -42,6 +51,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -254,9 +264,9 @@ async def run_fit(spec: dict) -> dict:
         counted(reset=True)
     evaluated["tokens"] = 0
     with synalinks.usage.track() as usage:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await program.fit(x_train, y_train, seed=0, **fit)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     eval_tokens = evaluated["tokens"]
     totals = counted() if counted else {}
     after = (await program.evaluate(x_test, y_test, batch_size=8))["reward"]
@@ -264,6 +274,10 @@ async def run_fit(spec: dict) -> dict:
     return {
         **spec,
         "fit_seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
+        "forced_tokens": totals.get("forced_tokens"),
+        "generation_evals": totals.get("generation_evals"),
+        "core_wait_seconds": round(totals.get("core_wait_ms", 0) / 1000, 1),
         "calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,
         "prompt_evaluated": totals["prompt_tokens_evaluated"]
@@ -281,7 +295,9 @@ async def run_fit(spec: dict) -> dict:
 
 
 def start(spec: dict, code_root: Path):
-    """Start one configuration in a fresh process with ``code_root`` as the engine's source."""
+    """Start one configuration in a fresh process with ``code_root`` as the engine's source
+    (and core slots of its own, see the module docstring)."""
+    os.environ["TRAINBOARD_LOCAL_LM_SLOTS_DIR"] = tempfile.mkdtemp(prefix="local-bench-cores-")
     return revisions.start(__file__, spec, code_root, "LOCAL_BENCH_CODE_ROOT")
 
 
@@ -294,6 +310,13 @@ def line(result: dict, label: str) -> str:
         if result["evaluated_exact"]
         else ""
     )
+    if result.get("forced_tokens") is not None:
+        inside += (
+            f", {result['forced_tokens']} tokens forced, {result['generation_evals']} "
+            f"generation evals, core-slot wait {result['core_wait_seconds']} s"
+        )
+    if result.get("cpu_seconds") is not None:
+        inside += f" | CPU {result['cpu_seconds']} s"
     return (
         f"{label:<30} fit {result['fit_seconds']:>6.1f} s | {result['calls']:>4} calls | "
         f"prompt {result['prompt_tokens']:>7} sent, {mark}{result['prompt_evaluated']:>7} "

@@ -1,7 +1,8 @@
-"""The local decoder (``training/engine/local/decoding.py``) on the real SmolLM2: the same
-answers as llama-cpp-python's create_chat_completion at temperature 0, whatever the instance
-held before; the shared prompt prefix evaluated once; constrained answers valid; a seedless
-sampled call fixed by its request."""
+"""The local decoder (``training/engine/local/decoding.py``) on the real SmolLM2: sampling
+every token, the same answers as llama-cpp-python's create_chat_completion at temperature 0;
+appending the text the grammar forces, the same labels with fewer evaluations; either way the
+same answer whatever the instance held before; the shared prompt prefix evaluated once;
+constrained answers valid; a seedless sampled call fixed by its request."""
 
 import json
 
@@ -80,7 +81,7 @@ def test_same_answers_as_create_chat_completion_with_and_without_the_held_prefix
     import llama_cpp
 
     reference, decoding = instances
-    decoder = Decoder(decoding)
+    decoder = Decoder(decoding, append_forced=False)  # every token sampled, as the reference
     grammar = _grammar(decoding)
     for constrained in (False, True):
         for question in QUESTIONS:
@@ -164,6 +165,47 @@ def test_sampled_constrained_answers_fit_the_schema(instances):
             grammar=grammar,
         )
         jsonschema.validate(json.loads(result["choices"][0]["message"]["content"]), SCHEMA)
+
+
+LABEL_SCHEMA = {
+    "type": "object",
+    "properties": {"team": {"enum": ["money", "bug", "box"]}},
+    "required": ["team"],
+}
+
+
+def test_forced_text_is_appended_in_the_tokenizers_spelling(instances):
+    """The grammar's forced text (``{"reasoning": "``, ``", "team": "``, the closing) is
+    appended in the tokenizer's spelling without a sampling step each, compared here with
+    sampling every token. Sampling, the model may spell forced text in odd pieces (``{`` ``"``
+    ``re`` ``as`` ``on`` ``ing``: the best token the grammar allows), which changes the free
+    text it writes after, so answers differ: both are valid, the appended ones need fewer
+    evaluations and do not depend on what the instance held before. (Whether they are as
+    good is the test reward of bench/local_throughput.py's fits.)"""
+    appending, stepping = Decoder(instances[0]), Decoder(instances[1], append_forced=False)
+    for schema in (SCHEMA, LABEL_SCHEMA):
+        form = {"type": "json_schema", "json_schema": {"schema": schema}}
+        budget = smollm2.token_budget(instances[0], _messages(QUESTIONS[0]), 48)
+        grammar = smollm2.grammar_for(form, budget, smollm2.TYPICAL_CHARS_PER_TOKEN)
+        for question in QUESTIONS:
+            fast, slow = (
+                decoder.complete(
+                    _messages(question), temperature=0.0, max_tokens=48, grammar=grammar
+                )
+                for decoder in (appending, stepping)
+            )
+            appending.held = []
+            fresh = appending.complete(
+                _messages(question), temperature=0.0, max_tokens=48, grammar=grammar
+            )
+            answer = fast["choices"][0]["message"]["content"]
+            assert fresh["choices"][0]["message"]["content"] == answer
+            jsonschema.validate(json.loads(answer), schema)
+            jsonschema.validate(json.loads(slow["choices"][0]["message"]["content"]), schema)
+            assert answer.startswith('{"') and answer.endswith('"}')  # json.dumps's layout
+            assert fast["usage"]["forced_tokens"] >= 4  # the opening at least
+            assert slow["usage"]["forced_tokens"] == 0
+            assert fast["usage"]["generation_evals"] < slow["usage"]["generation_evals"]
 
 
 def test_no_batch_of_one_token():

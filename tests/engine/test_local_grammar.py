@@ -78,6 +78,13 @@ def test_large_bounds_use_llama_cpp_repetition_not_nested_groups():
     assert "tags-item (" in text and "{0,7}" in text
 
 
+def test_whitespace_between_json_tokens_is_json_dumps_layout():
+    text, _ = grammar.grammar_text(json.dumps(RAMBLING), 200)
+    assert 'space ::= ""' in text
+    assert '":" " "' in text and '"," " "' in text
+    assert '":" space' not in text and '"," space' not in text
+
+
 # -- real model ----------------------------------------------------------------------------
 
 

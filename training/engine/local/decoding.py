@@ -11,6 +11,15 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   vocabulary (what llama.cpp's own ``common_sampler`` does). At temperature 0 this picks
   exactly the token that full-grammar greedy picks: the best token, when the grammar allows
   it, is also the best allowed token.
+- **Most of a structured answer is forced.** With json.dumps's spacing (``grammar.py``) the
+  grammar leaves one way to go between two values (``{"team": "`` before the first string,
+  ``"}`` after it): decoding and sampling each of those tokens one at a time cost as much as
+  the answer itself. Here, whenever the grammar admits a single next character, the forced
+  text is found (:meth:`Decoder._forced`: the grammar tried on the 256 one-byte tokens),
+  tokenised, and appended; its tokens are evaluated in one batch with the token before them
+  (with the prompt, for the opening), and once the grammar admits nothing but the end, the
+  call ends without evaluating its last token. Only the tokens the model chooses are
+  sampled, so at temperature 0 the answer is what the model picks at each of its choices.
 - **Prefix reuse could depend on history.** The instance keeps the keys and values of its last
   prompt and the next call evaluates only what follows the prefix the two share. Measured on
   llama.cpp's CPU backend: a token's logits are bitwise the same however the prompt before it
@@ -63,6 +72,10 @@ MIN_P = 0.05
 #: vocabulary): the best ones by logit.
 SHORTLIST = 256
 
+#: The longest forced text looked for at once (bytes); a longer forced run continues after
+#: the next evaluation.
+MAX_FORCED_BYTES = 64
+
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
@@ -87,6 +100,10 @@ class Counts:
     completion_tokens: int = 0
     grammar_checks: int = 0
     grammar_full_passes: int = 0
+    #: generated tokens the grammar forced: appended without a decode-and-sample step
+    forced_tokens: int = 0
+    #: llama.cpp evaluations of generated tokens (each a batch of one or more)
+    generation_evals: int = 0
 
 
 def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: str | None) -> int:
@@ -121,13 +138,16 @@ class Decoder:
 
     Args:
         llama: a loaded ``llama_cpp.Llama``; this class drives its context directly.
+        append_forced: append the text a grammar forces without sampling it (True); False
+            samples and evaluates every token one by one (what the tests compare with).
     """
 
-    def __init__(self, llama: Any):
+    def __init__(self, llama: Any, append_forced: bool = True):
         import llama_cpp
         from llama_cpp import llama_chat_format
 
         self.llama = llama
+        self.append_forced = append_forced
         self._lib = llama_cpp
         self._vocab = llama._model.vocab
         self._n_vocab = llama.n_vocab()
@@ -145,6 +165,23 @@ class Decoder:
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
         self._one = (llama_cpp.llama_token_data * 1)()
+        self._bytes = self._byte_tokens()
+        self._probe = np.zeros(len(self._bytes) + 1, dtype=_TOKEN_DATA)
+        #: the forced opening of each grammar (the same for every call with that schema)
+        self._openings: dict[str, tuple[list[int], bool]] = {}
+
+    def _byte_tokens(self) -> list[tuple[int, bytes]]:
+        """(token, byte) for the tokens whose text is one byte, one per byte: every text
+        starts with one of them, so they are what a grammar's next character is tried on."""
+        buffer = ctypes.create_string_buffer(8)
+        found: dict[bytes, int] = {}
+        for token in range(self._n_vocab):
+            if self._lib.llama_vocab_is_control(self._vocab, token):
+                continue
+            size = self._lib.llama_token_to_piece(self._vocab, token, buffer, 8, 0, False)
+            if size == 1 and buffer.raw[:1] not in found:
+                found[buffer.raw[:1]] = token
+        return [(token, byte) for byte, token in sorted(found.items())]
 
     # -- the prompt --------------------------------------------------------------------------
     def prompt_tokens(self, messages: list[dict]) -> list[int]:
@@ -154,15 +191,17 @@ class Decoder:
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
 
-    def _evaluate_prompt(self, prompt: list[int]) -> int:
+    def _evaluate_prompt(self, prompt: list[int], opening: list[int]) -> int:
         """Evaluate what follows the held prefix (at least MIN_BATCH_TOKENS of it, in batches
-        of at least that many); returns how many tokens were evaluated."""
+        of at least that many), then the answer's forced ``opening`` in the same batches;
+        returns how many prompt tokens were evaluated."""
         reuse = min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS)
         reuse = max(reuse, 0)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
-        for start, end in batches(reuse, len(prompt), self.llama.n_batch):
-            self.llama.eval(prompt[start:end])
+        tokens = prompt + opening
+        for start, end in batches(reuse, len(tokens), self.llama.n_batch):
+            self.llama.eval(tokens[start:end])
         self.held = list(prompt)
         return len(prompt) - reuse
 
@@ -233,6 +272,64 @@ class Decoder:
             masked = self._candidates["logit"].copy()
         return self._pick(masked, chain)
 
+    def _forced(self, grammar: Any) -> tuple[bytes, bool]:
+        """(text, ends): the text the grammar admits as the only way on from its state (up to
+        :data:`MAX_FORCED_BYTES`), and whether the output must end after it. The grammar's
+        state is left as it was (a copy is advanced)."""
+        lib = self._lib
+        probe = lib.llama_sampler_clone(grammar)
+        text = b""
+        eog = self.llama.token_eos()
+        try:
+            while len(text) < MAX_FORCED_BYTES:
+                self._probe["id"][:-1] = [token for token, _ in self._bytes]
+                self._probe["id"][-1] = eog
+                self._probe["logit"] = 0.0
+                array = lib.llama_token_data_array(
+                    data=self._probe.ctypes.data_as(lib.llama_token_data_p),
+                    size=len(self._probe),
+                    selected=-1,
+                    sorted=False,
+                )
+                lib.llama_sampler_apply(probe, ctypes.byref(array))
+                allowed = np.flatnonzero(np.isfinite(self._probe["logit"][:-1]))
+                ends = bool(np.isfinite(self._probe["logit"][-1]))
+                if ends or len(allowed) != 1:
+                    return text, ends and len(allowed) == 0
+                token, byte = self._bytes[int(allowed[0])]
+                lib.llama_sampler_accept(probe, token)
+                text += byte
+            return text, False
+        finally:
+            lib.llama_sampler_free(probe)
+
+    def _forced_tokens(self, grammar: Any) -> tuple[list[int], bool]:
+        """The forced text (:meth:`_forced`) as tokens, and whether the output ends after
+        them; none when its tokens would not spell it exactly (the model then goes on token
+        by token). The tokens are not accepted by ``grammar`` yet."""
+        if not self.append_forced:
+            return [], False
+        text, ends = self._forced(grammar)
+        if not text:
+            return [], ends
+        tokens = self.llama.tokenize(text, add_bos=False, special=False)
+        if self.llama.detokenize(tokens) != text:
+            return [], False
+        return tokens, ends
+
+    def _accept_forced(self, grammar: Any, tokens: list[int]) -> None:
+        """Advance ``grammar`` over forced ``tokens`` (each checked first: accepting a token
+        the grammar refuses aborts llama.cpp)."""
+        for token in tokens:
+            if not self._allowed_then_accept(grammar, token):
+                raise RuntimeError("llama.cpp's grammar refused a token of its own forced text")
+
+    def _allowed_then_accept(self, grammar: Any, token: int) -> bool:
+        if not self._allowed(grammar, token):
+            return False
+        self._lib.llama_sampler_accept(grammar, token)
+        return True
+
     def _chain(self, temperature: float, top_p: float, seed: int) -> Any:
         lib = self._lib
         chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
@@ -289,10 +386,21 @@ class Decoder:
         generated: list[int] = []
         finish_reason = "length"
         try:
+            opening, ends = [], False
+            if sampler is not None:
+                if grammar not in self._openings:
+                    self._openings[grammar] = self._forced_tokens(sampler)
+                opening, ends = self._openings[grammar]
+                opening = opening[:max_tokens]
+                self._accept_forced(sampler, opening)
             started = time.perf_counter()
-            counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt)
+            counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt, opening)
             prompt_seconds = time.perf_counter() - started
-            while len(generated) < max_tokens:
+            generated.extend(opening)
+            counts.forced_tokens += len(opening)
+            if ends and len(opening) < max_tokens:
+                finish_reason = "stop"
+            while finish_reason == "length" and len(generated) < max_tokens:
                 if cancelled is not None and cancelled.is_set():
                     finish_reason = "cancelled"
                     break
@@ -301,17 +409,25 @@ class Decoder:
                 if lib.llama_vocab_is_eog(self._vocab, token):
                     finish_reason = "stop"
                     break
+                step = [token]
                 if sampler is not None:
                     lib.llama_sampler_accept(sampler, token)
-                generated.append(token)
+                    forced, ends = self._forced_tokens(sampler)
+                    forced = forced[: max_tokens - len(generated) - 1]
+                    self._accept_forced(sampler, forced)
+                    counts.forced_tokens += len(forced)
+                    step += forced
+                    if ends and len(generated) + len(step) < max_tokens:
+                        finish_reason = "stop"  # nothing but the end can follow
+                generated.extend(step)
                 if watch and any(
                     s.encode("utf-8") in self.llama.detokenize(generated, prev_tokens=prompt)
                     for s in watch
                 ):
                     finish_reason = "stop"
-                    break
-                if len(generated) < max_tokens:
-                    self.llama.eval([token])
+                if finish_reason == "length" and len(generated) < max_tokens:
+                    self.llama.eval(step)
+                    counts.generation_evals += 1
         finally:
             if sampler is not None:
                 lib.llama_sampler_free(sampler)
@@ -340,6 +456,8 @@ class Decoder:
                 "prompt_tokens_evaluated": counts.prompt_tokens_evaluated,
                 "grammar_checks": counts.grammar_checks,
                 "grammar_full_passes": counts.grammar_full_passes,
+                "forced_tokens": counts.forced_tokens,
+                "generation_evals": counts.generation_evals,
             },
             # where the call's time went (bench/local_throughput.py)
             "timings": {"prompt_seconds": prompt_seconds, "generation_seconds": generation_seconds},

@@ -16,6 +16,12 @@ byte-level tokens — emoji, ``\\uXXXX`` escapes — could overrun it). ``smollm
 asks with 2.0 (SmolLM2 averages ~3 characters per token on English, so strings get twice the
 room) and, in the rare case the answer is still cut off, retries once with the strict 1.0.
 
+The whitespace between JSON tokens is fixed to ``json.dumps``'s (``{"a": 1, "b": [1, 2]}``:
+one space after ``:`` and ``,``, none elsewhere; :func:`canonical_spacing`) instead of the
+converter's optional space after every token. SmolLM2 writes that layout anyway (it is how
+the prompts show JSON), and with it the structure between two values is *forced*: the
+decoder appends ``", "team": "`` without sampling each of its tokens (``decoding.py``).
+
 Two faults of llama-cpp-python 0.3.36's converter are worked around here:
 
 - it writes ``maxLength: N`` as N nested optional groups, which llama.cpp's parser rejects
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -261,7 +268,23 @@ def grammar_text(
     converter = BoundedConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     schema = converter.resolve_refs(schema, "stdin")
     converter.visit(schema, "")
-    return converter.format_grammar(), guaranteed
+    return canonical_spacing(converter.format_grammar()), guaranteed
+
+
+#: The converter's separators, written with its optional-space rule, and json.dumps's.
+_SEPARATORS = {'":" space': '":" " "', '"," space': '"," " "'}
+
+
+def canonical_spacing(text: str) -> str:
+    """``text`` (the converter's GBNF) with json.dumps's whitespace: one space after ``:`` and
+    ``,``, none after anything else (its ``space ::= " "?`` becomes ``space ::= ""``).
+
+    Example:
+        ``{"team": "money"}`` stays admitted; ``{ "team" : "money" }`` no longer is.
+    """
+    for optional, fixed in _SEPARATORS.items():
+        text = text.replace(optional, fixed)
+    return re.sub(r"^space ::= .*$", 'space ::= ""', text, flags=re.MULTILINE)
 
 
 _CHECKED: set[str] = set()

@@ -193,7 +193,9 @@ class LocalProvider(CustomLLM):
 
     def completion(self, model, messages, model_response, optional_params, **_unused):
         slots = smollm2.core_slots()
+        waited = time.perf_counter()
         taken = slots.take(smollm2.threads_per_instance()) if slots else []
+        smollm2.add_core_wait(time.perf_counter() - waited)
         try:
             result = _run_chat(model, messages, optional_params)
         finally:
@@ -209,7 +211,9 @@ class LocalProvider(CustomLLM):
         # the other worker process's run may be decoding on them.
         async with semaphore(("local-chat-instances",), smollm2.instance_count()):
             slots = smollm2.core_slots()
+            waited = time.perf_counter()
             taken = await slots.take_async(smollm2.threads_per_instance()) if slots else []
+            smollm2.add_core_wait(time.perf_counter() - waited)
             handoff = CoreHandoff(slots, taken)
             try:
                 result = await asyncio.to_thread(

@@ -11,7 +11,7 @@ CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py`
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
 llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
-time, see ``decoding.py``). The grammar is also bounded to
+time, and the text it forces appended without sampling, see ``decoding.py``). The grammar is also bounded to
 the call's token budget (``grammar.py``), so a rambling answer is cut short inside its strings
 and still closes as valid JSON instead of being truncated by ``max_tokens``.
 """
@@ -345,11 +345,21 @@ def _add_totals(usage: dict) -> None:
             _totals[key] = _totals.get(key, 0) + int(value)
 
 
+def add_core_wait(seconds: float) -> None:
+    """Count time a call waited for the machine's core slots (``core_slots.py``): cores
+    another process's calls held (see :func:`totals`)."""
+    with _totals_lock:
+        _totals["core_wait_ms"] = _totals.get("core_wait_ms", 0) + round(1000 * seconds)
+
+
 def totals(reset: bool = False) -> dict[str, int]:
     """Token figures summed over this process's completions: calls, prompt_tokens (sent),
-    prompt_tokens_evaluated (after prefix reuse), completion_tokens, grammar_checks,
-    grammar_full_passes, prompt_ms and generation_ms (time in llama.cpp evaluating and
-    generating). ``reset`` starts the count again (bench/local_throughput.py)."""
+    prompt_tokens_evaluated (after prefix reuse), completion_tokens, forced_tokens (generated
+    tokens the grammar forced, appended without a sampling step), generation_evals
+    (llama.cpp evaluations of generated tokens), grammar_checks, grammar_full_passes,
+    prompt_ms and generation_ms (time in llama.cpp evaluating and generating), core_wait_ms
+    (time waiting for core slots). ``reset`` starts the count again
+    (bench/local_throughput.py)."""
     with _totals_lock:
         found = dict(_totals)
         if reset:
