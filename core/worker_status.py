@@ -194,7 +194,11 @@ class Beacon(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.wait(self._period()):
-            self.beat()
+            try:
+                self.beat()
+            except Exception:  # anything but Redis (beat() handles it): the thread must live,
+                # or a worker that is alive reads "down" from max_age() on
+                logger.exception("worker beat failed; the next one tries again")
 
     def _period(self) -> float:
         """Every TTL; while starting, every :data:`STARTING_BEAT` s, so "ready" shows soon."""

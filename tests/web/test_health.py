@@ -213,3 +213,32 @@ def test_a_worker_that_beat_all_along_is_up_when_nobody_asked_for_longer_than_ma
         beacon.stop()
         worker_status.forget()
         health.forget()
+
+
+def test_a_beat_that_fails_unexpectedly_does_not_stop_the_beacon(settings, monkeypatch):
+    """Anything a beat raises besides a Redis error is logged; the next beat goes on, so a
+    live worker never reads "down" because its beacon thread died."""
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
+    name = f"unlucky-{time.time_ns()}@test"
+    beacon = worker_status.Beacon(name)
+    beacon.start()
+    beacon.mark_ready()
+    real_state, failures = beacon.state, []
+
+    def state_failing_once(client, now):
+        if not failures:
+            failures.append(now)
+            raise ValueError("a surprise")
+        return real_state(client, now)
+
+    monkeypatch.setattr(beacon, "state", state_failing_once)
+    try:
+        assert _until(lambda: bool(failures), True) is True
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        failed_at = failures[0]
+        assert _until(lambda: client.zscore(worker_status.BEACON_KEY, name) > failed_at, True)
+        assert beacon.is_alive()
+    finally:
+        beacon.stop()
