@@ -15,9 +15,13 @@ event loop.
 The worker indicator and ``/healthz`` both read :func:`worker_status`, which never asks Redis
 in the request: when the answer is older than ``TRAINBOARD_WORKER_STATUS_TTL`` seconds it
 starts one background refresh (unless one is already running) and returns the answer it
-has. Only the very first request of a process waits, at most :data:`FIRST_ANSWER_WAIT`
-seconds, for the first read. A worker counts as alive while it beat within :func:`max_age`
-seconds, so a stopped (or killed) worker shows as down within ``max_age`` seconds.
+has. A request waits, at most :data:`ANSWER_WAIT` seconds, for that refresh only when the
+answer it has is too old to tell (none yet, or read more than :func:`max_age` seconds ago:
+nobody asked for a while). Answering from such a read said "down" of a worker that beat all
+along: a monitor asking every 30 s got 503 every time, and a fresh clone's first ``make
+run`` said "starting", then "worker down" 30 s later while the worker was ready. A worker
+counts as alive while it beat within :func:`max_age` seconds, so a stopped (or killed)
+worker shows as down within ``max_age`` seconds.
 
 A worker that has started but still loads its local models is "starting", not down: its
 beacon starts on ``worker_init`` (before the pool forks, seconds after the process starts)
@@ -46,8 +50,8 @@ logger = logging.getLogger(__name__)
 BEACON_KEY = "trainboard:workers:beats"
 #: Any Redis command of a beat or a read may take this long.
 PING_TIMEOUT = 2.0
-#: The first request of a process waits at most this long for the first read.
-FIRST_ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
+#: A request whose answer is too old to tell waits at most this long for a fresh read.
+ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
 #: Beats older than this are removed by the beating workers (names of workers long gone).
 FORGET_AFTER = 24 * 3600
 #: What each beating worker last said it is: :data:`STARTING` or :data:`READY` (a hash).
@@ -62,7 +66,7 @@ READY = "ready"
 STARTING_BEAT = 1.0
 
 _lock = threading.Lock()  # guards the three names below
-_first_answer = threading.Event()
+_read_done = threading.Condition(_lock)  # notified when a read finishes
 _last_read: float | None = None  # when the last read finished (epoch seconds)
 _last_seen: tuple[float, list[str]] | None = None  # when a read last found workers, and which
 _refreshing = False
@@ -190,7 +194,11 @@ class Beacon(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.wait(self._period()):
-            self.beat()
+            try:
+                self.beat()
+            except Exception:  # anything but Redis (beat() handles it): the thread must live,
+                # or a worker that is alive reads "down" from max_age() on
+                logger.exception("worker beat failed; the next one tries again")
 
     def _period(self) -> float:
         """Every TTL; while starting, every :data:`STARTING_BEAT` s, so "ready" shows soon."""
@@ -230,7 +238,7 @@ def _refresh() -> None:
             _last_read = time.time()
             if workers:
                 _last_seen = (_last_read, workers, starting)
-        _first_answer.set()
+            _read_done.notify_all()
     finally:
         with _lock:
             _refreshing = False
@@ -266,9 +274,14 @@ def worker_status() -> dict:
         'alive'
     """
     _start_refresh_if_stale()
-    if not _first_answer.is_set():
-        _first_answer.wait(FIRST_ANSWER_WAIT)
-    with _lock:
+    deadline = time.monotonic() + ANSWER_WAIT
+    with _read_done:
+        # Too old to tell (see the module docstring): wait for the refresh just started.
+        while _last_read is None or time.time() - _last_read > max_age():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            _read_done.wait(left)
         last_read, last_seen = _last_read, _last_seen
     if last_seen is None or time.time() - last_seen[0] > max_age():
         state, workers = "down", []
@@ -289,4 +302,3 @@ def forget() -> None:
     global _last_read, _last_seen
     with _lock:
         _last_read = _last_seen = None
-    _first_answer.clear()

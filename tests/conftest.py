@@ -10,12 +10,13 @@ database that the subprocesses share, and never touches pytest-django's:
 * ``DATABASE_URL=postgres://…`` -> a database ``trainboard_live_<pid>_<n>`` created on that
   server for this session and dropped at the end.
 
-It runs ``manage.py prepare`` there (migrations + a first user with a known password +
-``bootstrap_demo`` if some app defines it), then starts daphne and a Celery worker exactly
-as ``make run`` does (core.local_runtime.launcher), on a free port and the session's Redis
-(root conftest.py). It is session-scoped: start cost (~5-10 s) is paid once. Its processes
-run with the test settings (``tests.support.settings``: the scripted ``fake/…`` models, the
-echo WebSocket and the plumbing tasks of tests/support/).
+It starts daphne and a Celery worker exactly as ``make run`` does
+(core.local_runtime.launcher), on a free port and the session's Redis (root conftest.py), and
+meanwhile runs ``manage.py prepare`` there (migrations + a first user with a known password +
+``bootstrap_demo`` if some app defines it). It is session-scoped: start cost (~5-10 s) is paid
+once; at the end the worker stops cold (nothing of the session is kept). Its processes run
+with the test settings (``tests.support.settings``: the scripted ``fake/…`` models, the echo
+WebSocket and the plumbing tasks of tests/support/).
 
 Using it from another app's tests
 ---------------------------------
@@ -37,8 +38,10 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -135,16 +138,27 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
     live_shell = LiveShell(env, BASE_DIR, log=var_dir / "log" / "live_shell.log")
 
     def stop():
-        live_shell.close()
+        # The session's runs are over (or cancelled) and its database goes with it: the
+        # worker stops cold (SIGQUIT). A warm stop waited for whatever it was still doing, e.g. the
+        # forecast's background calibration of the local model, ~15 s of every session's end.
+        worker = stack.procs.get("worker")
+        if worker is not None and worker.poll() is None:
+            worker.send_signal(signal.SIGQUIT)
+        closing = threading.Thread(target=live_shell.close)  # its exit overlaps the stack's
+        closing.start()
         stack.stop()
+        closing.join()
         if drop_db:
             drop_db()
 
     try:
+        # As make run does: worker and web start while prepare migrates; so does the live
+        # shell's Django (none of them touches the database before it is asked to).
         stack.start_worker()
+        stack.start_web()
+        live_shell.start()
         stack.manage("prepare")
         stack.start_reaper()  # as make run does: pages only read, the reaper fails lost runs
-        stack.start_web()
         user_id = int(
             live_shell.run(
                 "from django.contrib.auth import get_user_model as g;"

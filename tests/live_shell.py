@@ -80,6 +80,13 @@ class LiveShell:
                 stderr.close()
         return self._process
 
+    def start(self) -> None:
+        """Start the process now (it sets Django up, ~2-7 s, without touching the database):
+        the live stack starts it beside ``manage.py prepare``, so the first :meth:`run`
+        does not wait for it."""
+        with self._lock:
+            self._started()
+
     def run(self, code: str) -> str:
         """Run ``code`` (a fresh namespace each time); returns what it printed.
 

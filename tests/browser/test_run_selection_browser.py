@@ -12,6 +12,10 @@ from helpers_runs import fits_the_width, open_rules_omega_run, screenshot, scrol
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
+FAIL_STAND_IN = """
+from training.execution.reaper import mark_worker_lost
+print(mark_worker_lost({run_id}, "the test's stand-in run: no worker held it"))
+"""
 
 
 def test_selection_summary_and_loading_phase_at_both_widths(logged_in_page, live_stack):
@@ -41,12 +45,17 @@ run.phase = 'loading models'; run.heartbeat_at = timezone.now(); run.selection =
 run.save(); print(run.pk)
 """,
     )
-    page.goto(f"/runs/{loading_id}/")
-    status = page.locator("#run-status")
-    assert status.locator(".run-phase").inner_text() == "loading models"
-    assert "still loading the local models" in status.inner_text()
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        page.reload()
-        assert fits_the_width(page), width
-        screenshot(page, f"run-loading-models-{width}")
+    try:
+        page.goto(f"/runs/{loading_id}/")
+        status = page.locator("#run-status")
+        assert status.locator(".run-phase").inner_text() == "loading models"
+        assert "still loading the local models" in status.inner_text()
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.reload()
+            assert fits_the_width(page), width
+            screenshot(page, f"run-loading-models-{width}")
+    finally:
+        # No worker holds this stand-in: a cancel would wait for the reaper (stale limit +
+        # its period, ~45 s of the next test's set-up); end it as the reaper would.
+        shell(live_stack, FAIL_STAND_IN.format(run_id=loading_id))

@@ -149,8 +149,16 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
 
 def test_killed_worker_process_fails_the_run_and_resume_finishes_it(logged_in_page, live_stack):
     page = logged_in_page
+    # 0.3 s a call: an epoch with new prompts takes ~3 s (the first two and, after the kill,
+    # the resumed one), so epoch 2 is still running when epoch 1's row shows and the kill lands
+    # mid-run; at 1 s a call the same run took 40 s.
     run_id = launch_demo_run(
-        live_stack, "Killable", "fake/fewshot?latency=1", epochs=6, batch_size=9, evaluations=(1, 1)
+        live_stack,
+        "Killable",
+        "fake/fewshot?latency=0.3",
+        epochs=6,
+        batch_size=9,
+        evaluations=(1, 1),
     )
     page.goto(f"/runs/{run_id}/")
     page.locator('#run-epochs tr[data-epoch="1"]').wait_for(timeout=60_000)

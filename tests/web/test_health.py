@@ -184,3 +184,61 @@ def test_a_pool_process_killed_while_loading_stops_counting_after_the_bound(sett
         assert beacon.state(client, time.time()) == worker_status.STARTING
     finally:
         client.delete(key)
+
+
+@pytest.mark.django_db
+def test_a_worker_that_beat_all_along_is_up_when_nobody_asked_for_longer_than_max_age(
+    client, settings
+):
+    """A monitor that asks /healthz less often than every max_age() seconds (every 30 s): the
+    worker beat all along, so it is up, not "down" from the answer the web process read at
+    the previous request (a fresh clone's first ``make run`` said "starting", then 503
+    "worker down" 30 s later, of a worker that was ready). The real beacon, on the real Redis."""
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
+    name = f"quiet-monitor-{time.time_ns()}@test"
+    beacon = worker_status.Beacon(name)
+    beacon.start()
+    beacon.mark_ready()
+    worker_status.forget()
+    health.forget()
+    try:
+        first = client.get("/healthz")
+        assert (first.status_code, first.json()["worker"]) == (200, "up")
+        time.sleep(worker_status.max_age() + 1)  # nobody asks; the worker beats meanwhile
+        health.forget()
+        later = client.get("/healthz")
+        assert (later.status_code, later.json()["worker"]) == (200, "up"), later.json()
+        assert name in worker_status.worker_status()["workers"]
+    finally:
+        beacon.stop()
+        worker_status.forget()
+        health.forget()
+
+
+def test_a_beat_that_fails_unexpectedly_does_not_stop_the_beacon(settings, monkeypatch):
+    """Anything a beat raises besides a Redis error is logged; the next beat goes on, so a
+    live worker never reads "down" because its beacon thread died."""
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
+    name = f"unlucky-{time.time_ns()}@test"
+    beacon = worker_status.Beacon(name)
+    beacon.start()
+    beacon.mark_ready()
+    real_state, failures = beacon.state, []
+
+    def state_failing_once(client, now):
+        if not failures:
+            failures.append(now)
+            raise ValueError("a surprise")
+        return real_state(client, now)
+
+    monkeypatch.setattr(beacon, "state", state_failing_once)
+    try:
+        assert _until(lambda: bool(failures), True) is True
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        failed_at = failures[0]
+        assert _until(lambda: client.zscore(worker_status.BEACON_KEY, name) > failed_at, True)
+        assert beacon.is_alive()
+    finally:
+        beacon.stop()
