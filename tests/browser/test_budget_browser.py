@@ -69,7 +69,18 @@ def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_st
     offsets = log_sizes(live_stack)
     _, program_id = demo_program(live_stack, "Forecast router", "fake/fewshot")
     page.goto(f"/runs/new/?program={program_id}")
+    # The form opens pre-filled (the user's last run): its first answer is for that form, so
+    # the figure for 2 epochs is the first answer to a revision made after the change.
+    opened = int(page.input_value("#forecast-revision"))
     page.fill("#id_epochs", "2")
+    page.wait_for_function(
+        f"""() => {{
+            const revision = Number(document.querySelector('#forecast-revision').value);
+            const answer = document.querySelector('#forecast-answer');
+            return revision > {opened} && answer && Number(answer.dataset.revision) === revision;
+        }}""",
+        timeout=90_000,
+    )
     # The worker's trial arrives: tokens, cost and time join the calls.
     summary = page.locator('#forecast-summary[data-state="ready"]')
     expect(summary).to_contain_text("tokens", timeout=90_000)
