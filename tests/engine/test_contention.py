@@ -16,6 +16,8 @@ from training.engine.contention import (
 )
 from training.engine.pace import TIME_SPREAD, CallSize, Pace, fit_pace, run_time
 
+from .test_pace import shape as pace_shape
+
 PACE = Pace(
     call_seconds=0.1,
     prompt_token_seconds=0.002,
@@ -27,16 +29,8 @@ SIZES = {"prediction": CallSize(100, 10), "mutation": CallSize(500, 200)}
 
 
 def shape(**overrides) -> forecast.RunShape:
-    values = {
-        "train_inputs": [{"q": f"question {i}"} for i in range(16)],
-        "test_size": 4,
-        "epochs": 2,
-        "batch_size": 4,
-        "validation_split": 0.25,
-        "optimizer": "OMEGA",
-    }
-    values.update(overrides)
-    return forecast.RunShape(**values)
+    """test_pace's run shape, with OMEGA (its optimizer calls run on one thread)."""
+    return pace_shape(**{"optimizer": "OMEGA", **overrides})
 
 
 def fair_share_used(others: float, threads: float, cores: int) -> float:

@@ -20,16 +20,13 @@ from training.models import ModelPace, Run
 from training.runs import launch as runs
 
 from .conftest import make_program, make_run, run_config
-from .test_forecast import no_broker, stored_pace  # noqa: F401  (a fixture)
+from .test_forecast import (  # noqa: F401  (fixtures; the autouse one clears calibration requests)
+    _no_requests_remembered,
+    no_broker,
+    stored_pace,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_requests_remembered():
-    calibration._requested.clear()
-    yield
-    calibration._requested.clear()
 
 
 def local_forecast(user, dataset, **config):
