@@ -230,18 +230,28 @@ def max_age() -> float:
 
 
 def _refresh() -> None:
+    """Read the beats once, for every request that waits on this read.
+
+    Whatever the read raises (a Redis error is already a read of no worker; a malformed
+    ``REDIS_URL`` raises ValueError), the read counts as done and the waiters are woken: a
+    request never waits :data:`ANSWER_WAIT` on a read that died.
+    """
     global _last_read, _last_seen, _refreshing
+    workers: list[str] = []
+    starting: list[str] = []
     try:
         workers = beating_workers()
         starting = starting_workers(workers)
+    except Exception:
+        logger.exception("worker beats not read; the status reads no worker")
+        workers, starting = [], []
+    finally:
         with _lock:
             _last_read = time.time()
             if workers:
                 _last_seen = (_last_read, workers, starting)
-            _read_done.notify_all()
-    finally:
-        with _lock:
             _refreshing = False
+            _read_done.notify_all()
 
 
 def _start_refresh_if_stale() -> None:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -242,3 +243,26 @@ def test_a_beat_that_fails_unexpectedly_does_not_stop_the_beacon(settings, monke
         assert beacon.is_alive()
     finally:
         beacon.stop()
+
+
+def test_a_status_read_that_raises_wakes_the_requests_waiting_on_it(settings, monkeypatch):
+    """A read of the beats that dies of something else than a Redis error (a malformed
+    ``REDIS_URL`` raises ValueError) still counts as done: the request waiting on it is woken
+    and reads no worker, instead of waiting out ``ANSWER_WAIT`` (made 600 s here, so a request
+    left waiting could not finish inside the join below)."""
+    monkeypatch.setattr(worker_status, "ANSWER_WAIT", 600.0)
+
+    def unreadable() -> list[str]:
+        raise ValueError("Redis URL must specify one of the following schemes")
+
+    monkeypatch.setattr(worker_status, "beating_workers", unreadable)
+    worker_status.forget()
+    answers: list[dict] = []
+    reader = threading.Thread(target=lambda: answers.append(worker_status.worker_status()))
+    try:
+        reader.start()
+        reader.join(timeout=30)
+        assert not reader.is_alive()
+        assert answers[0]["workers"] == []
+    finally:
+        worker_status.forget()
