@@ -115,6 +115,23 @@ def test_a_calibration_under_load_gives_the_pace_of_an_idle_machine():
     assert fitted.idle and fitted.contention == 2.0
 
 
+def test_a_wild_load_reading_during_the_burst_never_gives_more_calls_at_once_than_cores():
+    """The burst's 4 calls took as long as 4 calls one after the other, under a load reading
+    far above the machine (8 cores' worth of others on 2 cores): the idle parallel the reading
+    implies is capped at the 2 cores the burst ran on."""
+    truth = Pace(0.05, 0.003, 0.04, 0.04, parallel=1.0)
+    short, long_prompt, long_answer = CallSize(80, 8), CallSize(380, 8), CallSize(90, 150)
+    fitted = fit_pace(
+        [(short, truth.call(short))] * 3,
+        (long_prompt, truth.call(long_prompt)),
+        (long_answer, truth.call(long_answer, long=True)),
+        together=(4, 4 * truth.call(short)),
+        alone=None,
+        burst=Contention(others=8.0, cores=2),
+    )
+    assert fitted.parallel == pytest.approx(2.0)
+
+
 def test_a_pace_stored_before_loads_were_measured_is_not_taken_for_an_idle_one():
     stored = {k: v for k, v in PACE.to_dict().items() if k not in ("idle", "contention")}
     assert not Pace.from_dict(stored).idle

@@ -429,6 +429,9 @@ def fit_pace(
         idle_parallel = raw
         for _ in range(BURST_ROUNDS):
             idle_parallel = raw * burst.slowdown(batch_threads(calls, idle_parallel, burst.cores))
+            # Never more calls at once than the burst started, nor than the cores it ran on:
+            # a noisy load reading must not make batches look served many at a time.
+            idle_parallel = min(idle_parallel, calls, burst.cores)
         together = (calls, calls * sorted(s for _, s in short)[len(short) // 2] / idle_parallel)
     times = sorted(seconds for _, seconds in short)
     base_seconds = times[len(times) // 2]
