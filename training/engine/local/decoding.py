@@ -62,6 +62,9 @@ import numpy as np
 #: another kernel than a longer one, and its rounding would make an answer depend on where the
 #: held prefix ended.
 MIN_BATCH_TOKENS = 2
+#: Grammars whose forced opening a decoder remembers (the grammar text varies with each call's
+#: token budget, so a long-lived worker would otherwise keep one entry per budget ever seen).
+OPENINGS_CACHE_SIZE = 64
 #: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
 #: its repeat penalty defaults to 1.0, i.e. off).
 TOP_K = 40
@@ -389,6 +392,8 @@ class Decoder:
             opening, ends = [], False
             if sampler is not None:
                 if grammar not in self._openings:
+                    if len(self._openings) >= OPENINGS_CACHE_SIZE:
+                        del self._openings[next(iter(self._openings))]  # the oldest
                     self._openings[grammar] = self._forced_tokens(sampler)
                 opening, ends = self._openings[grammar]
                 opening = opening[:max_tokens]
