@@ -46,6 +46,9 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     page.goto(f"/runs/{run_id}/")
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=120_000)
     page.wait_for_timeout(1500)  # the run's last update (every part) lands
+    # A finished run's examples section loads its re-score form on its own (hx-trigger load):
+    # read both pages once it is there.
+    page.locator("#run-rescore-box #rescore-form").wait_for()
     watched = section_texts(page)
     assert "reload" not in " ".join(watched.values())
     rows = page.locator("#eval-table tr.eval-row").count()
@@ -61,5 +64,6 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     assert dict(legend["items"]) == {"training reward": [], "validation reward": [6, 4]}
     page.reload()
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for()
+    page.locator("#run-rescore-box #rescore-form").wait_for()
     assert section_texts(page) == watched
     assert errors == []
