@@ -111,6 +111,22 @@ def test_pause_stops_after_the_current_batch_and_resume_finishes_like_a_run_neve
     assert Evaluation.objects.filter(run=run, phase="before").count() == 1  # not repeated
 
 
+def test_a_resumed_pause_measures_its_pace_from_the_batch_it_resumed_at(
+    client_user, user, demo_dataset
+):
+    """The ETA's pace counts only the batches this attempt trained: a paused fit resumed at
+    batch 1 of epoch 0 starts its count there, not at the epoch's first batch."""
+    program = make_program(user, demo_dataset, model="fake/fewshot")
+    run = make_run(user, program, demo_dataset, run_config(model="fake/fewshot", **CONFIG))
+    assert pause_and_execute(run, 1) == Run.PAUSED
+    assert (run.checkpoint_position["epoch"], run.checkpoint_position["batch"]) == (0, 1)
+    assert client_user.post(reverse("training:run-resume", args=[run.pk])).status_code == 302
+    assert pause_and_execute(run, 2) == Run.PAUSED  # one more batch: paused after batch 2
+    assert (run.current_epoch, run.current_batch) == (0, 2)
+    assert run.training_start_batch == 1
+    assert timing.timing(run)["batches_since_start"] == 1
+
+
 def test_pause_asked_during_an_epochs_end_pauses_there(client_user, user, program, demo_dataset):
     """The epoch's end (candidates scored, validation) has no batch boundary: a pause asked
     while it runs waits for it, and the checkpoint is that epoch's."""

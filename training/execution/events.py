@@ -43,7 +43,6 @@ ALL_PARTS = (
 # The fragments each stored engine event changes.
 EVENT_PARTS = {
     "train_begin": ("status", "progress"),
-    "epoch_begin": ("progress",),
     # The forecast's "actual so far", the usage and the traced calls are one count (stored
     # together: ``traces``): sent together, never apart.
     "batch_end": ("progress", "usage", "spend", "forecast", "traces"),

@@ -160,19 +160,23 @@ class PersistenceCallback(Callback):
             await events.stored(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
 
     def _on_train_begin(self, event: dict) -> Run | None:
+        """Training starts (or goes on from a checkpoint). The ETA's clock starts here and
+        counts from the batch this attempt starts at: a paused fit resumed starts inside its
+        epoch (``initial_batch``), so its pace is not measured over batches done before.
+
+        There is no ``epoch_begin`` write: ``epoch_end`` already stores the next epoch with
+        its batch counter at 0 (and one more write per epoch was training's to wait on)."""
         steps = int(event.get("steps") or 0)
         initial_epoch = int(event.get("initial_epoch") or 0)
+        initial_batch = min(int(event.get("initial_batch") or 0), steps)
         return self._update(
             phase="training",
             batches_per_epoch=steps,
             current_epoch=initial_epoch,
-            current_batch=0,
+            current_batch=initial_batch,
             training_started_at=timezone.now(),  # the ETA's clock (training.insight.timing)
-            training_start_batch=initial_epoch * steps,
+            training_start_batch=initial_epoch * steps + initial_batch,
         )
-
-    def _on_epoch_begin(self, event: dict) -> Run | None:
-        return self._update(current_epoch=int(event["epoch"]), current_batch=0)
 
     def _on_batch_end(self, event: dict) -> Run | None:
         run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())

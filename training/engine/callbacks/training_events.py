@@ -33,13 +33,18 @@ class TrainingEvents:
     def __init__(self, callbacks: CallbackList) -> None:
         self.callbacks = callbacks
 
-    async def train_begin(self, epochs: int, initial_epoch: int, steps: int, seed: int) -> None:
+    async def train_begin(
+        self, epochs: int, initial_epoch: int, steps: int, seed: int, initial_batch: int = 0
+    ) -> None:
+        """``initial_batch``: the first batch of ``initial_epoch`` this fit trains (a paused
+        fit resumed goes on after the batches its pause point has done; 0 otherwise)."""
         await self.callbacks.on_train_begin()
         await self.callbacks.on_event(
             {
                 "type": "train_begin",
                 "epochs": epochs,
                 "initial_epoch": initial_epoch,
+                "initial_batch": initial_batch,
                 "steps": steps,
                 "seed": seed,
             }

@@ -527,7 +527,10 @@ class Trainer(Predicting):
             for variable in self.trainable_variables:
                 variable.candidates = []
         await self.optimizer.on_train_begin(self.trainable_variables)
-        await events.train_begin(epochs, initial_epoch, iterator.steps, iterator.seed)
+        first_batch = point.batch if point is not None else 0
+        await events.train_begin(
+            epochs, initial_epoch, iterator.steps, iterator.seed, initial_batch=first_batch
+        )
         logs: dict[str, Any] = {}
         for epoch in range(initial_epoch, epochs):
             try:
