@@ -203,3 +203,26 @@ def test_a_run_stores_per_example_rewards_and_its_last_update_carries_the_durati
     last = re.sub(r"\s+", " ", layer.messages[-1])
     assert 'id="run-timing"' in last and 'data-ticking="false"' in last
     assert re.search(r'took <strong class="run-duration">\d+s</strong>', last)
+
+
+def test_the_progress_of_a_run_past_its_last_epoch_counts_every_batch_done(
+    user, program, demo_dataset
+):
+    """During the evaluations after training the run is still running, and the last
+    epoch_end has set the batch counter to 0 of an epoch that never comes: the bar says
+    every batch of the epoch is done, like the finished page."""
+    run = finished_run(
+        user,
+        program,
+        demo_dataset,
+        config=run_config(epochs=2),
+        status=Run.RUNNING,
+        finished_at=None,
+        batches_per_epoch=4,
+        current_epoch=2,
+        current_batch=0,
+    )
+    progress = live.progress(run)
+    assert (progress["epochs_done"], progress["batches_done"], progress["percent"]) == (2, 4, 100.0)
+    html = re.sub(r"\s+", " ", live.render_parts(run, ("progress",)))
+    assert 'Batches in this epoch <strong id="batches-done">4</strong> / 4' in html

@@ -126,8 +126,9 @@ def progress(run: Run) -> dict[str, Any]:
     batches = run.batches_per_epoch
     batch_done = min(run.current_batch, batches) if batches else 0
     fraction = (done + (batch_done / batches if batches and done < epochs else 0)) / epochs
-    if run.status == Run.SUCCEEDED:
-        # The last epoch_end resets the batch counter for an epoch that never comes.
+    if run.status == Run.SUCCEEDED or done >= epochs:
+        # The last epoch_end resets the batch counter for an epoch that never comes: every
+        # batch is done (the after-evaluation reads like the finished page).
         fraction = 1.0
         batch_done = batches
     return {
