@@ -146,10 +146,16 @@ class PersistenceCallback(Callback):
             self._stop()
             return
         emitted = time.time()
-        if kind in USAGE_EVENTS:
-            self._snapshot = await self.store_traces()
         try:
-            run = await sync_to_async(handler)(event)
+            if kind in USAGE_EVENTS and self.traces is not None:
+                # The traces waiting, the usage snapshot and the event's own store: one trip
+                # to the ORM thread, one transaction (training awaits it at every batch end).
+                self._snapshot = self.usage_fields()
+                run = await self.traces.flush(self._snapshot, then=lambda: handler(event))
+            else:
+                if kind in USAGE_EVENTS:
+                    self._snapshot = self.usage_fields()
+                run = await sync_to_async(handler)(event)
         finally:
             self._snapshot = None
         if self.hand_queue:  # at a batch end, between the optimizer's steps

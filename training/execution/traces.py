@@ -96,21 +96,39 @@ class TraceWriter:
             task.add_done_callback(self._tasks.discard)
 
     # -- writing ---------------------------------------------------------------------------
-    async def flush(self, fields: dict[str, Any] | None = None) -> None:
+    async def flush(
+        self, fields: dict[str, Any] | None = None, then: Callable[[], Any] | None = None
+    ) -> Any:
         """Write what is waiting with the run's usage columns (``fields``, else a snapshot of
-        ``usage`` taken now, with the batch); flushes run one at a time, in order."""
+        ``usage`` taken now, with the batch); flushes run one at a time, in order.
+
+        ``then``: a synchronous write done right after, in the same database transaction and
+        the same trip to the ORM thread (the persistence callback's store of the event that
+        flushed: one commit per batch end, not two); its result is returned and its errors
+        raised, where a failed trace write is only logged."""
         async with self._lock:
             # Taken together on the event loop, where calls record both: no call in between.
             batch, self.pending = self.pending, []
             if fields is None:
                 fields = self.usage() if self.usage is not None else {}
             dropped = self.recorder.dropped if self.recorder is not None else 0
-            if not batch and not dropped and not fields:
-                return
+            if not batch and not dropped and not fields and then is None:
+                return None
+            return await sync_to_async(self._write_then)(batch, dropped, fields, then)
+
+    def _write_then(
+        self,
+        batch: list[tracing.CallTrace],
+        dropped: int,
+        fields: dict[str, Any],
+        then: Callable[[], Any] | None,
+    ) -> Any:
+        with transaction.atomic():
             try:
-                await sync_to_async(self._write)(batch, dropped, fields)
+                self._write(batch, dropped, fields)
             except Exception:  # traces are a view on the run: never the reason it fails
                 logger.exception("run %s: %d call traces not stored", self.run_id, len(batch))
+            return then() if then is not None else None
 
     async def close(self) -> None:
         """Wait for started flushes, then write the rest."""
