@@ -105,8 +105,16 @@ def lines(parts: dict[str, Any], forecast: dict[str, Any]) -> list[str]:
     ]
     for role, row in sorted(parts["roles"].items()):
         calls = max(1.0, row["calls"])
-        size = sizes.get("judge" if role == "judge" else "mutation" if role in (
-            "mutation", "crossover") else "prediction") or {}
+        size = (
+            sizes.get(
+                "judge"
+                if role == "judge"
+                else "mutation"
+                if role in ("mutation", "crossover")
+                else "prediction"
+            )
+            or {}
+        )
         out.append(
             f"{role}: {row['calls']:.0f} calls in flight {row['wall']:.1f} s; per call "
             f"{row['prompt_tokens'] / calls:.0f} prompt tokens sent "

@@ -253,8 +253,10 @@ def count_calls(
     )
     predictions = (predictions + selection).scaled(shape.lm_modules)
     if selection_rows:  # the contenders besides the seed carry candidate prompts
-        under_candidates = under_candidates + selection + Span.exact(
-            -_seed_selection_part(shape, train, scoring, selection_rows)
+        under_candidates = (
+            under_candidates
+            + selection
+            + Span.exact(-_seed_selection_part(shape, train, scoring, selection_rows))
         )
     test_passes = shape.evaluations_before + shape.evaluations_after
     rewards = _rewards_scored(
