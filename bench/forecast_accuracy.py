@@ -185,6 +185,7 @@ def execute(user, program, config: dict) -> dict:
     run = Run.objects.create(
         owner=user, program=program, dataset=program.dataset, config=config, forecast=predicted
     )
+    import forecast_parts
     from django.db.models import Sum
 
     from training.execution import cpu_meter
@@ -192,8 +193,13 @@ def execute(user, program, config: dict) -> dict:
 
     load = os.getloadavg()
     cpu_started = cpu_meter.sample()
+    meter = forecast_parts.Parts()
+    meter.start()
     started = time.perf_counter()
-    status = execution.execute(run.pk, run.attempt, worker="bench")
+    try:
+        status = execution.execute(run.pk, run.attempt, worker="bench")
+    finally:
+        parts = meter.stop()
     wall = time.perf_counter() - started
     others = cpu_meter.others_cores(cpu_started, cpu_meter.sample())
     run.refresh_from_db()
@@ -215,6 +221,7 @@ def execute(user, program, config: dict) -> dict:
         "loads": (load, os.getloadavg()),
         "others": others,
         "optimizer_seconds": float(optimizer or 0.0),
+        "parts": parts,
     }
 
 
@@ -260,6 +267,8 @@ def main() -> None:
     parser.add_argument("--before", default="main", help="the baseline's git revision")
     parser.add_argument("--no-before", action="store_true", help="no baseline forecast")
     args = parser.parse_args()
+    import forecast_parts  # noqa: F401  (bench/ is on the path)
+
     if args.run:
         baseline_child(json.loads(args.run))
         return
@@ -326,6 +335,8 @@ def main() -> None:
         )
         print(f"{'':<21}assumes: {'; '.join(new['assumptions'])}", flush=True)
         print(f"{'':<21}{phases(new, result)}", flush=True)
+        for line in forecast_parts.lines(result["parts"], new):
+            print(f"{'':<21}{line}", flush=True)
         if args.no_caps or name not in CAPPED:
             continue
         caps = {

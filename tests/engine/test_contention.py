@@ -108,7 +108,7 @@ def test_a_calibration_under_load_gives_the_pace_of_an_idle_machine():
         alone=alone,
         burst=burst,
     )
-    assert fitted.call_seconds == pytest.approx(0.05)
+    assert fitted.call(short) == pytest.approx(truth.call(short))
     assert fitted.prompt_token_seconds == pytest.approx(0.003)
     assert fitted.long_token_seconds == pytest.approx(0.04)
     assert fitted.parallel == pytest.approx(1.5)

@@ -117,11 +117,31 @@ def test_the_calibration_fit_recovers_the_rates_it_was_measured_at():
         together=(4, 2 * truth.call(short)),
         chars_per_token=4.2,
     )
-    assert fitted.call_seconds == pytest.approx(0.05)  # the median short call, not the slow one
+    # the median short call, not the slow one (its short answer is in the call's fixed cost)
+    assert fitted.call(short) == pytest.approx(truth.call(short))
+    assert fitted.call(long_answer, long=True) == pytest.approx(truth.call(long_answer, long=True))
     assert fitted.prompt_token_seconds == pytest.approx(0.003)
     assert fitted.long_token_seconds == pytest.approx(0.04)
     assert fitted.parallel == pytest.approx(2.0)
     assert fitted.chars_per_token == 4.2
+
+
+def test_a_short_answer_the_grammar_forces_is_not_priced_at_a_long_answers_rate():
+    # Measured like the local model's calibration: the short answer ({"answer": "yes"}) is
+    # forced by the grammar but for a token or two, so a short call costs little more than its
+    # prompt; a long answer's tokens each take a decode step. The fit must not price the
+    # short answer's tokens at the long rate (that made every prediction ~40 % dearer).
+    short = CallSize(40, 6)
+    fitted = fit_pace(
+        [(short, 0.1)] * 3,
+        (CallSize(340, 6), 0.4),  # 1 ms a prompt token
+        (CallSize(40, 56), 1.1),  # 20 ms a token beyond the short answer
+    )
+    assert fitted.prompt_token_seconds == pytest.approx(0.001)
+    assert fitted.long_token_seconds == pytest.approx(0.02)
+    assert fitted.call(short) == pytest.approx(0.1)
+    assert fitted.call(CallSize(40, 4)) == pytest.approx(0.1)  # a shorter label: no cheaper
+    assert fitted.call(CallSize(40, 56), long=True) == pytest.approx(1.1)
 
 
 def test_recent_runs_teach_the_pace_within_bounds():

@@ -162,6 +162,28 @@ def test_omega_is_timed_with_its_mutations_as_recent_runs_measured_them(
     assert "optimizer calls as 1 recent run(s) timed them" in after["assumptions"]
 
 
+def test_a_mutation_is_sized_by_the_batch_items_its_lm_is_shown(user, demo_dataset):
+    # The evolver shows its LM the worst MAX_BATCH_ITEMS of a batch: a batch of 16 makes no
+    # longer a mutation prompt than a batch of 4 (sized by all 16, the bench's first OMEGA
+    # run was forecast 803 prompt tokens a mutation where the traces measured 545).
+    from training.engine.optimizers.mutation import MAX_BATCH_ITEMS
+
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules")
+
+    def mutation_prompt(batch_size):
+        config = run_config(
+            optimizer="OMEGA",
+            model="fake/rules",
+            omega_embedding_model="fake/minilm",
+            batch_size=batch_size,
+        )
+        found = forecast_services.forecast(program, demo_dataset, config, measure=False)
+        return found["sizes"]["mutation"]["prompt"]
+
+    assert mutation_prompt(16) == mutation_prompt(MAX_BATCH_ITEMS) > mutation_prompt(1)
+
+
 def test_an_lm_judge_is_sized_by_the_calibrations_judge_call_until_a_run_measures_it(
     user, demo_dataset, no_broker
 ):

@@ -175,3 +175,36 @@ def test_the_calibration_sizes_a_judge_from_right_and_wrong_answers_alike():
         True,
         False,
     }
+
+
+def test_another_local_run_of_this_application_is_not_counted_again_as_an_other_process(
+    user, demo_dataset, machine
+):
+    # While the run was measured, another local run of this application kept one thread busy
+    # (batch 1): the meter saw it among the other processes, and the forecast's share counts
+    # it again whenever it still runs. The contention kept is the others' less it.
+    model = "fake/rules"
+    program = make_program(user, demo_dataset, model=model)
+    pace = stored_pace(model, call_seconds=0.2, prompt_token_seconds=0.0, short_token_seconds=0.0)
+    run = runs.launch(user, program, demo_dataset, run_config(model=model, epochs=1, batch_size=1))
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    Run.objects.filter(pk=run.pk).update(
+        forecast={**run.forecast, "local": True}, active_seconds=30.0
+    )
+    machine.others = 1.5  # 3 threads' demand against the run's one (as above)
+    found = []
+    for other_runs in (0, 1):
+        if other_runs:
+            make_run(
+                user,
+                program,
+                demo_dataset,
+                status=Run.RUNNING,
+                clock_started_at=timezone.now() - timedelta(seconds=60),
+                forecast={"local": True, "batch_size": 1},
+            )
+        ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
+        calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+        found.append(calibration.current(model)[0].contention)
+    assert found == [3.0, 2.0]

@@ -235,18 +235,69 @@ def count_calls(
     """
     if shape.optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {shape.optimizer!r}")
+    train, val, scoring, selection_rows = _fit_sets(shape)
+    epochs = max(0, int(shape.epochs))
+    steps = math.ceil(len(train) / shape.batch_size) if train else 0
+    candidates, optimizer_calls = _new_candidates(shape, train, epochs, steps)
+    if scored is not None:
+        candidates = Span.exact(scored)
+    changes = _best_changes(shape, epochs, candidates)
+    if best_changes is not None:
+        changes = Span.exact(best_changes)
+    predictions, under_candidates = _fit_predictions(
+        shape, train, val, scoring, epochs, candidates, changes
+    )
+    selection_rows = selection_rows if epochs else []
+    selection = _selection_predictions(
+        shape, train, scoring, selection_rows, candidates, contenders, changes
+    )
+    predictions = (predictions + selection).scaled(shape.lm_modules)
+    if selection_rows:  # the contenders besides the seed carry candidate prompts
+        under_candidates = (
+            under_candidates
+            + selection
+            + Span.exact(-_seed_selection_part(shape, train, scoring, selection_rows))
+        )
+    test_passes = shape.evaluations_before + shape.evaluations_after
+    rewards = _rewards_scored(
+        shape, train, val, scoring, epochs, candidates, contenders, selection_rows
+    )
+    embeddings = Span.exact(0)
+    if shape.optimizer == "NearestFewShot":
+        embeddings = _nearest_embeddings(shape, train, scoring, candidates, changes)
+    return CallForecast(
+        predictions=predictions,
+        optimizer=optimizer_calls,
+        judge=rewards.scaled(shape.judge_calls),
+        evaluations=Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules),
+        steps=steps,
+        epochs=epochs,
+        candidates=candidates,
+        embeddings=embeddings,
+        candidate_predictions=under_candidates.scaled(shape.lm_modules),
+        after_evaluations=Span.exact(
+            (shape.evaluations_after * shape.test_size + shape.samples) * shape.lm_modules
+        ),
+        selection=selection.scaled(shape.lm_modules),
+    )
+
+
+def _fit_sets(shape: RunShape) -> tuple[list, list, list, list]:
+    """(training, validation, scoring, selection) inputs as ``fit`` cuts them: the selection
+    split off the end first, then the validation split (``data_adapter.prepare_fit_data``);
+    the scoring set is the validation set, else the training set."""
     inputs = list(shape.train_inputs)
     selection_rows: list = []
-    if shape.selection_split > 0:  # cut off the end first (``data_adapter.prepare_fit_data``)
+    if shape.selection_split > 0:
         held = validation_cut(len(inputs), shape.selection_split)
         inputs, selection_rows = inputs[:held], inputs[held:]
     cut = validation_cut(len(inputs), shape.validation_split)
     train, val = inputs[:cut], inputs[cut:]
-    scoring = val or train
-    epochs = max(0, int(shape.epochs))
-    steps = math.ceil(len(train) / shape.batch_size) if train else 0
+    return train, val, val or train, selection_rows
 
-    # New candidates scored over the whole fit.
+
+def _new_candidates(shape: RunShape, train: list, epochs: int, steps: int) -> tuple[Span, Span]:
+    """(new candidates scored over the whole fit, the optimizer's own LM calls)."""
     if shape.optimizer == "RandomFewShot":
         proposed = epochs * shape.nb_candidates if shape.proposes else 0
         distinct = float(proposed)  # without memo, each draw is scored
@@ -258,89 +309,76 @@ def count_calls(
         low = min(1, proposed) if shape.deterministic else proposed
         if not shape.proposes_certain:
             low = 0
-        candidates = Span(low, distinct, proposed)
-        optimizer_calls = Span.exact(0)
-    elif shape.optimizer == "NearestFewShot":
+        return Span(low, distinct, proposed), Span.exact(0)
+    if shape.optimizer == "NearestFewShot":
         proposed = 1 if shape.proposes and epochs and train else 0
-        candidates = Span(proposed if shape.proposes_certain else 0, proposed, proposed)
-        optimizer_calls = Span.exact(0)
-    else:
-        stepped = epochs * steps if shape.proposes else 0
-        candidates = Span(0, stepped * EXPECTED_STEP_SCORED, stepped)
-        optimizer_calls = Span.exact(stepped)
-    if scored is not None:
-        candidates = Span.exact(scored)
-    # Epochs (after the first) that may start under a new best: only after a candidate.
+        return Span(proposed if shape.proposes_certain else 0, proposed, proposed), Span.exact(0)
+    stepped = epochs * steps if shape.proposes else 0
+    return Span(0, stepped * EXPECTED_STEP_SCORED, stepped), Span.exact(stepped)
+
+
+def _best_changes(shape: RunShape, epochs: int, candidates: Span) -> Span:
+    """Epochs (after the first) that may start under a new best: only after a candidate."""
     later = max(0, epochs - 1)
     if shape.optimizer == "NearestFewShot":  # one pool, proposed once: at most one change
         later = min(1, later)
-    changes = Span(
+    return Span(
         0,
         EXPECTED_BEST_CHANGE * later if candidates.expected else 0,
         later if candidates.high else 0,
     )
-    if best_changes is not None:
-        changes = Span.exact(best_changes)
 
-    under_candidates = Span.exact(0)
+
+def _fit_predictions(
+    shape: RunShape,
+    train: list,
+    val: list,
+    scoring: list,
+    epochs: int,
+    candidates: Span,
+    changes: Span,
+) -> tuple[Span, Span]:
+    """The program's predictions in ``fit`` (before the selection split and per generator),
+    and the part of them made under new candidates."""
     if epochs == 0:
-        predictions = Span.exact(0)
-    elif shape.deterministic:
+        return Span.exact(0), Span.exact(0)
+    if shape.deterministic:
         train_keys = {canonical(item) for item in train}
         scoring_keys = {canonical(item) for item in scoring}
         seed = len(train_keys | scoring_keys)  # training + seed scoring, one memo
         retrain = len(train_keys - scoring_keys)  # a new best's training predictions
-        under_candidates = candidates.scaled(len(scoring_keys)) + Span(
-            changes.low * retrain, changes.expected * retrain, changes.high * retrain
-        )
-        predictions = Span.exact(seed) + under_candidates
-    else:
-        fixed = epochs * len(train) + len(scoring) + epochs * len(val)
-        under_candidates = candidates.scaled(len(scoring))
-        predictions = Span.exact(fixed) + under_candidates
-    selection = _selection_predictions(
-        shape, train, scoring, selection_rows if epochs else [], candidates, contenders, changes
-    )
-    predictions = (predictions + selection).scaled(shape.lm_modules)
-    if selection_rows and epochs:  # the contenders besides the seed carry candidate prompts
-        seed_part = len(
-            {canonical(i) for i in selection_rows} - {canonical(i) for i in train + scoring}
-            if shape.deterministic
-            else selection_rows
-        )
-        under_candidates = under_candidates + selection + Span.exact(-seed_part)
-    selection = selection.scaled(shape.lm_modules)
-    under_candidates = under_candidates.scaled(shape.lm_modules)
+        under_candidates = candidates.scaled(len(scoring_keys)) + changes.scaled(retrain)
+        return Span.exact(seed) + under_candidates, under_candidates
+    fixed = epochs * len(train) + len(scoring) + epochs * len(val)
+    under_candidates = candidates.scaled(len(scoring))
+    return Span.exact(fixed) + under_candidates, under_candidates
 
-    # Rewards scored (memo hits included): each training prediction, each scoring, each
-    # validation pass, each test prediction.
+
+def _seed_selection_part(shape: RunShape, train: list, scoring: list, selection_rows: list) -> int:
+    """The selection predictions the seed pays (its prompts carry no candidate)."""
+    if not shape.deterministic:
+        return len(selection_rows)
+    return len({canonical(i) for i in selection_rows} - {canonical(i) for i in train + scoring})
+
+
+def _rewards_scored(
+    shape: RunShape,
+    train: list,
+    val: list,
+    scoring: list,
+    epochs: int,
+    candidates: Span,
+    contenders: int | None,
+    selection_rows: list,
+) -> Span:
+    """Rewards scored (memo hits included): each training prediction, each scoring, each
+    validation pass, each test prediction, each contender's selection pass."""
     test_passes = shape.evaluations_before + shape.evaluations_after
-    scored = (
+    return (
         Span.exact(epochs * len(train) + (len(scoring) if epochs else 0) + epochs * len(val))
         + candidates.scaled(len(scoring))
         + Span.exact(test_passes * shape.test_size)
-        + _contenders(candidates, contenders).scaled(len(selection_rows) if epochs else 0)
-    )
-    judge = scored.scaled(shape.judge_calls)
-    evaluations = Span.exact((test_passes * shape.test_size + shape.samples) * shape.lm_modules)
-    after = Span.exact(
-        (shape.evaluations_after * shape.test_size + shape.samples) * shape.lm_modules
-    )
-    embeddings = Span.exact(0)
-    if shape.optimizer == "NearestFewShot":
-        embeddings = _nearest_embeddings(shape, train, scoring, candidates, changes)
-    return CallForecast(
-        predictions=predictions,
-        optimizer=optimizer_calls,
-        judge=judge,
-        evaluations=evaluations,
-        steps=steps,
-        epochs=epochs,
-        candidates=candidates,
-        embeddings=embeddings,
-        candidate_predictions=under_candidates,
-        after_evaluations=after,
-        selection=selection,
+        + _contenders(candidates, contenders).scaled(len(selection_rows))
     )
 
 

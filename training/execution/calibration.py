@@ -359,6 +359,9 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
     ``model``) and returned. Raises what the calls raised."""
     make = _model_maker(model, owner_id, endpoint)
     pace = asyncio.run(asyncio.wait_for(_measure(model, make), CALIBRATION_SECONDS))
+    if pace.contention is not None:  # this application's local runs: the forecast's share
+        others = max(0.0, pace.contention - own_local_threads(pace.parallel))
+        pace = Pace.from_dict({**pace.to_dict(), "contention": round(others, 2)})
     row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
     if old is not None and old.idle:  # keep what recent runs taught (against an idle machine)
@@ -469,7 +472,7 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
         overhead = overhead_seconds(Span.exact(candidates), batches).expected
-        contention = _run_contention(pace, stored, cpu)
+        contention = _run_contention(pace, stored, cpu, run_id)
         share = 1.0 if contention is not None else None  # the meter saw the other runs too
         batched, optimizer = _call_seconds(pace, by_role, stored, share)
         if contention is not None:
@@ -494,7 +497,10 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
 
 
 def _run_contention(
-    pace: Pace, stored: dict[str, Any], cpu: tuple[CpuSample | None, CpuSample | None] | None
+    pace: Pace,
+    stored: dict[str, Any],
+    cpu: tuple[CpuSample | None, CpuSample | None] | None,
+    run_id: int | None = None,
 ) -> Contention | None:
     """The others' demand during a run's attempt on a local model (None: not measured, a
     provider's model, or a pace not kept for an idle machine). The run's own busy threads,
@@ -508,7 +514,26 @@ def _run_contention(
     batched = float(parts.get("batched") or 0.0)
     rest = float(parts.get("optimizer") or 0.0) + float(parts.get("overhead") or 0.0)
     threads = (batched * wide + rest * ALONE_THREADS) / (batched + rest) if batched + rest else 1
-    return cpu_meter.contention_between(cpu[0], cpu[1], threads)
+    measured = cpu_meter.contention_between(cpu[0], cpu[1], threads)
+    if measured is None:
+        return None
+    # The meter counts this application's other local runs among the other processes; the
+    # forecast counts them in its share of the cores already (``forecast.machine``).
+    own = own_local_threads(pace.parallel, exclude=run_id)
+    return Contention(max(0.0, measured.others - own), measured.cores)
+
+
+def own_local_threads(parallel: float, exclude: int | None = None) -> float:
+    """Busy threads of this application's local runs running now (``exclude``: the run
+    measured), each as many as calls it serves at once (``batch_threads``)."""
+    cores = cpu_meter.cores()
+    rows = Run.objects.filter(status=Run.RUNNING).exclude(pk=exclude).values_list("forecast")
+    threads = 0.0
+    for (stored,) in rows[:50]:
+        stored = stored or {}
+        if stored.get("local"):
+            threads += batch_threads(float(stored.get("batch_size") or 1), parallel, cores)
+    return threads
 
 
 def _chars_per_token(traces: Any) -> float | None:

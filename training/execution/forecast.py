@@ -44,7 +44,7 @@ from training.engine import forecast as engine_forecast
 from training.engine.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
-from training.engine.optimizers.mutation import MAX_TEXT_CHARS
+from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.execution import budget, calibration, cpu_meter, run_config
 from training.models import Run
@@ -59,10 +59,12 @@ SIZED_ROWS = 24
 #: has measured them (then ``calibration.learned_size``): the judge reads its instructions
 #: and the criteria, then the reference and the prediction (an example's answer each); a
 #: mutation reads its instructions and the variable, then the batch's report (each item's
-#: inputs, prediction and ground truth: an example and a half). Their answers: as long as the
-#: calibration's long answer (shaped like a mutation's).
+#: inputs, prediction and ground truth: an example and a half; the worst
+#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: as long as the calibration's long
+#: answer (shaped like a mutation's). The demo's mutations measured 545 prompt tokens (≈ 2,000
+#: characters with its four report items of ≈ 110).
 JUDGE_PROMPT_CHARS = 800
-MUTATION_PROMPT_CHARS = 1300
+MUTATION_PROMPT_CHARS = 1550
 REPORT_ITEM_SHARE = 1.5
 #: Share of a mutation's answer that is the new instructions (the rest: its reasoning).
 INSTRUCTION_SHARE = 0.5
@@ -212,7 +214,9 @@ def call_sizes(
     elif name == "NearestFewShot":
         extra = example_tokens * int(params.get("k") or 3)
     batch = int(config["batch_size"])
-    mutation_chars = MUTATION_PROMPT_CHARS + batch * REPORT_ITEM_SHARE * example_chars
+    # the evolver shows its LM the worst MAX_BATCH_ITEMS of the batch
+    shown = min(batch, MAX_BATCH_ITEMS)
+    mutation_chars = MUTATION_PROMPT_CHARS + shown * REPORT_ITEM_SHARE * example_chars
     mutation = learned_or_assumed(learned, "mutation", mutation_chars, pace, assumptions)
     if name == "OMEGA":  # its candidates carry rewritten instructions
         instructions = max(
