@@ -1,6 +1,11 @@
 """``utils.next_steps``: which next-step suggestions apply to a finished run (as data)."""
 
-from training.engine.utils.next_steps import MIN_TRAIN_ROWS, label_like, next_steps
+from training.engine.utils.next_steps import (
+    MIN_TRAIN_ROWS,
+    label_like,
+    next_steps,
+    undeclared_labels,
+)
 
 LABELS = ["anger", "joy", "optimism", "sadness"]
 TARGETS = {"label": [LABELS[i % 4] for i in range(100)]}
@@ -101,3 +106,39 @@ def test_a_perfect_run_is_not_told_to_try_something_else():
         after=1.0,
     )
     assert keys(steps) == []
+
+
+def test_every_step_in_its_order_and_a_perfect_run_is_never_stuck():
+    """Each named step (two label sets, then the rest) in the order ``next_steps`` lists them;
+    a run that ends perfect gets none of the "stuck" ones, whatever its candidates did."""
+    everything = {
+        "optimizer": "OMEGA",
+        "train_rows": 8,
+        "candidates": 3,
+        "beat_seed": 0,
+        "scoring_rows": 4,
+        "targets": {"label": ["a", "b", "a"], "mood": ["up", "up", "down"]},
+        "label_fields": {},
+        "refusals": {"empty": 2},
+        "before": 0.5,
+        "after": 0.5,
+    }
+    assert keys(next_steps(**everything)) == [
+        "label_set",
+        "label_set",
+        "nearest_few_shot",
+        "no_candidate_beat_seed",
+        "more_rows",
+        "bigger_validation",
+        "junk_rewrites",
+    ]
+    assert keys(next_steps(**{**everything, "after": 1.0})) == [
+        "label_set",
+        "label_set",
+        "more_rows",
+        "bigger_validation",
+        "junk_rewrites",
+    ]
+    assert undeclared_labels(everything["targets"], {"mood": ["down", "up"]}) == {
+        "label": ["a", "b"]
+    }

@@ -12,6 +12,9 @@ from html import escape as html_escape
 import pytest
 from django.urls import reverse
 
+import training.engine as synalinks
+from tests.engine.helpers_engine import build_program, few_shot_learner
+from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS, by_hand_size
 from training.execution import attempt as execution
 from training.models import Candidate, Run
 from training.runs import hand_candidates, launch
@@ -168,3 +171,34 @@ def test_a_candidate_by_hand_rewrites_removes_and_adds_examples_checked_against_
     mine = Candidate.objects.get(run=run, operation="by_hand")
     assert mine.value["examples"] == written and mine.reward is not None
     assert mine.parent_ids == [start.candidate_id]
+
+
+async def test_the_preview_and_the_engine_measure_a_value_by_hand_alike():
+    """One measure (the engine's ``by_hand_size``) and one limit: the dashboard's preview
+    takes exactly the values ``Optimizer.add_by_hand`` takes, up to the last character."""
+    program = await build_program(few_shot_learner())
+    program.compile(
+        reward=synalinks.rewards.ExactMatch(in_mask=["answer"]),
+        optimizer=synalinks.optimizers.RandomFewShot(seed=0),
+    )
+    optimizer = program.optimizer
+    optimizer.trainable_variables = list(program.trainable_variables)
+    variable = optimizer.trainable_variables[0]
+    start = Candidate(variable=variable.name, value=variable.get_json())
+
+    def padded(size):
+        example = {"inputs": {"query": ""}, "outputs": {"answer": "a"}}
+        short = by_hand_size({**start.value, "examples": [example]})
+        example["inputs"]["query"] = "x" * (size - short)
+        return example
+
+    at_limit, over = padded(MAX_BY_HAND_CHARS), padded(MAX_BY_HAND_CHARS + 1)
+    value = hand_candidates.preview(start, Edits(added=[at_limit]))
+    assert by_hand_size(value) == MAX_BY_HAND_CHARS
+    assert optimizer.add_by_hand(variable.name, value)["operation"] == "by_hand"
+    with pytest.raises(
+        hand_candidates.HandCandidateError, match=f"this one {MAX_BY_HAND_CHARS + 1}"
+    ):
+        hand_candidates.preview(start, Edits(added=[over]))
+    with pytest.raises(ValueError, match=f"at most {MAX_BY_HAND_CHARS} characters"):
+        optimizer.add_by_hand(variable.name, {**start.value, "examples": [over]})

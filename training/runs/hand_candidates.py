@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from core.bounded_json import refuse_constant
-from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS
+from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS, by_hand_size
 from training.execution import events
 from training.execution.hand_candidates import QUEUED
 from training.models import Candidate, Run
@@ -51,7 +51,7 @@ def preview(candidate: Candidate, edits: Edits) -> dict[str, Any]:
         raise HandCandidateError(str(exc)) from None
     if value == (candidate.value or {}):
         raise HandCandidateError("That is the candidate as it is: change something first.")
-    size = len(json.dumps(value, default=str))
+    size = by_hand_size(value)
     if size > MAX_BY_HAND_CHARS:
         raise HandCandidateError(
             f"A candidate by hand holds at most {MAX_BY_HAND_CHARS} characters as JSON, "

@@ -57,8 +57,14 @@ from training.engine.variables import Variable
 logger = logging.getLogger(__name__)
 
 OPERATIONS = ("seed", "few_shot", "mutation", "crossover", "by_hand")
-#: A value a person writes may hold at most this many characters (as JSON).
+#: A value a person writes may hold at most this many characters (as JSON, ``by_hand_size``).
 MAX_BY_HAND_CHARS = 20_000
+
+
+def by_hand_size(value: Any) -> int:
+    """The size a candidate by hand is measured by against ``MAX_BY_HAND_CHARS``: its
+    characters as JSON (what ``add_by_hand`` refuses, and the dashboard's preview says)."""
+    return len(json.dumps(value, default=str))
 
 
 @register_synalinks_serializable(package="synalinks")
@@ -215,7 +221,7 @@ class Optimizer:
         variable = self.variable(name)
         if not isinstance(value, dict) or set(value) != set(variable.value):
             raise ValueError(f"a candidate of {name} has the fields {sorted(variable.value)}")
-        if len(json.dumps(value, default=str)) > MAX_BY_HAND_CHARS:
+        if by_hand_size(value) > MAX_BY_HAND_CHARS:
             raise ValueError(f"a candidate by hand holds at most {MAX_BY_HAND_CHARS} characters")
         return self.add_candidate(variable, value, "by_hand", parent_ids=parent_ids)
 
