@@ -20,6 +20,7 @@ SECTIONS = (
     "#run-epochs",
     "#run-leaderboard",
     "#run-forecast-actual",
+    "#run-candidate-confidence",
 )
 
 
@@ -49,6 +50,9 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     # A finished run's examples section loads its re-score form on its own (hx-trigger load):
     # read both pages once it is there.
     page.locator("#run-rescore-box #rescore-form").wait_for()
+    # The Selection section came with the finish: where the final prompt came from, which
+    # only a finished run shows (the page loaded it while the run was going).
+    assert page.locator("#run-candidate-confidence #provenance").count() == 1
     watched = section_texts(page)
     assert "reload" not in " ".join(watched.values())
     rows = page.locator("#eval-table tr.eval-row").count()
@@ -65,5 +69,6 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     page.reload()
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for()
     page.locator("#run-rescore-box #rescore-form").wait_for()
+    page.locator("#run-candidate-confidence #provenance").wait_for()  # loaded once the page is up
     assert section_texts(page) == watched
     assert errors == []

@@ -11,7 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from training.insight import candidate_confidence, provenance
+from training.insight import candidate_confidence, live, provenance
 from training.models import Candidate, ProgramVersion, Run
 from training.programs import program_versions
 from training.runs import candidate_versions
@@ -78,6 +78,24 @@ def test_the_section_shows_intervals_and_paired_verdicts(client_user, user, demo
     points = json.loads(re.search(r'data-points="([^"]*)"', html).group(1).replace("&quot;", '"'))
     assert {p["id"] for p in points} == set(rows)
     assert sum(p["pareto"] for p in points) == report["pareto_count"] >= 1
+
+
+def test_a_finished_runs_update_carries_the_section_as_the_page_loads_it(
+    client_user, user, demo_dataset
+):
+    """Issue 27.1: the run's finish sends every part, the Selection section among them, so a
+    page watched to the end shows where the final prompt came from without a reload; drawn
+    from a context of its own, the per-example table beside it is unchanged."""
+    run = omega(user, demo_dataset)
+    update = live.render_parts(run)
+    fragment = live.render_parts(run, ("candidate_confidence",))
+    assert fragment in update
+    assert 'hx-swap-oob="true"' in fragment and 'id="provenance"' in fragment
+    without_token = re.compile(r'(name="csrfmiddlewaretoken" value=)"[^"]*"')  # a page's own
+    assert without_token.sub(r"\1", fragment.replace(' hx-swap-oob="true"', "")) == (
+        without_token.sub(r"\1", section(client_user, run))
+    )
+    assert live.render_parts(run, ("examples",)) in update
 
 
 def test_verdicts_on_the_same_examples():

@@ -73,7 +73,7 @@ def test_the_candidate_pictures_never_hold_up_the_quick_fragments(monkeypatch):
     # the epochs were rendered on their own lane, not after the lineage
     assert time.monotonic() - started < RENDER_SECONDS * 1.9
     assert renderer.drain(run.pk, timeout=10)
-    assert HEAVY_PARTS == ("leaderboard", "population", "lineage")
+    assert HEAVY_PARTS == ("leaderboard", "population", "lineage", "candidate_confidence")
     assert sorted(parts for _, parts, _ in page.sent) == [
         ["leaderboard", "lineage"],
         ["progress", "epochs"],

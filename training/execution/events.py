@@ -39,6 +39,7 @@ ALL_PARTS = (
     "forecast",
     "examples",
     "traces",
+    "candidate_confidence",
 )
 # The fragments each stored engine event changes.
 EVENT_PARTS = {
@@ -50,17 +51,18 @@ EVENT_PARTS = {
     # them; an epoch end sends only what a throttled candidate event still owes (once per
     # change, not once per epoch: ``PartsThrottle``).
     "epoch_end": ("progress", "usage", "epochs", "chart", "spend", "forecast", "traces"),
-    "candidate": ("leaderboard", "population", "lineage"),
+    "candidate": ("leaderboard", "population", "lineage", "candidate_confidence"),
     "paused": ("progress",),  # the checkpoint saved; the finish sends status and actions
     "optimizer_error": ("leaderboard",),
     "candidate_refused": ("leaderboard",),
-    "selection": ("leaderboard",),
-    "final_selection": ("leaderboard",),
+    "selection": ("leaderboard", "candidate_confidence"),
+    "final_selection": ("leaderboard", "candidate_confidence"),
 }
-# Fragments that re-read every candidate (embeddings included): a candidate event sends them
-# at most once per SLOW_PARTS_SECONDS (``PartsThrottle``); the next epoch_end sends those a
-# throttled event still owes.
-SLOW_PARTS = ("population", "lineage")
+# Fragments that re-read every candidate (embeddings included; the selection section's
+# bootstrap intervals): a candidate event sends them at most once per SLOW_PARTS_SECONDS
+# (``PartsThrottle``); the next epoch_end sends those a throttled event still owes, and the
+# run's finish sends every part.
+SLOW_PARTS = ("population", "lineage", "candidate_confidence")
 SLOW_PARTS_SECONDS = 5.0
 
 #: What a stored evaluation changes (the test split's figures, its examples, its calls).
@@ -126,11 +128,11 @@ class PartsThrottle:
     Example:
         >>> throttle = PartsThrottle()
         >>> throttle.parts("candidate")
-        ('leaderboard', 'population', 'lineage')
+        ('leaderboard', 'population', 'lineage', 'candidate_confidence')
         >>> throttle.parts("candidate")
         ('leaderboard',)
-        >>> throttle.parts("epoch_end")[-2:]
-        ('population', 'lineage')
+        >>> throttle.parts("epoch_end")[-3:]
+        ('population', 'lineage', 'candidate_confidence')
         >>> "lineage" in throttle.parts("epoch_end")
         False
     """

@@ -27,7 +27,7 @@ from training.models import Run
 CLOSE_NOT_FOUND = 4404
 CLOSE_TRY_AGAIN_LATER = 1013
 #: The parts a page drawn after its run finished already holds in their final state.
-FINAL_WHEN_DRAWN_FINISHED = ("examples",)
+FINAL_WHEN_DRAWN_FINISHED = ("examples", "candidate_confidence")
 
 logger = logging.getLogger(__name__)
 

@@ -30,9 +30,11 @@ from django.template.loader import render_to_string
 from training.execution import summaries
 from training.execution.events import ALL_PARTS
 from training.insight import (
+    ablation,
     candidate_confidence,
     lineage,
     population_map,
+    provenance,
     run_advice,
     spend,
     timing,
@@ -94,6 +96,26 @@ def part_context(
     return context
 
 
+def selection_context(run: Run) -> dict[str, Any]:
+    """The "Selection" section (``run_candidate_confidence.html``): every scored candidate's
+    interval and paired verdicts, the charts' points, and where each part of the final
+    prompt came from (with its ablations)."""
+    report = candidate_confidence.report(run)
+    return {
+        **report,
+        "points_json": json.dumps(report["points"]),
+        "provenance": ablation.annotate(run, provenance.provenance(run)),
+        "poll": ablation.POLL_SECONDS,
+    }
+
+
+#: Parts drawn from a context of their own: their names would clash with the other parts'
+#: (the Selection section's ``rows`` and ``split`` are not the per-example table's). The page
+#: itself loads the Selection section once it is up (its bootstraps take a moment on a large
+#: run: ``selection_section.html``); an update carries it whole.
+OWN_CONTEXT = {"candidate_confidence": selection_context}
+
+
 def leaderboard(run: Run) -> dict[str, Any]:
     """The best candidates (with links to their parents), how many each competition kept or
     dropped, and the optimizer steps that failed and were skipped."""
@@ -147,7 +169,13 @@ def render_parts(
 ) -> str:
     context = part_context(run, parts)
     context.update(oob=oob, **extra)
-    return "".join(render_to_string(TEMPLATES[part], context) for part in parts)
+    return "".join(
+        render_to_string(
+            TEMPLATES[part],
+            {"run": run, "oob": oob, **OWN_CONTEXT[part](run)} if part in OWN_CONTEXT else context,
+        )
+        for part in parts
+    )
 
 
 def message(html: str) -> dict[str, Any]:

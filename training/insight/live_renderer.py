@@ -10,7 +10,7 @@ stored run, each fragment once per change whatever the number of pages watching 
 send reaches them all), and changes that come while it renders are merged into the next
 render (the fragments are idempotent: the newest state heals whatever was merged away).
 
-The quick fragments and the heavy ones (``HEAVY_PARTS``: the candidate tables and pictures)
+The quick fragments and the heavy ones (``HEAVY_PARTS``: the candidate tables, pictures and intervals)
 are rendered on two threads (lanes), each sending its own messages, so a page sees an epoch
 end while the lineage is still being drawn; the heavy ones at most once per
 ``HEAVY_PARTS_SECONDS`` for a run: an optimizer changes its candidates several times an
