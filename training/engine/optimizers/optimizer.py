@@ -131,6 +131,9 @@ class Optimizer:
         self.epoch = 0
         self.iterations = 0
         self.candidate_count = 0
+        #: ``optimizer_error`` events sent so far (saved in the state: on resume the run's
+        #: rows stored past this count are an abandoned attempt's, ``run_state``).
+        self.errors_reported = 0
         self.example_pool: dict[str, list[dict]] = {}
         #: How much a candidate must beat the seed by (``selection.tie_margin``).
         self.tie_margin = sel.tie_margin(None)
@@ -164,6 +167,8 @@ class Optimizer:
         self._selection_scorer = scorer
 
     async def emit(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "optimizer_error":
+            self.errors_reported += 1
         if self.callbacks is not None:
             await self.callbacks.on_event(event)
 
@@ -510,6 +515,7 @@ class Optimizer:
         return {
             "iterations": self.iterations,
             "candidate_count": self.candidate_count,
+            "errors_reported": self.errors_reported,
             "epoch": self.epoch,
             "example_pool": copy.deepcopy(self.example_pool),
             "rng": rng_state(self.rng),
@@ -518,6 +524,7 @@ class Optimizer:
     def set_state(self, state: dict[str, Any]) -> None:
         self.iterations = int(state.get("iterations", 0))
         self.candidate_count = int(state.get("candidate_count", 0))
+        self.errors_reported = int(state.get("errors_reported", 0))
         self.epoch = int(state.get("epoch", 0))
         self.example_pool = copy.deepcopy(state.get("example_pool", {}))
         restored = rng_from_state(state.get("rng"))
