@@ -48,6 +48,8 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.saving import serialize
+from training.engine.saving.registry import UnknownObjectError
 from training.engine.trainers import candidate_scores, output_bounds
 from training.engine.trainers.data_adapter import (
     FitData,
@@ -507,7 +509,21 @@ class Trainer(Predicting):
         scorer.score_examples = score_examples
         scorer.examples = len(score_items)  # the optimizer's tie margin: one example's worth
         scorer.split = split
+        # What its rewards depend on besides the values: a resumed fit reuses saved rewards
+        # only under the same key (``candidate_scores.scoring_set_key``).
+        scorer.scoring_set_key = candidate_scores.scoring_set_key(
+            score_items, score_targets, split, self._reward_config()
+        )
         return scorer
+
+    def _reward_config(self) -> Any:
+        """The reward's saved config (what a scoring set's key includes); its qualified name
+        when it is not serializable (a plain async function, say)."""
+        try:
+            return serialize(self.reward)
+        except (UnknownObjectError, TypeError, ValueError):
+            named = self.reward if hasattr(self.reward, "__qualname__") else type(self.reward)
+            return f"{named.__module__}.{named.__qualname__}"
 
     async def _train_epochs(
         self,
