@@ -93,6 +93,10 @@ async def test_a_pause_point_that_is_not_one_is_refused():
     x, y = dataset()
     with pytest.raises(ValueError, match="epoch and batch are whole numbers"):
         await program.fit(x, y, resume_from={"epoch": -1, "batch": "2"}, **FIT)
+    with pytest.raises(ValueError, match="failed at most made"):
+        await program.fit(
+            x, y, resume_from={"epoch": 1, "batch": 1, "predictions": {"made": 1, "failed": 2}}
+        )
     with pytest.raises(ValueError, match="resumes epoch 1"):
         await program.fit(x, y, resume_from=PausePoint(1, 1), initial_epoch=2, **FIT)
 

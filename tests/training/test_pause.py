@@ -158,6 +158,30 @@ def test_a_pause_resumed_twice_from_the_same_checkpoint_stores_each_optimizer_er
     assert optimizer_errors(run) == optimizer_errors(straight)
 
 
+def test_an_epoch_paused_and_resumed_is_judged_whole_when_all_its_predictions_failed(
+    user, demo_dataset
+):
+    """Every prediction fails: the run fails after its first epoch, and the message counts
+    the whole epoch (its part before the pause is the pause point's), as a run never paused
+    says it."""
+    always_fails = "fake/fewshot?failure_rate=1&failure=fatal"
+    program = make_program(user, demo_dataset, model=always_fails)
+    config = run_config(model=always_fails, **{**CONFIG, "evaluations_before": 0})
+    straight = make_run(user, program, demo_dataset, config)
+    assert execution.execute(straight.pk, 1) == Run.FAILED
+    straight.refresh_from_db()
+    assert "predictions of training epoch 1 failed" in straight.error
+
+    run = make_run(user, program, demo_dataset, config)
+    assert pause_and_execute(run, 1) == Run.PAUSED
+    before = run.checkpoint_position["predictions"]
+    assert before["made"] == before["failed"] > 0
+    launch.resume(run)
+    assert execution.execute(run.pk, 2) == Run.FAILED
+    run.refresh_from_db()
+    assert run.error == straight.error
+
+
 def test_a_resumed_pause_measures_its_pace_from_the_batch_it_resumed_at(
     client_user, user, demo_dataset
 ):

@@ -31,6 +31,7 @@ from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
 from training.engine.language_models import rate_limits
+from training.engine.trainers.pause_point import PausePoint
 from training.execution import (
     budget,
     calibration,
@@ -249,7 +250,11 @@ class Steps:
             run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
         )
         self.callback.set_program(program)
-        self.failed_epochs = prediction_failures.AllFailedEpochs()
+        # A pause's epoch is judged whole: its predictions before the pause are the point's.
+        point = data["resume_from"]
+        self.failed_epochs = prediction_failures.AllFailedEpochs(
+            resumed_from=PausePoint.from_json(point) if point is not None else None
+        )
         self.failure: list[str] = []  # the error of an evaluation whose predictions all failed
         self.watch = budget.BudgetWatch(
             run.pk,

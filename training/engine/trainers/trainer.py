@@ -58,7 +58,7 @@ from training.engine.trainers.data_adapter import (
 )
 from training.engine.trainers.epoch_iterator import EpochIterator
 from training.engine.trainers.history import History
-from training.engine.trainers.pause_point import PausePoint
+from training.engine.trainers.pause_point import EpochPredictions, PausePoint
 from training.engine.trainers.predicting import Interrupted, Predicting
 from training.engine.variables import assigned
 
@@ -372,7 +372,7 @@ class Trainer(Predicting):
             resume_from: (an extension of the guide) where a paused fit stopped
                 (``program.paused_at``, or its ``to_json()``): the fit starts at that batch of
                 that epoch (``initial_epoch`` is the point's), with the epoch's rewards and
-                metric states so far; the program must hold the state saved then
+                metric states so far (its predictions so far: ``point.predictions``); the program must hold the state saved then
                 (``get_config``) and the same data and seed must be given.
 
         Returns:
@@ -596,6 +596,9 @@ class Trainer(Predicting):
         ``trace_context(epoch=epoch)``. ``point``: a paused fit's point in this epoch (the
         batches before it are done).
         """
+        # The epoch's predictions are counted from here (those before a pause: the point's).
+        start = EpochPredictions.totals(self)
+        earlier = point.predictions if point is not None else EpochPredictions()
         await events.epoch_begin(epoch, epochs)
         await self.optimizer.on_epoch_begin(epoch)
         self._reset_metrics()
@@ -618,7 +621,9 @@ class Trainer(Predicting):
             await events.batch_end(epoch, batch, iterator.steps, logs, failures)
             if self._pausing():
                 await self._pause(
-                    events, PausePoint(epoch, batch + 1, list(rewards), self._metric_states())
+                    events,
+                    PausePoint(epoch, batch + 1, list(rewards), self._metric_states()),
+                    lambda: earlier.plus(EpochPredictions.totals(self).minus(start)),
                 )
                 return logs, False
             if self.stop_training and batch < iterator.steps - 1:
@@ -639,10 +644,18 @@ class Trainer(Predicting):
         """A pause was asked and nothing stops the fit instead (Cancel, a cap)."""
         return self.pause_requested and not self.stop_training and not self.interrupted
 
-    async def _pause(self, events: TrainingEvents, point: PausePoint) -> None:
+    async def _pause(
+        self,
+        events: TrainingEvents,
+        point: PausePoint,
+        predictions: Callable[[], EpochPredictions] | None = None,
+    ) -> None:
         """Pause here: the optimizer's work under way finishes (``settle``), then ``paused_at``
-        and the ``paused`` event say where the fit goes on from."""
+        and the ``paused`` event say where the fit goes on from. ``predictions``: inside an
+        epoch, its predictions so far, counted once ``settle`` made its own."""
         await self.optimizer.settle()
+        if predictions is not None:
+            point.predictions = predictions()
         self.paused_at = point
         await events.paused(point.to_json())
 
