@@ -225,3 +225,14 @@ async def test_the_saved_rewards_are_the_latest_max_saved_scores():
     for value in values:
         assert await again.score(value) == 0.5
     assert scorings == [f"rule {n}" for n in range(total - MAX_SAVED_SCORES)]
+
+
+async def test_a_fresh_fit_of_a_loaded_program_scores_afresh(tmp_path):
+    """Saved rewards serve a resume only: a loaded program fitted from the start (its models
+    may have been changed since) scores as a program never fitted."""
+    x, y = dataset()
+    _, loaded, _, _ = await paused_then_loaded(tmp_path, x, y)
+    await loaded.fit(x, y, **FIT)
+    fresh = await seed_again_program()
+    await fresh.fit(x, y, **FIT)
+    assert loaded.optimizer.scorings == fresh.optimizer.scorings

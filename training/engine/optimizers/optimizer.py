@@ -177,6 +177,12 @@ class Optimizer:
         if self.seed is None and seed is not None:
             self.rng = random.Random(seed)
 
+    def forget_saved_scores(self) -> None:
+        """The rewards a saved state gave (``set_state``) are not reused by the next
+        ``attach``: ``fit`` calls it for a fresh fit, which resumes nothing (its program's
+        models may not be those that earned them)."""
+        self._scores_restored = False
+
     def attach_selection(self, scorer: Callable | None) -> None:
         """The selection split's scorer (``fit(selection_split=...)``), or None."""
         self._selection_scorer = scorer

@@ -432,6 +432,9 @@ class Trainer(Predicting):
         self.paused_at = None
         self.budget_exhausted = None
         scorer = self._candidate_scorer(*data.scoring_set, batch_size)
+        if initial_epoch == 0 and point is None:
+            # A fresh fit scores afresh: its program's models may not be the saved rewards'.
+            self.optimizer.forget_saved_scores()
         self.optimizer.attach(self, callback_list, scorer, seed=seed)
         self.optimizer.attach_selection(
             self._candidate_scorer(data.sel_x, data.sel_y, batch_size, split="selection")
