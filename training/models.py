@@ -256,8 +256,8 @@ class Run(models.Model):
     samples = models.JSONField(default=list, blank=True)
     # Resume: the program (variables + optimizer state) after the last completed epoch, or
     # where Pause stopped it inside an epoch: then ``checkpoint_position`` is the engine's
-    # ``PausePoint`` (the next batch of that epoch, its rewards and metric states so far) and
-    # ``checkpoint_epoch`` still the last completed epoch (None: none yet).
+    # ``PausePoint`` (the next batch of that epoch, its rewards, metric states and predictions
+    # so far) and ``checkpoint_epoch`` still the last completed epoch (None: none yet).
     checkpoint_json = models.JSONField(null=True, blank=True)
     checkpoint_epoch = models.IntegerField(null=True, blank=True)
     checkpoint_position = models.JSONField(null=True, blank=True)

@@ -16,7 +16,7 @@ from django.urls import reverse
 from training.execution import attempt as execution
 from training.execution import run_state
 from training.insight import timing
-from training.models import Candidate, EpochLog, Evaluation, Run
+from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 from training.runs import launch
 
 from .conftest import make_program, make_run, run_config
@@ -109,6 +109,77 @@ def test_pause_stops_after_the_current_batch_and_resume_finishes_like_a_run_neve
     assert epoch_logs(run) == epoch_logs(straight)
     assert figures(run) == figures(straight)
     assert Evaluation.objects.filter(run=run, phase="before").count() == 1  # not repeated
+
+
+def optimizer_errors(run):
+    return list(
+        OptimizerError.objects.filter(run=run)
+        .order_by("pk")
+        .values_list("epoch", "variable", "operation", "error")
+    )
+
+
+def test_a_pause_resumed_twice_from_the_same_checkpoint_stores_each_optimizer_error_once(
+    client_user, user, demo_dataset
+):
+    """An attempt that went on from a pause's checkpoint and stopped without saving a newer
+    one (its worker died) left the optimizer errors of the batches it trained in the paused
+    epoch; the next resume trains those batches again and reports the same errors. They are
+    stored once: the rows past the checkpoint's ``errors_reported`` go before it resumes."""
+    failing = {**OMEGA, "omega_language_model": "fake/echo?failure_rate=1&failure=fatal"}
+    program = make_program(user, demo_dataset, model="fake/fewshot")
+    config = run_config(model="fake/fewshot", **CONFIG, **failing)
+    straight = make_run(user, program, demo_dataset, config)
+    assert execution.execute(straight.pk, 1) == Run.SUCCEEDED
+    assert len(optimizer_errors(straight)) >= 3  # one failed step a batch end at least
+
+    run = make_run(user, program, demo_dataset, config)
+    assert pause_and_execute(run, 1) == Run.PAUSED
+    checkpoint = {
+        "checkpoint_json": run.checkpoint_json,
+        "checkpoint_position": run.checkpoint_position,
+    }
+    assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == len(
+        optimizer_errors(run)
+    )
+    launch.resume(run)
+    assert pause_and_execute(run, 2) == Run.PAUSED  # one batch more, its error stored
+    assert (
+        len(optimizer_errors(run))
+        > checkpoint["checkpoint_json"]["compile"]["optimizer"]["state"]["errors_reported"]
+    )
+    # ... but its worker died before its checkpoint was written: the run still holds the
+    # first pause's.
+    Run.objects.filter(pk=run.pk).update(**checkpoint)
+    run.refresh_from_db()
+    launch.resume(run)
+    assert execution.execute(run.pk, 3) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert optimizer_errors(run) == optimizer_errors(straight)
+
+
+def test_an_epoch_paused_and_resumed_is_judged_whole_when_all_its_predictions_failed(
+    user, demo_dataset
+):
+    """Every prediction fails: the run fails after its first epoch, and the message counts
+    the whole epoch (its part before the pause is the pause point's), as a run never paused
+    says it."""
+    always_fails = "fake/fewshot?failure_rate=1&failure=fatal"
+    program = make_program(user, demo_dataset, model=always_fails)
+    config = run_config(model=always_fails, **{**CONFIG, "evaluations_before": 0})
+    straight = make_run(user, program, demo_dataset, config)
+    assert execution.execute(straight.pk, 1) == Run.FAILED
+    straight.refresh_from_db()
+    assert "predictions of training epoch 1 failed" in straight.error
+
+    run = make_run(user, program, demo_dataset, config)
+    assert pause_and_execute(run, 1) == Run.PAUSED
+    before = run.checkpoint_position["predictions"]
+    assert before["made"] == before["failed"] > 0
+    launch.resume(run)
+    assert execution.execute(run.pk, 2) == Run.FAILED
+    run.refresh_from_db()
+    assert run.error == straight.error
 
 
 def test_a_resumed_pause_measures_its_pace_from_the_batch_it_resumed_at(

@@ -40,7 +40,9 @@ def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, prog
     OptimizerError.objects.create(
         run=run, epoch=0, variable="generator/state", operation="mutation", error="real"
     )
-    # The attempt stopped mid-epoch 1 and was failed; resume it for a second epoch.
+    # The attempt stopped mid-epoch 1 and was failed; resume it for a second epoch. The
+    # epoch-0 error is one the checkpoint's optimizer reported (its count says so).
+    state["errors_reported"] = 1
     run.config["epochs"] = 2
     run.save()
     Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2)
@@ -52,6 +54,31 @@ def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, prog
     assert kept <= set(Candidate.objects.filter(run=run).values_list("candidate_id", flat=True))
     assert list(OptimizerError.objects.filter(run=run).values_list("error", flat=True)) == ["real"]
     assert list(EpochLog.objects.filter(run=run).values_list("epoch", flat=True)) == [0, 1]
+
+
+def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_stored(
+    user, program, demo_dataset
+):
+    """A run checkpointed before the optimizer counted its errors (no ``errors_reported``)
+    keeps its optimizer errors on resume, and its next checkpoint counts them, so a later
+    resume does not take them for an abandoned attempt's."""
+    run = make_run(user, program, demo_dataset, run_config(epochs=1))
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    del run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"]
+    OptimizerError.objects.create(
+        run=run, epoch=0, variable="generator/state", operation="mutation", error="earlier"
+    )
+    run.config["epochs"] = 2
+    run.save()
+    Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2)
+
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert list(OptimizerError.objects.filter(run=run).values_list("error", flat=True)) == [
+        "earlier"
+    ]
+    assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == 1
 
 
 def test_resumed_usage_adds_up_every_engine_counter_judge_failures_included():

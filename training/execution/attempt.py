@@ -31,6 +31,7 @@ from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
 from training.engine.language_models import rate_limits
+from training.engine.trainers.pause_point import PausePoint
 from training.execution import (
     budget,
     calibration,
@@ -162,6 +163,7 @@ def _load(run: Run) -> dict[str, Any]:
         "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward
         "done_evaluations": set(run.evaluations.values_list("phase", "index")),
         "base_usage": dict(run.usage or {}),
+        "errors_stored": run.optimizer_errors.count(),  # after the drop above
         "active_seconds": run.active_seconds,
         "group": run.group_name,
     }
@@ -199,6 +201,8 @@ async def _train(
     state = (compile_config.get("optimizer") or {}).get("state") if run.checkpoint_json else None
     if state:
         optimizer.set_state(state)
+        if "errors_reported" not in state:  # saved before the optimizer counted its errors:
+            optimizer.errors_reported = data["errors_stored"]  # those the run has stored
     reward = build_reward(config, marks=data["marks"])
     program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
 
@@ -249,7 +253,11 @@ class Steps:
             run.pk, run.attempt, data["group"], tracker, data["base_usage"], superseded=superseded
         )
         self.callback.set_program(program)
-        self.failed_epochs = prediction_failures.AllFailedEpochs()
+        # A pause's epoch is judged whole: its predictions before the pause are the point's.
+        point = data["resume_from"]
+        self.failed_epochs = prediction_failures.AllFailedEpochs(
+            resumed_from=PausePoint.from_json(point) if point is not None else None
+        )
         self.failure: list[str] = []  # the error of an evaluation whose predictions all failed
         self.watch = budget.BudgetWatch(
             run.pk,

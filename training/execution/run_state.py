@@ -116,22 +116,41 @@ def drop_unfinished_epochs(run: Run) -> None:
     point = run.checkpoint_position if isinstance(run.checkpoint_position, dict) else None
     if point is not None and isinstance(point.get("epoch"), int):
         _drop_after_pause(run, point["epoch"])
-        return
-    if run.checkpoint_epoch is None:
+    elif run.checkpoint_epoch is not None:
+        with transaction.atomic():
+            later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
+            Candidate.objects.filter(**later).delete()
+            OptimizerError.objects.filter(**later).delete()
+            EpochLog.objects.filter(**later).delete()
+    _drop_errors_after(run)
+
+
+def _optimizer_state(run: Run) -> dict[str, Any]:
+    """The optimizer's saved state in the run's checkpoint ({} when it has none)."""
+    compile_config = run.checkpoint_json.get("compile") or {}
+    state = (compile_config.get("optimizer") or {}).get("state")
+    return state if isinstance(state, dict) else {}
+
+
+def _drop_errors_after(run: Run) -> None:
+    """Keep the run's first ``errors_reported`` optimizer errors (the optimizer's count in
+    the checkpoint) and delete the later ones: an attempt that went on from the checkpoint
+    and stopped without saving a newer one stored them, and the resumed optimizer reports
+    them again (a pause's epoch is trained again from its batch, so epochs alone cannot
+    tell them apart). A checkpoint saved without the count keeps every row."""
+    reported = _optimizer_state(run).get("errors_reported")
+    if not isinstance(reported, int) or isinstance(reported, bool) or reported < 0:
         return
     with transaction.atomic():
-        later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
-        Candidate.objects.filter(**later).delete()
-        OptimizerError.objects.filter(**later).delete()
-        EpochLog.objects.filter(**later).delete()
+        later = OptimizerError.objects.filter(run_id=run.pk).order_by("pk")[reported:]
+        OptimizerError.objects.filter(pk__in=list(later.values_list("pk", flat=True))).delete()
 
 
 def _drop_after_pause(run: Run, epoch: int) -> None:
     """The checkpoint is where a pause stopped inside ``epoch``: the candidates it holds stay
     (those of ``epoch`` included); rows a later attempt made after it go (candidates numbered
     past the checkpoint's ``candidate_count``, later epochs, the unfinished epoch's log)."""
-    state = ((run.checkpoint_json.get("compile") or {}).get("optimizer") or {}).get("state") or {}
-    known = int(state.get("candidate_count") or 0)
+    known = int(_optimizer_state(run).get("candidate_count") or 0)
     with transaction.atomic():
         Candidate.objects.filter(run_id=run.pk, epoch__gt=epoch).delete()
         ghosts = [

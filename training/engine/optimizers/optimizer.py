@@ -21,7 +21,9 @@ A candidate is a dict kept on its variable (``variable.candidates``): ``id, epoc
 (RandomFewShot, OMEGA) mostly override ``propose`` and, for a competition, ``select``.
 ``score(values)`` evaluates the program on the validation data with ``values`` assigned;
 a value set already scored in this fit is not scored again (its reward is remembered, and
-predictions are memoised too).
+predictions are memoised too). The latest ``MAX_SAVED_SCORES`` rewards are saved in the
+state (``get_state``: sha256 digests, tagged with the scoring set's key), so a fit resumed
+from it (after a pause) does not score them again on the same scoring set.
 
 Which candidate a variable takes (``select`` at each epoch end, ``on_train_end``) is
 ``selection.champion``: the seed (the starting value) unless a candidate beats it by at least
@@ -43,6 +45,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -52,6 +55,10 @@ from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import final_selection, label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.saving import register_synalinks_serializable
+from training.engine.trainers.candidate_scores import (
+    MAX_SAVED_SCORES,
+    assignment_digest,
+)
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
@@ -131,11 +138,19 @@ class Optimizer:
         self.epoch = 0
         self.iterations = 0
         self.candidate_count = 0
+        #: ``optimizer_error`` events sent so far (saved in the state: on resume the run's
+        #: rows stored past this count are an abandoned attempt's, ``run_state``).
+        self.errors_reported = 0
         self.example_pool: dict[str, list[dict]] = {}
         #: How much a candidate must beat the seed by (``selection.tie_margin``).
         self.tie_margin = sel.tie_margin(None)
-        #: {canonical JSON of a full assignment: validation reward} for this fit's scoring set.
+        #: {digest of a full assignment: validation reward} for this fit's scoring set.
         self._scores: dict[str, float] = {}
+        #: The key of the scoring set ``_scores`` are for (``candidate_scores.scoring_set_key``).
+        self._scoring_set: str | None = None
+        #: ``_scores`` came from a saved state (``set_state``): the next ``attach`` keeps
+        #: them when its scorer has the same scoring set.
+        self._scores_restored = False
         #: Candidate scorings answered from ``_scores`` (no prediction made).
         self.score_reuses = 0
         #: {assignment key: CandidateScore} when the scorer gives per-example rewards.
@@ -151,19 +166,30 @@ class Optimizer:
         self.callbacks = callbacks
         self._scorer = scorer
         # The scoring set is this fit's: its size sets the tie margin, and rewards of another
-        # fit's set are not reused.
+        # fit's set are not reused (those of a saved state are, on the same set: a resume).
         self.tie_margin = sel.tie_margin(getattr(scorer, "examples", None))
-        self._scores = {}
+        key = getattr(scorer, "scoring_set_key", None)
+        if not (self._scores_restored and key is not None and key == self._scoring_set):
+            self._scores = {}
+        self._scoring_set, self._scores_restored = key, False
         self._details = {}
         self._selection_scorer = None
         if self.seed is None and seed is not None:
             self.rng = random.Random(seed)
+
+    def forget_saved_scores(self) -> None:
+        """The rewards a saved state gave (``set_state``) are not reused by the next
+        ``attach``: ``fit`` calls it for a fresh fit, which resumes nothing (its program's
+        models may not be those that earned them)."""
+        self._scores_restored = False
 
     def attach_selection(self, scorer: Callable | None) -> None:
         """The selection split's scorer (``fit(selection_split=...)``), or None."""
         self._selection_scorer = scorer
 
     async def emit(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "optimizer_error":
+            self.errors_reported += 1
         if self.callbacks is not None:
             await self.callbacks.on_event(event)
 
@@ -270,11 +296,13 @@ class Optimizer:
         return self._details.get(self._assignment_key(values))
 
     def _assignment_key(self, values: dict[str, dict[str, Any]]) -> str:
-        """What ``score(values)`` evaluates: every trainable variable's value once ``values``
-        are assigned (the others keep theirs)."""
+        """What ``score(values)`` evaluates, as a sha256 digest: every trainable variable's
+        value once ``values`` are assigned (the others keep theirs)."""
         full = {v.name: values.get(v.name, v.value) for v in self.trainable_variables}
         full.update(values)
-        return json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
+        return assignment_digest(
+            json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
+        )
 
     async def score_candidates(self, group: list[tuple[Variable, dict[str, Any]]]) -> float:
         """Score candidates that go together (one joint assignment), record and emit them."""
@@ -510,19 +538,63 @@ class Optimizer:
         return {
             "iterations": self.iterations,
             "candidate_count": self.candidate_count,
+            "errors_reported": self.errors_reported,
             "epoch": self.epoch,
             "example_pool": copy.deepcopy(self.example_pool),
             "rng": rng_state(self.rng),
+            "candidate_scores": {
+                "scoring_set_key": self._scoring_set,
+                "scores": [
+                    [digest, reward]
+                    for digest, reward in list(self._scores.items())[-MAX_SAVED_SCORES:]
+                ],
+            },
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.iterations = int(state.get("iterations", 0))
         self.candidate_count = int(state.get("candidate_count", 0))
+        self.errors_reported = int(state.get("errors_reported", 0))
         self.epoch = int(state.get("epoch", 0))
         self.example_pool = copy.deepcopy(state.get("example_pool", {}))
         restored = rng_from_state(state.get("rng"))
         if restored is not None:  # a resumed fit draws what the uninterrupted one would
             self.rng = restored
+        # A resumed fit does not score again what it scored (on the same scoring set).
+        saved = scores_from_state(state.get("candidate_scores"))
+        self._scoring_set, self._scores = saved if saved is not None else (None, {})
+        self._scores_restored = saved is not None
+
+
+def scores_from_state(saved: Any) -> tuple[str, dict[str, float]] | None:
+    """(scoring set key, {assignment digest: reward}) from a state's ``candidate_scores``
+    (``get_state``), or None when it is not one (checked, never trusted: plain JSON from a
+    document; at most ``MAX_SAVED_SCORES`` entries, the latest, are taken)."""
+    if not isinstance(saved, dict):
+        return None
+    key, entries = saved.get("scoring_set_key"), saved.get("scores")
+    if not _is_digest(key) or not isinstance(entries, list):
+        return None
+    scores: dict[str, float] = {}
+    for entry in entries[-MAX_SAVED_SCORES:]:
+        if not (isinstance(entry, list) and len(entry) == 2 and _is_digest(entry[0])):
+            return None
+        reward = entry[1]
+        if (
+            not isinstance(reward, int | float)
+            or isinstance(reward, bool)
+            or not math.isfinite(reward)
+        ):
+            return None
+        scores[entry[0]] = float(reward)
+    return key, scores
+
+
+def _is_digest(value: Any) -> bool:
+    """A sha256 hex digest (64 lower-case hex characters)."""
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 #: ``random.Random.getstate()``'s Mersenne Twister state: 624 words and the position.

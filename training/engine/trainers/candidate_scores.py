@@ -17,10 +17,18 @@ of a run keep them (``training/execution/candidate_predictions.py``).
 
 These go in the ``candidate`` event (``event_fields``), never in the candidate dict a variable
 keeps (which is saved with the program): a program document stays as small as before.
+
+The mean rewards alone are saved (the optimizer's state, ``Optimizer.get_state``), so a fit
+paused and resumed does not score again, with LM calls, what it scored before the pause: at
+most :data:`MAX_SAVED_SCORES`, each under the sha256 digest of the assignment it scored
+(``assignment_digest``), all tagged with the scoring set's digest (``scoring_set_key``) and
+reused only for that same set. Plain JSON, never pickle: a state is read from a document.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +40,9 @@ MAX_EXAMPLE_REWARDS = 1000
 MAX_EXAMPLE_PREDICTIONS = 100
 #: Digits each reward keeps in an event (a 0/1 reward is exact; a cosine keeps 4 digits).
 REWARD_DIGITS = 4
+#: The most candidate rewards an optimizer's saved state keeps (the latest scored): what a
+#: resumed fit reuses instead of scoring again, at about 90 characters each in the document.
+MAX_SAVED_SCORES = 512
 
 
 @dataclass
@@ -106,3 +117,47 @@ def from_usage(
         split=split,
         predictions=list(predictions or []),
     )
+
+
+def assignment_digest(assignment_json: str) -> str:
+    """The sha256 hex digest under which a scored assignment (its canonical JSON: every
+    trainable variable's value) is remembered and saved.
+
+    Example:
+        >>> len(assignment_digest('{"generator/state":{"instructions":""}}'))
+        64
+    """
+    return hashlib.sha256(assignment_json.encode("utf-8")).hexdigest()
+
+
+def scoring_set_key(items: list, targets: list, split: str, reward: Any = None) -> str:
+    """The sha256 hex digest of what a candidate's reward depends on besides its values: the
+    scoring examples (inputs and targets, in order), the split and the reward's config. Saved
+    rewards are reused only by a scorer with the same key, so a resumed fit on other data,
+    or under another reward, scores its candidates again.
+
+    Args:
+        items: the scoring inputs (DataModels, or lists of them for several inputs).
+        targets: the scoring targets (DataModels).
+        split: the split scored (``validation``, ``train``, ``selection``).
+        reward: the reward's saved config (``serialize(reward)``), or None.
+
+    Returns:
+        64 hex characters.
+    """
+    document = {
+        "split": split,
+        "items": [_as_json(item) for item in items],
+        "targets": [_as_json(target) for target in targets],
+        "reward": reward,
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _as_json(value: Any) -> Any:
+    if hasattr(value, "get_json"):
+        return value.get_json()
+    if isinstance(value, list | tuple):
+        return [_as_json(v) for v in value]
+    return value

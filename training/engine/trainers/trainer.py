@@ -48,6 +48,8 @@ from training.engine.metrics.metric import Metric
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers.selection import mean as _mean
 from training.engine.rewards.judge_failures import JudgeFailureRecorder
+from training.engine.saving import serialize
+from training.engine.saving.registry import UnknownObjectError
 from training.engine.trainers import candidate_scores, output_bounds
 from training.engine.trainers.data_adapter import (
     FitData,
@@ -56,7 +58,7 @@ from training.engine.trainers.data_adapter import (
 )
 from training.engine.trainers.epoch_iterator import EpochIterator
 from training.engine.trainers.history import History
-from training.engine.trainers.pause_point import PausePoint
+from training.engine.trainers.pause_point import EpochPredictions, PausePoint
 from training.engine.trainers.predicting import Interrupted, Predicting
 from training.engine.variables import assigned
 
@@ -370,7 +372,7 @@ class Trainer(Predicting):
             resume_from: (an extension of the guide) where a paused fit stopped
                 (``program.paused_at``, or its ``to_json()``): the fit starts at that batch of
                 that epoch (``initial_epoch`` is the point's), with the epoch's rewards and
-                metric states so far; the program must hold the state saved then
+                metric states so far (its predictions so far: ``point.predictions``); the program must hold the state saved then
                 (``get_config``) and the same data and seed must be given.
 
         Returns:
@@ -430,6 +432,9 @@ class Trainer(Predicting):
         self.paused_at = None
         self.budget_exhausted = None
         scorer = self._candidate_scorer(*data.scoring_set, batch_size)
+        if initial_epoch == 0 and point is None:
+            # A fresh fit scores afresh: its program's models may not be the saved rewards'.
+            self.optimizer.forget_saved_scores()
         self.optimizer.attach(self, callback_list, scorer, seed=seed)
         self.optimizer.attach_selection(
             self._candidate_scorer(data.sel_x, data.sel_y, batch_size, split="selection")
@@ -507,7 +512,21 @@ class Trainer(Predicting):
         scorer.score_examples = score_examples
         scorer.examples = len(score_items)  # the optimizer's tie margin: one example's worth
         scorer.split = split
+        # What its rewards depend on besides the values: a resumed fit reuses saved rewards
+        # only under the same key (``candidate_scores.scoring_set_key``).
+        scorer.scoring_set_key = candidate_scores.scoring_set_key(
+            score_items, score_targets, split, self._reward_config()
+        )
         return scorer
+
+    def _reward_config(self) -> Any:
+        """The reward's saved config (what a scoring set's key includes); its qualified name
+        when it is not serializable (a plain async function, say)."""
+        try:
+            return serialize(self.reward)
+        except (UnknownObjectError, TypeError, ValueError):
+            named = self.reward if hasattr(self.reward, "__qualname__") else type(self.reward)
+            return f"{named.__module__}.{named.__qualname__}"
 
     async def _train_epochs(
         self,
@@ -580,6 +599,9 @@ class Trainer(Predicting):
         ``trace_context(epoch=epoch)``. ``point``: a paused fit's point in this epoch (the
         batches before it are done).
         """
+        # The epoch's predictions are counted from here (those before a pause: the point's).
+        start = EpochPredictions.totals(self)
+        earlier = point.predictions if point is not None else EpochPredictions()
         await events.epoch_begin(epoch, epochs)
         await self.optimizer.on_epoch_begin(epoch)
         self._reset_metrics()
@@ -602,7 +624,9 @@ class Trainer(Predicting):
             await events.batch_end(epoch, batch, iterator.steps, logs, failures)
             if self._pausing():
                 await self._pause(
-                    events, PausePoint(epoch, batch + 1, list(rewards), self._metric_states())
+                    events,
+                    PausePoint(epoch, batch + 1, list(rewards), self._metric_states()),
+                    lambda: earlier.plus(EpochPredictions.totals(self).minus(start)),
                 )
                 return logs, False
             if self.stop_training and batch < iterator.steps - 1:
@@ -623,10 +647,18 @@ class Trainer(Predicting):
         """A pause was asked and nothing stops the fit instead (Cancel, a cap)."""
         return self.pause_requested and not self.stop_training and not self.interrupted
 
-    async def _pause(self, events: TrainingEvents, point: PausePoint) -> None:
+    async def _pause(
+        self,
+        events: TrainingEvents,
+        point: PausePoint,
+        predictions: Callable[[], EpochPredictions] | None = None,
+    ) -> None:
         """Pause here: the optimizer's work under way finishes (``settle``), then ``paused_at``
-        and the ``paused`` event say where the fit goes on from."""
+        and the ``paused`` event say where the fit goes on from. ``predictions``: inside an
+        epoch, its predictions so far, counted once ``settle`` made its own."""
         await self.optimizer.settle()
+        if predictions is not None:
+            point.predictions = predictions()
         self.paused_at = point
         await events.paused(point.to_json())
 
