@@ -472,9 +472,13 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
         overhead = overhead_seconds(Span.exact(candidates), batches).expected
-        contention = _run_contention(pace, stored, cpu, run_id)
-        share = 1.0 if contention is not None else None  # the meter saw the other runs too
+        measured = _measured(pace, stored, cpu)
+        share = 1.0 if measured else None  # the meter saw the other runs too
         batched, optimizer = _call_seconds(pace, by_role, stored, share)
+        # what the run's work takes on an idle machine: its CPU time over that is the CPU
+        # it wanted (``cpu_meter.contention_between``)
+        idle = (batched + overhead) * pace.time_factor + optimizer * pace.optimizer_time_factor
+        contention = _run_contention(pace, stored, cpu, run_id, idle) if measured else None
         if contention is not None:
             batch = float(stored.get("batch_size") or 1)
             wide = contention.slowdown(batch_threads(batch, pace.parallel, contention.cores))
@@ -496,17 +500,27 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
     ModelPace.objects.filter(pk=row.pk).update(**changes)
 
 
+def _measured(
+    pace: Pace, stored: dict[str, Any], cpu: tuple[CpuSample | None, CpuSample | None] | None
+) -> bool:
+    """The run's attempt was metered on a local model whose pace is kept for an idle machine."""
+    return cpu is not None and pace.idle and bool(stored.get("local"))
+
+
 def _run_contention(
     pace: Pace,
     stored: dict[str, Any],
     cpu: tuple[CpuSample | None, CpuSample | None] | None,
     run_id: int | None = None,
+    idle_seconds: float | None = None,
 ) -> Contention | None:
     """The others' demand during a run's attempt on a local model (None: not measured, a
-    provider's model, or a pace not kept for an idle machine). The run's own busy threads,
-    which the fair share is inverted with, are its forecast parts' (batched calls on
-    ``min(cores, batch)`` threads, the rest on one), weighted by their seconds."""
-    if cpu is None or not pace.idle or not stored.get("local"):
+    provider's model, or a pace not kept for an idle machine). The fair share is inverted
+    with what the run got (its CPU time) and what it wanted: its CPU time over
+    ``idle_seconds`` (the rule's time for its calls on an idle machine), at most its forecast
+    parts' busy threads (batched calls on ``batch_threads``, the rest on one, weighted by
+    their seconds)."""
+    if cpu is None or not _measured(pace, stored, cpu):
         return None
     parts = stored.get("seconds_parts") or {}
     cores = float(cpu_meter.cores())
@@ -514,7 +528,7 @@ def _run_contention(
     batched = float(parts.get("batched") or 0.0)
     rest = float(parts.get("optimizer") or 0.0) + float(parts.get("overhead") or 0.0)
     threads = (batched * wide + rest * ALONE_THREADS) / (batched + rest) if batched + rest else 1
-    measured = cpu_meter.contention_between(cpu[0], cpu[1], threads)
+    measured = cpu_meter.contention_between(cpu[0], cpu[1], threads, idle_seconds)
     if measured is None:
         return None
     # The meter counts this application's other local runs among the other processes; the
