@@ -57,6 +57,13 @@ RUN_OVERHEAD_SECONDS = 3.0
 TIME_SPREAD = 0.25
 #: Rounds that find a calibration burst's busy threads under load (:func:`fit_pace`).
 BURST_ROUNDS = 12
+#: The least share of a calibration's long-answer call its answer's tokens are taken to
+#: have cost (the floor under ``long_token_seconds``: this share of the call's time per token
+#: beyond the short answer). Why: the rate is a difference against the short calls, and a
+#: load spike on those made it 0 ms a token under load (every judge and mutation then free
+#: but for a call's fixed cost); measured on an idle machine, the answer is ~95 % of that
+#: call (150 tokens at 40 ms against 0.3 s for the rest).
+LEAST_ANSWER_SHARE = 0.5
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -398,7 +405,8 @@ def fit_pace(
 
     The differences give the rates, each kept >= 0: a long prompt against a short call gives
     the time of a prompt token; a long answer against a short call (its prompt's share taken
-    off) the time of a long answer's token beyond the short answer; the short calls' median,
+    off) the time of a long answer's token beyond the short answer, at least
+    :data:`LEAST_ANSWER_SHARE` of the long call's time over those tokens; the short calls' median,
     less its prompt, the fixed cost of a call, its short answer included
     (``short_answer_tokens``): a grammar forces nearly all of a short structured answer, so
     its tokens cost no decode step each (the bench's predictions: 6 tokens, 5 forced, 2 ms).
@@ -445,7 +453,9 @@ def fit_pace(
     size, seconds = long_answer
     extra_answer = size.completion - base.completion
     rest = seconds - base_seconds - prompt * (size.evaluated - base.evaluated)
-    token = max(0.0, rest / extra_answer) if extra_answer > 0 else 0.0
+    token = 0.0
+    if extra_answer > 0:  # each answer token at least its share of the call (the floor)
+        token = max(rest / extra_answer, LEAST_ANSWER_SHARE * seconds / extra_answer)
     # The short answer stays in the fixed cost: its tokens are not priced at the long
     # answer's rate (a grammar forces nearly all of a short structured answer; pricing them
     # per token made the bench's predictions ~40 % dearer than they were).
