@@ -94,6 +94,14 @@ JUDGE_SAMPLES = (
     ({"team": "shipping"}, {"team": "billing"}),
     ({"team": "box"}, {"team": "box"}),
 )
+#: An LM judge's tokens per call are also kept by the program and the data it judged
+#: (:func:`judge_data_key`), for this many of them a model (the oldest dropped). Why: a
+#: judge's critique follows the labels it compares; the calibration's four samples average
+#: 76 answer tokens where the demo's judge writes 152, and one program's judge says little
+#: of another's.
+JUDGE_DATA_KEPT = 20
+#: The prefix of those keys in ``ModelPace.sizes``.
+JUDGE_DATA_PREFIX = "judge@"
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -118,6 +126,16 @@ def learned_size(sizes: dict[str, Any], role: str) -> CallSize | None:
     if not isinstance(found, dict):
         return None
     return CallSize(float(found.get("prompt", 0)), float(found.get("completion", 0)))
+
+
+def judge_data_key(program_id: int | None, dataset_id: int | None) -> str:
+    """The key of an LM judge's tokens per call on one program's data, in ``ModelPace.sizes``.
+
+    Example:
+        >>> judge_data_key(3, 7)
+        'judge@program3/dataset7'
+    """
+    return f"{JUDGE_DATA_PREFIX}program{program_id}/dataset{dataset_id}"
 
 
 def pace_key(program_row: Any, model: str) -> tuple[str, str]:
@@ -435,7 +453,9 @@ def learn_from_run(
 
 def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = None) -> None:
     run = (
-        Run.objects.filter(pk=run_id).only("status", "forecast", "active_seconds", "config").first()
+        Run.objects.filter(pk=run_id)
+        .only("status", "forecast", "active_seconds", "config", "program_id", "dataset_id")
+        .first()
     )
     if run is None or run.status not in (Run.SUCCEEDED, Run.STOPPED):
         return
@@ -459,9 +479,14 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
         )
         if seen["calls"]:
-            sizes[role] = _blend(
-                sizes.get(role), seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
-            )
+            prompt, completion = seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
+            sizes[role] = _blend(sizes.get(role), prompt, completion)
+            if role == "judge":  # and by the data it judged (the newest last)
+                key = judge_data_key(run.program_id, run.dataset_id)
+                sizes[key] = _blend(sizes.pop(key, None), prompt, completion)
+                kept = [k for k in sizes if k.startswith(JUDGE_DATA_PREFIX)]
+                for old in kept[:-JUDGE_DATA_KEPT]:
+                    del sizes[old]
     changes = {"sizes": sizes}
     if row.pace and by_role:
         pace = Pace.from_dict(row.pace)
