@@ -183,6 +183,35 @@ def test_a_pace_stored_before_loads_were_measured_is_used_and_measured_again(
     assert not Pace.from_dict(record).idle
 
 
+def test_a_pace_an_older_calibration_fitted_is_measured_again_without_its_old_factors(
+    user,
+    demo_dataset,
+    no_broker,  # noqa: F811
+):
+    # Fitted before the floor under the long-answer rate (0 ms a token under load), with a
+    # factor runs taught against that pricing: the forecast asks for it to be measured again,
+    # and the new calibration does not carry the old factor over.
+    model = "fake/rules"
+    stored_pace(model, long_token_seconds=0.0, time_factor=1.6, runs=2, time_ratios=(1.6, 1.6))
+    record = {k: v for k, v in calibration.current(model)[0].to_dict().items() if k != "fit"}
+    ModelPace.objects.filter(model=model).update(pace=record)
+    assert calibration.current(model)[0].outdated
+    program = make_program(user, demo_dataset, model=model)
+    result = forecast_services.forecast(program, demo_dataset, run_config(model=model))
+    assert result["state"] == "ready"
+    assert any("an older calibration" in note for note in result["assumptions"])
+    from .test_forecast import wait_for
+
+    wait_for(lambda: no_broker == [[model]])
+    calibration.measure(model)
+    fresh, _ = calibration.current(model)
+    assert not fresh.outdated and fresh.time_factor == 1.0 and fresh.runs == 0
+    # a pace of this fit keeps what runs taught it
+    ModelPace.objects.filter(model=model).update(pace={**fresh.to_dict(), "time_factor": 1.6})
+    calibration.measure(model)
+    assert calibration.current(model)[0].time_factor == 1.6
+
+
 def test_the_contention_a_recent_run_measured_is_expected_over_the_load_average(
     user, demo_dataset, machine
 ):

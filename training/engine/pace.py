@@ -64,6 +64,12 @@ BURST_ROUNDS = 12
 #: but for a call's fixed cost); measured on an idle machine, the answer is ~95 % of that
 #: call (150 tokens at 40 ms against 0.3 s for the rest).
 LEAST_ANSWER_SHARE = 0.5
+#: The version of the calibration's fit and its contention reading a pace was stored by
+#: (``Pace.fit``): 2, the floor under the long-answer rate and the fair share inverted with
+#: the process's own CPU time. A pace of an older one is measured again (its figures, and
+#: the factors runs taught against them, priced calls the old way); raise it whenever
+#: :func:`fit_pace` or the contention it is given prices calls differently.
+FIT_VERSION = 2
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -115,6 +121,7 @@ class Pace:
         short_answer_tokens: the answer tokens ``call_seconds`` includes (the calibration's
             short answer: a local model's grammar forces all of it but a token or two, so its
             tokens cost no decode step each; 0: a pace fitted before, every token priced).
+        fit: the :data:`FIT_VERSION` of the calibration that fitted it (0: before versions).
     """
 
     call_seconds: float
@@ -139,6 +146,12 @@ class Pace:
     contention: float | None = None
     contention_at: float | None = None
     short_answer_tokens: float = 0.0
+    fit: int = FIT_VERSION
+
+    @property
+    def outdated(self) -> bool:
+        """Fitted by an older calibration (:data:`FIT_VERSION`): to be measured again."""
+        return self.fit < FIT_VERSION
 
     def call(self, size: CallSize, long: bool = False) -> float:
         """Seconds of one call of ``size`` alone: the fixed cost (a short answer included),
@@ -156,6 +169,7 @@ class Pace:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values.setdefault("idle", False)  # stored before a pace was normalised to idle
+        values.setdefault("fit", 0)  # stored before fits were versioned
         # JSON gives lists back
         for name in ("judge_size", "time_ratios", "optimizer_ratios"):
             if values.get(name) is not None:

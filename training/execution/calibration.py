@@ -382,7 +382,8 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
         pace = Pace.from_dict({**pace.to_dict(), "contention": round(others, 2)})
     row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
-    if old is not None and old.idle:  # keep what recent runs taught (against an idle machine)
+    # keep what recent runs taught (against an idle machine, and this fit's pricing)
+    if old is not None and old.idle and not old.outdated:
         learned = {name: getattr(old, name) for name in LEARNED_FIELDS}
         pace = Pace.from_dict({**pace.to_dict(), **learned})
     row.pace = pace.to_dict()

@@ -431,8 +431,15 @@ def forecast(
             learned[JUDGE_ON_THIS_DATA] = True
     missing = sorted({name for role, name in models.items() if role not in paces})
     failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
-    # a pace stored before loads were measured is used, and measured again in the background
-    stale = sorted({name for name in stored if stored[name][0] and not stored[name][0].idle})
+    # a pace stored before loads were measured, or fitted by an older calibration, is used
+    # and measured again in the background
+    stale = sorted(
+        {
+            name
+            for name in stored
+            if stored[name][0] and (not stored[name][0].idle or stored[name][0].outdated)
+        }
+    )
     if measure and not failed:
         for name in missing + stale:
             key, endpoint = keys[name]
@@ -554,6 +561,8 @@ def _assumed(
         notes.append(f"pace as {pace.runs} recent run(s) of this model went")
     if pace.optimizer_runs:
         notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
+    if pace.outdated:
+        notes.append("the pace as an older calibration fitted it (it is being measured again)")
     if not pace.runs and not pace.optimizer_runs:
         notes.append("pace from the calibration alone (no run of this model measured yet)")
     return notes
