@@ -13,6 +13,7 @@ from training.engine.contention import (
     Contention,
     ContentionSpan,
     load_share,
+    wanted_threads,
 )
 from training.engine.pace import TIME_SPREAD, CallSize, Pace, fit_pace, run_time
 
@@ -53,6 +54,24 @@ def test_what_the_others_got_while_ours_ran_gives_their_demand_back(others, thre
     found = Contention.from_usage(used, threads, cores=2)
     assert found.others == pytest.approx(others)
     assert found.slowdown(threads) == pytest.approx(Contention(others, 2).slowdown(threads))
+
+
+def test_the_cpu_a_run_wanted_not_its_threads_inverts_the_fair_share():
+    """The bench's OMEGA under load: ours wanted 0.65 threads (its CPU time over its work's
+    idle time), the others ~2.4: on 2 cores each runnable thread got 2 / 3.05 of a core."""
+    others, wanted, cores = 2.4, 0.65, 2
+    part = cores / (others + wanted)
+    idle = 20.0
+    wall = idle / part
+    own_cores = wanted * part
+    threads = wanted_threads(own_cores * wall, idle, most=1.5, least=own_cores)
+    assert threads == pytest.approx(wanted)
+    found = Contention.from_usage(others * part, threads, cores, own_cores=own_cores)
+    assert found.others == pytest.approx(others)
+    # ours taken to want its 1.5 threads all along: 1.57 cores read as 5.5 threads
+    assert Contention.from_usage(others * part, 1.5, cores).others == pytest.approx(5.5, abs=0.1)
+    # ours got all it wanted: the others got all they wanted too
+    assert Contention.from_usage(1.2, 0.5, cores, own_cores=0.5).others == pytest.approx(1.2)
 
 
 def test_a_load_average_counts_this_applications_runs_less():

@@ -8,6 +8,7 @@ import pytest
 
 from training.engine import forecast
 from training.engine.pace import (
+    LEAST_ANSWER_SHARE,
     RUN_OVERHEAD_SECONDS,
     TIME_FACTOR_BOUNDS,
     TIME_FACTOR_RUNS,
@@ -142,6 +143,17 @@ def test_a_short_answer_the_grammar_forces_is_not_priced_at_a_long_answers_rate(
     assert fitted.call(short) == pytest.approx(0.1)
     assert fitted.call(CallSize(40, 4)) == pytest.approx(0.1)  # a shorter label: no cheaper
     assert fitted.call(CallSize(40, 56), long=True) == pytest.approx(1.1)
+
+
+def test_short_calls_slowed_by_a_load_spike_never_make_a_long_answer_free():
+    # Under load the short calls took as long as the long answer's call: the difference says
+    # its 150 tokens beyond the short answer cost nothing. Each costs at least its share of
+    # that call's time.
+    short = CallSize(90, 8)
+    long_answer = CallSize(90, 158)
+    fitted = fit_pace([(short, 3.0)] * 3, (CallSize(390, 8), 3.0), (long_answer, 3.0))
+    assert fitted.long_token_seconds == pytest.approx(LEAST_ANSWER_SHARE * 3.0 / 150)
+    assert fitted.call(long_answer, long=True) == pytest.approx(3.0 + LEAST_ANSWER_SHARE * 3.0)
 
 
 def test_recent_runs_teach_the_pace_within_bounds():

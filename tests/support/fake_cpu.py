@@ -1,8 +1,10 @@
 """A machine whose load a test sets: the ``training.execution.cpu_meter`` source.
 
-Each sample advances a fake clock by ``step`` seconds, and the other processes' busy time by
-``others`` cores over it (this process's own CPU time stays put), so a calibration or a run
-measured under it meets exactly that contention, whatever the real machine does.
+Each sample advances a fake clock by ``step`` seconds, the other processes' busy time by
+``others`` cores over it and this process's own CPU time by ``own`` cores (None: the rest
+of the machine, at most one core: one thread that got what the others left), so a
+calibration or a run measured under it meets exactly that contention, whatever the real
+machine does.
 
 Example:
     ```python
@@ -22,15 +24,21 @@ from training.execution.cpu_meter import CpuSample
 class FakeMachine:
     cores_count: int = 2
     others: float = 0.0  # cores the other processes take between two samples
+    own: float | None = None  # cores this process takes (None: the rest, at most one)
     loads: tuple[float, float, float] | None = (0.0, 0.0, 0.0)
     step: float = 10.0
     at: float = 0.0
     busy: float = 0.0
+    spent: float = 0.0
 
     def sample(self) -> CpuSample:
+        own = (
+            self.own if self.own is not None else max(0.0, min(1.0, self.cores_count - self.others))
+        )
         self.at += self.step
-        self.busy += self.others * self.step
-        return CpuSample(self.at, self.busy, 0.0)
+        self.busy += (self.others + own) * self.step
+        self.spent += own * self.step
+        return CpuSample(self.at, self.busy, self.spent)
 
     def load_average(self) -> tuple[float, float, float] | None:
         return self.loads

@@ -203,6 +203,32 @@ def test_an_lm_judge_is_sized_by_the_calibrations_judge_call_until_a_run_measure
     assert not any("judge call" in note for note in after["assumptions"])
 
 
+def test_an_lm_judge_is_sized_by_this_programs_runs_on_this_data_before_other_programs(
+    user, demo_dataset, no_broker
+):
+    # A judge's critique follows the labels it compares: after this program's run on the
+    # demo (5 answer tokens a judgement), another program's runs set the model's judge size
+    # to 150 tokens. This program on this data keeps its own; a new program gets the model's.
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules", judge_size=(150.0, 90.0))
+    config = run_config(
+        model="fake/rules", reward="LMAsJudge", reward_language_model="fake/rules", epochs=1
+    )
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    row = ModelPace.objects.get(model="fake/rules")
+    key = calibration.judge_data_key(program.pk, demo_dataset.pk)
+    assert row.sizes[key] == {"prompt": 10.0, "completion": 5.0}
+    row.sizes = {**row.sizes, "judge": {"prompt": 300.0, "completion": 150.0}}
+    row.save(update_fields=["sizes"])
+    own = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert own["sizes"]["judge"]["completion"] == 5.0
+    assert any("as this program's runs on this data measured" in n for n in own["assumptions"])
+    other = make_program(user, demo_dataset, model="fake/rules")
+    theirs = forecast_services.forecast(other, demo_dataset, config, measure=False)
+    assert theirs["sizes"]["judge"]["completion"] == 150.0
+
+
 def test_tokens_count_the_examples_a_candidate_carries(user, demo_dataset):
     program = make_program(user, demo_dataset, model="local/smollm2")
     stored_pace("local/smollm2")

@@ -86,23 +86,17 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
     user, demo_dataset, machine
 ):
     # One run, learnt from twice: once as if the machine was idle, once as if the other
-    # processes took 1.5 of its 2 cores while the run's one thread ran (batch 1): their
-    # demand was 3 threads, every call 2x slower; the ratio learnt is half.
+    # processes took 1.5 of its 2 cores while the run's one thread ran (batch 1) all along
+    # (its CPU time: the rule's idle time, over twice that wall time): their demand was 3
+    # threads, every call 2x slower; the ratio learnt is half.
     model = "fake/rules"
-    program = make_program(user, demo_dataset, model=model)
-    pace = stored_pace(model, call_seconds=0.2, prompt_token_seconds=0.0, short_token_seconds=0.0)
-    config = run_config(model=model, epochs=1, batch_size=1)
-    run = runs.launch(user, program, demo_dataset, config)
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
-    run.refresh_from_db()
-    # as if it took 30 s (a ratio inside the bounds, long enough to keep its contention)
-    Run.objects.filter(pk=run.pk).update(
-        forecast={**run.forecast, "local": True}, active_seconds=30.0
-    )
+    run, pace = _a_local_run_of(user, demo_dataset, model)
     ratios = []
     for others in (0.0, 1.5):
         ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
         machine.others = others
+        if others:  # the idle time the rule says for the run: its ratio on the idle machine
+            machine.step = 2 * 30.0 / ratios[0]
         calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
         learned, _ = calibration.current(model)
         ratios.append(learned.time_ratios[-1])
@@ -115,6 +109,49 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
     ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
     calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
     assert calibration.current(model)[0].contention is None
+
+
+def _a_local_run_of(user, dataset, model):
+    """A run of ``model`` (batch 1: one thread) done, stored as a local one that took 30 s
+    (a ratio inside the bounds, long enough to keep its contention), and its model's pace."""
+    program = make_program(user, dataset, model=model)
+    pace = stored_pace(model, call_seconds=0.2, prompt_token_seconds=0.0, short_token_seconds=0.0)
+    run = runs.launch(user, program, dataset, run_config(model=model, epochs=1, batch_size=1))
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    Run.objects.filter(pk=run.pk).update(
+        forecast={**run.forecast, "local": True}, active_seconds=30.0
+    )
+    return run, pace
+
+
+def _idle_seconds(run, pace, machine):
+    """What the rule says ``run``'s work takes on an idle machine (its ratio learnt there:
+    30 s over it), the pace put back as it was."""
+    machine.others = 0.0
+    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    idle = 30.0 / calibration.current(pace_model(run))[0].time_ratios[-1]
+    ModelPace.objects.filter(model=pace_model(run)).update(pace=pace.to_dict())
+    return idle
+
+
+def pace_model(run):
+    return run.forecast["pace_key"]
+
+
+def test_a_run_that_wanted_less_cpu_than_its_threads_reads_the_others_it_met_not_more(
+    user, demo_dataset, machine
+):
+    """Ours wanted half a thread (its CPU time: half the rule's idle time), the others 3.5
+    threads: each runnable thread got half a core, the others 1.75 cores and ours 0.25, over
+    twice the idle time. Read as one thread that got a quarter of a core, the 1.75 cores
+    were 7 threads (the bench's OMEGA: 1.57 cores read as 5.4 threads, 3.5x slow)."""
+    model = "fake/rules"
+    run, pace = _a_local_run_of(user, demo_dataset, model)
+    idle = _idle_seconds(run, pace, machine)
+    machine.others, machine.own, machine.step = 1.75, 0.25, 2 * idle
+    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    assert calibration.current(model)[0].contention == 3.5
 
 
 def test_a_calibration_records_the_load_it_met_and_is_kept_for_an_idle_machine(machine):
@@ -144,6 +181,35 @@ def test_a_pace_stored_before_loads_were_measured_is_used_and_measured_again(
 
     wait_for(lambda: no_broker == [["local/smollm2"]])  # a worker is asked to measure it
     assert not Pace.from_dict(record).idle
+
+
+def test_a_pace_an_older_calibration_fitted_is_measured_again_without_its_old_factors(
+    user,
+    demo_dataset,
+    no_broker,  # noqa: F811
+):
+    # Fitted before the floor under the long-answer rate (0 ms a token under load), with a
+    # factor runs taught against that pricing: the forecast asks for it to be measured again,
+    # and the new calibration does not carry the old factor over.
+    model = "fake/rules"
+    stored_pace(model, long_token_seconds=0.0, time_factor=1.6, runs=2, time_ratios=(1.6, 1.6))
+    record = {k: v for k, v in calibration.current(model)[0].to_dict().items() if k != "fit"}
+    ModelPace.objects.filter(model=model).update(pace=record)
+    assert calibration.current(model)[0].outdated
+    program = make_program(user, demo_dataset, model=model)
+    result = forecast_services.forecast(program, demo_dataset, run_config(model=model))
+    assert result["state"] == "ready"
+    assert any("an older calibration" in note for note in result["assumptions"])
+    from .test_forecast import wait_for
+
+    wait_for(lambda: no_broker == [[model]])
+    calibration.measure(model)
+    fresh, _ = calibration.current(model)
+    assert not fresh.outdated and fresh.time_factor == 1.0 and fresh.runs == 0
+    # a pace of this fit keeps what runs taught it
+    ModelPace.objects.filter(model=model).update(pace={**fresh.to_dict(), "time_factor": 1.6})
+    calibration.measure(model)
+    assert calibration.current(model)[0].time_factor == 1.6
 
 
 def test_the_contention_a_recent_run_measured_is_expected_over_the_load_average(
@@ -184,14 +250,9 @@ def test_another_local_run_of_this_application_is_not_counted_again_as_an_other_
     # (batch 1): the meter saw it among the other processes, and the forecast's share counts
     # it again whenever it still runs. The contention kept is the others' less it.
     model = "fake/rules"
-    program = make_program(user, demo_dataset, model=model)
-    pace = stored_pace(model, call_seconds=0.2, prompt_token_seconds=0.0, short_token_seconds=0.0)
-    run = runs.launch(user, program, demo_dataset, run_config(model=model, epochs=1, batch_size=1))
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
-    run.refresh_from_db()
-    Run.objects.filter(pk=run.pk).update(
-        forecast={**run.forecast, "local": True}, active_seconds=30.0
-    )
+    run, pace = _a_local_run_of(user, demo_dataset, model)
+    program = run.program
+    machine.step = 2 * _idle_seconds(run, pace, machine)  # the run's thread busy all along
     machine.others = 1.5  # 3 threads' demand against the run's one (as above)
     found = []
     for other_runs in (0, 1):

@@ -69,21 +69,61 @@ class Contention:
         return cls(_bounded(load - own, cores), cores)
 
     @classmethod
-    def from_usage(cls, others_cores: float, threads: float, cores: int) -> Contention:
+    def from_usage(
+        cls,
+        others_cores: float,
+        threads: float,
+        cores: int,
+        own_cores: float | None = None,
+    ) -> Contention:
         """The others' demand from what they got: ``others_cores`` cores on average while
-        this process wanted ``threads`` of them (fair share inverted: when the machine was
-        full, the others were ``others_cores × threads / (cores − others_cores)`` threads).
+        this process wanted ``threads`` of them and got ``own_cores`` (its own CPU time over
+        the wall time: ``cpu_meter``). Fair share inverted: every runnable thread got the
+        same part of a core, ``own_cores / threads`` of ours (at most a whole one), so the
+        others were ``others_cores`` over that part.
+
+        Why ``own_cores``: without it ours is taken to have got the rest of the machine
+        (``cores − others_cores``) while wanting ``threads`` all along; a run that wanted
+        fewer (its Python between calls, its writes) then reads a few cores of others as
+        many threads (1.57 of 2 cores as 5.4 threads: the bench's OMEGA forecast 3.5x slow
+        where it ran 1.5x slow). ``threads`` may be under one here (what a run's CPU time
+        says it wanted, :func:`wanted_threads`).
 
         Example:
             >>> Contention.from_usage(others_cores=0.86, threads=2, cores=2).others  # ~1.5
+            >>> Contention.from_usage(1.57, threads=0.65, cores=2, own_cores=0.43).others  # ~2.4
         """
         cores = max(1, int(cores))
-        threads = max(1.0, min(float(threads), float(cores)))
+        threads = max(LEAST_THREADS, min(float(threads), float(cores)))
         used = max(0.0, float(others_cores))
         if used <= cores - threads:  # a core was free for each of ours: no contention
             return cls(_bounded(used, cores), cores)
-        left = max(cores - used, LEAST_LEFT * threads)
-        return cls(_bounded(used * threads / left, cores), cores)
+        got = cores - used if own_cores is None else max(0.0, float(own_cores))
+        part = min(1.0, max(got / threads, LEAST_LEFT))  # of a core, each runnable thread
+        return cls(_bounded(used / part, cores), cores)
+
+
+#: The least busy threads a measured process is taken to have wanted (its CPU time can say
+#: under one thread; nothing ran at all is no measurement).
+LEAST_THREADS = 0.05
+
+
+def wanted_threads(own_seconds: float, idle_seconds: float, most: float, least: float) -> float:
+    """Threads a process kept busy on average, from its CPU time ``own_seconds`` and the
+    wall time its work takes on an idle machine ``idle_seconds`` (the pace's rule): between
+    ``least`` (the cores it got: it wanted at least those) and ``most`` (the threads its
+    calls can keep busy).
+
+    Why: CPU time is the work, whatever the load; over the idle wall time it says how much
+    of the machine the work wants, where the wall time under load says only what it got.
+
+    Example:
+        >>> wanted_threads(own_seconds=13.0, idle_seconds=20.0, most=1.5, least=0.4)
+        0.65
+    """
+    if idle_seconds <= 0 or own_seconds <= 0:
+        return max(least, LEAST_THREADS)
+    return max(least, LEAST_THREADS, min(most, own_seconds / idle_seconds))
 
 
 def _bounded(others: float, cores: int) -> float:

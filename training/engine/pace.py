@@ -57,6 +57,19 @@ RUN_OVERHEAD_SECONDS = 3.0
 TIME_SPREAD = 0.25
 #: Rounds that find a calibration burst's busy threads under load (:func:`fit_pace`).
 BURST_ROUNDS = 12
+#: The least share of a calibration's long-answer call its answer's tokens are taken to
+#: have cost (the floor under ``long_token_seconds``: this share of the call's time per token
+#: beyond the short answer). Why: the rate is a difference against the short calls, and a
+#: load spike on those made it 0 ms a token under load (every judge and mutation then free
+#: but for a call's fixed cost); measured on an idle machine, the answer is ~95 % of that
+#: call (150 tokens at 40 ms against 0.3 s for the rest).
+LEAST_ANSWER_SHARE = 0.5
+#: The version of the calibration's fit and its contention reading a pace was stored by
+#: (``Pace.fit``): 2, the floor under the long-answer rate and the fair share inverted with
+#: the process's own CPU time. A pace of an older one is measured again (its figures, and
+#: the factors runs taught against them, priced calls the old way); raise it whenever
+#: :func:`fit_pace` or the contention it is given prices calls differently.
+FIT_VERSION = 2
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -108,6 +121,7 @@ class Pace:
         short_answer_tokens: the answer tokens ``call_seconds`` includes (the calibration's
             short answer: a local model's grammar forces all of it but a token or two, so its
             tokens cost no decode step each; 0: a pace fitted before, every token priced).
+        fit: the :data:`FIT_VERSION` of the calibration that fitted it (0: before versions).
     """
 
     call_seconds: float
@@ -132,6 +146,12 @@ class Pace:
     contention: float | None = None
     contention_at: float | None = None
     short_answer_tokens: float = 0.0
+    fit: int = FIT_VERSION
+
+    @property
+    def outdated(self) -> bool:
+        """Fitted by an older calibration (:data:`FIT_VERSION`): to be measured again."""
+        return self.fit < FIT_VERSION
 
     def call(self, size: CallSize, long: bool = False) -> float:
         """Seconds of one call of ``size`` alone: the fixed cost (a short answer included),
@@ -149,6 +169,7 @@ class Pace:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values.setdefault("idle", False)  # stored before a pace was normalised to idle
+        values.setdefault("fit", 0)  # stored before fits were versioned
         # JSON gives lists back
         for name in ("judge_size", "time_ratios", "optimizer_ratios"):
             if values.get(name) is not None:
@@ -398,7 +419,8 @@ def fit_pace(
 
     The differences give the rates, each kept >= 0: a long prompt against a short call gives
     the time of a prompt token; a long answer against a short call (its prompt's share taken
-    off) the time of a long answer's token beyond the short answer; the short calls' median,
+    off) the time of a long answer's token beyond the short answer, at least
+    :data:`LEAST_ANSWER_SHARE` of the long call's time over those tokens; the short calls' median,
     less its prompt, the fixed cost of a call, its short answer included
     (``short_answer_tokens``): a grammar forces nearly all of a short structured answer, so
     its tokens cost no decode step each (the bench's predictions: 6 tokens, 5 forced, 2 ms).
@@ -445,7 +467,9 @@ def fit_pace(
     size, seconds = long_answer
     extra_answer = size.completion - base.completion
     rest = seconds - base_seconds - prompt * (size.evaluated - base.evaluated)
-    token = max(0.0, rest / extra_answer) if extra_answer > 0 else 0.0
+    token = 0.0
+    if extra_answer > 0:  # each answer token at least its share of the call (the floor)
+        token = max(rest / extra_answer, LEAST_ANSWER_SHARE * seconds / extra_answer)
     # The short answer stays in the fixed cost: its tokens are not priced at the long
     # answer's rate (a grammar forces nearly all of a short structured answer; pricing them
     # per token made the bench's predictions ~40 % dearer than they were).

@@ -94,6 +94,14 @@ JUDGE_SAMPLES = (
     ({"team": "shipping"}, {"team": "billing"}),
     ({"team": "box"}, {"team": "box"}),
 )
+#: An LM judge's tokens per call are also kept by the program and the data it judged
+#: (:func:`judge_data_key`), for this many of them a model (the oldest dropped). Why: a
+#: judge's critique follows the labels it compares; the calibration's four samples average
+#: 76 answer tokens where the demo's judge writes 152, and one program's judge says little
+#: of another's.
+JUDGE_DATA_KEPT = 20
+#: The prefix of those keys in ``ModelPace.sizes``.
+JUDGE_DATA_PREFIX = "judge@"
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -118,6 +126,16 @@ def learned_size(sizes: dict[str, Any], role: str) -> CallSize | None:
     if not isinstance(found, dict):
         return None
     return CallSize(float(found.get("prompt", 0)), float(found.get("completion", 0)))
+
+
+def judge_data_key(program_id: int | None, dataset_id: int | None) -> str:
+    """The key of an LM judge's tokens per call on one program's data, in ``ModelPace.sizes``.
+
+    Example:
+        >>> judge_data_key(3, 7)
+        'judge@program3/dataset7'
+    """
+    return f"{JUDGE_DATA_PREFIX}program{program_id}/dataset{dataset_id}"
 
 
 def pace_key(program_row: Any, model: str) -> tuple[str, str]:
@@ -364,7 +382,8 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
         pace = Pace.from_dict({**pace.to_dict(), "contention": round(others, 2)})
     row, _ = ModelPace.objects.get_or_create(model=key or model)
     old = Pace.from_dict(row.pace) if row.pace else None
-    if old is not None and old.idle:  # keep what recent runs taught (against an idle machine)
+    # keep what recent runs taught (against an idle machine, and this fit's pricing)
+    if old is not None and old.idle and not old.outdated:
         learned = {name: getattr(old, name) for name in LEARNED_FIELDS}
         pace = Pace.from_dict({**pace.to_dict(), **learned})
     row.pace = pace.to_dict()
@@ -435,7 +454,9 @@ def learn_from_run(
 
 def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = None) -> None:
     run = (
-        Run.objects.filter(pk=run_id).only("status", "forecast", "active_seconds", "config").first()
+        Run.objects.filter(pk=run_id)
+        .only("status", "forecast", "active_seconds", "config", "program_id", "dataset_id")
+        .first()
     )
     if run is None or run.status not in (Run.SUCCEEDED, Run.STOPPED):
         return
@@ -459,9 +480,14 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
         )
         if seen["calls"]:
-            sizes[role] = _blend(
-                sizes.get(role), seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
-            )
+            prompt, completion = seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
+            sizes[role] = _blend(sizes.get(role), prompt, completion)
+            if role == "judge":  # and by the data it judged (the newest last)
+                key = judge_data_key(run.program_id, run.dataset_id)
+                sizes[key] = _blend(sizes.pop(key, None), prompt, completion)
+                kept = [k for k in sizes if k.startswith(JUDGE_DATA_PREFIX)]
+                for old in kept[:-JUDGE_DATA_KEPT]:
+                    del sizes[old]
     changes = {"sizes": sizes}
     if row.pace and by_role:
         pace = Pace.from_dict(row.pace)
@@ -472,9 +498,13 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
         candidates = float((parts.get("candidates") or {}).get("expected") or 0)
         batches = int(parts.get("steps") or 0) * int(parts.get("epochs") or 0)
         overhead = overhead_seconds(Span.exact(candidates), batches).expected
-        contention = _run_contention(pace, stored, cpu, run_id)
-        share = 1.0 if contention is not None else None  # the meter saw the other runs too
+        measured = _measured(pace, stored, cpu)
+        share = 1.0 if measured else None  # the meter saw the other runs too
         batched, optimizer = _call_seconds(pace, by_role, stored, share)
+        # what the run's work takes on an idle machine: its CPU time over that is the CPU
+        # it wanted (``cpu_meter.contention_between``)
+        idle = (batched + overhead) * pace.time_factor + optimizer * pace.optimizer_time_factor
+        contention = _run_contention(pace, stored, cpu, run_id, idle) if measured else None
         if contention is not None:
             batch = float(stored.get("batch_size") or 1)
             wide = contention.slowdown(batch_threads(batch, pace.parallel, contention.cores))
@@ -496,17 +526,27 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
     ModelPace.objects.filter(pk=row.pk).update(**changes)
 
 
+def _measured(
+    pace: Pace, stored: dict[str, Any], cpu: tuple[CpuSample | None, CpuSample | None] | None
+) -> bool:
+    """The run's attempt was metered on a local model whose pace is kept for an idle machine."""
+    return cpu is not None and pace.idle and bool(stored.get("local"))
+
+
 def _run_contention(
     pace: Pace,
     stored: dict[str, Any],
     cpu: tuple[CpuSample | None, CpuSample | None] | None,
     run_id: int | None = None,
+    idle_seconds: float | None = None,
 ) -> Contention | None:
     """The others' demand during a run's attempt on a local model (None: not measured, a
-    provider's model, or a pace not kept for an idle machine). The run's own busy threads,
-    which the fair share is inverted with, are its forecast parts' (batched calls on
-    ``min(cores, batch)`` threads, the rest on one), weighted by their seconds."""
-    if cpu is None or not pace.idle or not stored.get("local"):
+    provider's model, or a pace not kept for an idle machine). The fair share is inverted
+    with what the run got (its CPU time) and what it wanted: its CPU time over
+    ``idle_seconds`` (the rule's time for its calls on an idle machine), at most its forecast
+    parts' busy threads (batched calls on ``batch_threads``, the rest on one, weighted by
+    their seconds)."""
+    if cpu is None or not _measured(pace, stored, cpu):
         return None
     parts = stored.get("seconds_parts") or {}
     cores = float(cpu_meter.cores())
@@ -514,7 +554,7 @@ def _run_contention(
     batched = float(parts.get("batched") or 0.0)
     rest = float(parts.get("optimizer") or 0.0) + float(parts.get("overhead") or 0.0)
     threads = (batched * wide + rest * ALONE_THREADS) / (batched + rest) if batched + rest else 1
-    measured = cpu_meter.contention_between(cpu[0], cpu[1], threads)
+    measured = cpu_meter.contention_between(cpu[0], cpu[1], threads, idle_seconds)
     if measured is None:
         return None
     # The meter counts this application's other local runs among the other processes; the

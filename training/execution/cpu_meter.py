@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from training.engine.contention import Contention
+from training.engine.contention import Contention, wanted_threads
 
 STAT_PATH = "/proc/stat"
 
@@ -93,14 +93,33 @@ def others_cores(start: CpuSample | None, end: CpuSample | None) -> float | None
     return min(float(cores()), max(0.0, others / (end.at - start.at)))
 
 
-def contention_between(
-    start: CpuSample | None, end: CpuSample | None, threads: float
-) -> Contention | None:
-    """The others' demand while this process kept ``threads`` busy between two samples."""
-    used = others_cores(start, end)
-    if used is None:
+def own_seconds(start: CpuSample | None, end: CpuSample | None) -> float | None:
+    """This process's CPU seconds between two samples (all its threads; None: not measured)."""
+    if start is None or end is None:
         return None
-    return Contention.from_usage(used, threads, cores())
+    return max(0.0, end.own - start.own)
+
+
+def contention_between(
+    start: CpuSample | None,
+    end: CpuSample | None,
+    threads: float,
+    idle_seconds: float | None = None,
+) -> Contention | None:
+    """The others' demand while this process wanted ``threads`` busy between two samples,
+    the fair share inverted with what this process got (its own CPU time over the wall time).
+
+    ``idle_seconds``: how long its work takes on an idle machine (a run: the pace's rule for
+    its calls); then the threads it wanted are its CPU time over that
+    (:func:`~training.engine.contention.wanted_threads`), at most ``threads``."""
+    used = others_cores(start, end)
+    if used is None or start is None or end is None:
+        return None
+    own = own_seconds(start, end) or 0.0
+    got = own / (end.at - start.at)
+    if idle_seconds is not None:
+        threads = wanted_threads(own, idle_seconds, most=threads, least=got)
+    return Contention.from_usage(used, threads, cores(), own_cores=got)
 
 
 def load_average() -> tuple[float, float, float] | None:

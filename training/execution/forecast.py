@@ -70,6 +70,10 @@ REPORT_ITEM_SHARE = 1.5
 INSTRUCTION_SHARE = 0.5
 
 
+#: Marks (in the learned sizes) an LM judge's tokens measured on this program's own data.
+JUDGE_ON_THIS_DATA = "judge_on_this_data"
+
+
 # -- counting ---------------------------------------------------------------------------------
 
 
@@ -230,6 +234,16 @@ def call_sizes(
     candidates = CallSize(prompt + extra, completion, fresh)
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = calibration.learned_size(learned, "judge")
+    if judge is not None:
+        whose = (
+            "this program's runs on this data"
+            if learned.get(JUDGE_ON_THIS_DATA)
+            else ("recent runs of this model (none of this program on this data yet)")
+        )
+        assumptions.append(
+            f"judge answers of ~{judge.completion:.0f} tokens (prompts ~{judge.prompt:.0f}), "
+            f"as {whose} measured"
+        )
     if judge is None and pace.judge_size is not None:  # the calibration's judge call
         samples = calibration.JUDGE_SAMPLES
         sample = sum(len(json.dumps(a)) for pair in samples for a in pair) / len(samples)
@@ -411,10 +425,21 @@ def forecast(
             paces[role] = pace
         if role in sizes:  # an LM judge's or a mutation's tokens, on the model that makes them
             learned[role] = sizes[role]
+        data_key = calibration.judge_data_key(program_row.pk, getattr(dataset, "pk", None))
+        if role == "judge" and data_key in sizes:  # this program's judge on this data
+            learned["judge"] = sizes[data_key]
+            learned[JUDGE_ON_THIS_DATA] = True
     missing = sorted({name for role, name in models.items() if role not in paces})
     failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
-    # a pace stored before loads were measured is used, and measured again in the background
-    stale = sorted({name for name in stored if stored[name][0] and not stored[name][0].idle})
+    # a pace stored before loads were measured, or fitted by an older calibration, is used
+    # and measured again in the background
+    stale = sorted(
+        {
+            name
+            for name in stored
+            if stored[name][0] and (not stored[name][0].idle or stored[name][0].outdated)
+        }
+    )
     if measure and not failed:
         for name in missing + stale:
             key, endpoint = keys[name]
@@ -536,6 +561,8 @@ def _assumed(
         notes.append(f"pace as {pace.runs} recent run(s) of this model went")
     if pace.optimizer_runs:
         notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
+    if pace.outdated:
+        notes.append("the pace as an older calibration fitted it (it is being measured again)")
     if not pace.runs and not pace.optimizer_runs:
         notes.append("pace from the calibration alone (no run of this model measured yet)")
     return notes
