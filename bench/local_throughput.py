@@ -20,7 +20,10 @@
    serves them): the dashboard's demo run (the builtin ``demo`` routing data, the demo
    program's instructions and 24-token answers, RandomFewShot at the dashboard's defaults:
    3 epochs, batch 8, validation split 0.2) and a 1-epoch OMEGA fit (few-shot learning on, the
-   dashboard's default) on the same data. Printed: wall time, chat calls, prompt tokens sent
+   dashboard's default) on the same data. OMEGA's own LM (its mutations and crossovers) is the
+   one the dashboard gives it: the program's model without the program's 24-token cap (the
+   cap would cut every mutation's JSON short), so the local provider's default cap
+   (:func:`optimizer_max_tokens`), passed explicitly to both trees. Printed: wall time, chat calls, prompt tokens sent
    and evaluated, generated tokens, test reward. With ``--before REV`` each fit also runs from
    that git revision (a temporary ``git worktree``); ``--together`` starts both at the same
    moment, so both see the same background load. Also printed, for this tree: where its time
@@ -81,6 +84,22 @@ SCHEMA = {
     },
     "required": ["reasoning", "answer"],
 }
+
+
+def optimizer_max_tokens() -> int:
+    """The ``max_tokens`` OMEGA's LM has in a dashboard run, for both trees' children.
+
+    ``training/execution/run_config.build_optimizer`` makes OMEGA's LM with
+    ``make_language_model(model)``, which sets no ``max_tokens``, so each call gets the local
+    provider's default cap (``smollm2.DEFAULT_MAX_TOKENS``), read here from this tree: a
+    revision whose default differs is still measured on the cap users get today.
+
+    Returns:
+        The cap in tokens (512 at the time of writing).
+    """
+    from training.engine.local import smollm2
+
+    return smollm2.DEFAULT_MAX_TOKENS
 
 
 def demo_rows() -> list[dict]:
@@ -248,7 +267,10 @@ async def run_fit(spec: dict) -> dict:
     lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=DEMO_MAX_TOKENS)
     if spec["optimizer"] == "omega":
         em = synalinks.EmbeddingModel(model="local/minilm")
-        optimizer = OMEGA(language_model=lm, embedding_model=em, seed=0, **OMEGA_PARAMS)
+        mutator = synalinks.LanguageModel(
+            model="local/smollm2", max_tokens=spec["optimizer_max_tokens"]
+        )
+        optimizer = OMEGA(language_model=mutator, embedding_model=em, seed=0, **OMEGA_PARAMS)
         fit = OMEGA_FIT
     else:
         optimizer = RandomFewShot(seed=0)
@@ -368,6 +390,8 @@ def main() -> None:
         try:
             for name in ("demo", "omega"):
                 spec = {"optimizer": "rfs" if name == "demo" else "omega"}
+                if name == "omega":
+                    spec["optimizer_max_tokens"] = optimizer_max_tokens()
                 before = start({**spec, "tree": "before"}, baseline) if baseline else None
                 if before is not None and not args.together:
                     results[f"{name}_before"] = revisions.finish(before)
@@ -381,7 +405,10 @@ def main() -> None:
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
                     capture_output=True,
                 )
-        print("== fits on the demo data (models loaded) ==")
+        print(
+            f"== fits on the demo data (models loaded; OMEGA's LM max_tokens "
+            f"{optimizer_max_tokens()}) =="
+        )
         for key, label in (
             ("demo_before", f"demo fit @ {args.before}"),
             ("demo", "demo fit (this tree)"),
