@@ -248,6 +248,28 @@ async def run_fit(spec: dict) -> dict:
 
     smollm2.complete([{"role": "user", "content": "hi"}], max_tokens=1)
     minilm.embed(["warm up"])
+    trace: list[dict] = []  # every LM / embedding call of the fit (--trace)
+    clock = {"start": time.perf_counter()}
+
+    def traced(function, kind):
+        def call(*args, **kwargs):
+            began = time.perf_counter()
+            result = function(*args, **kwargs)
+            record = {"kind": kind, "start": began - clock["start"]}
+            record["end"] = time.perf_counter() - clock["start"]
+            if kind == "chat":
+                usage = result.get("usage") or {}
+                record["constrained"] = bool(kwargs.get("response_format"))
+                record["max_tokens"] = kwargs.get("max_tokens")
+                record.update({k: v for k, v in usage.items() if isinstance(v, int)})
+                record.update(result.get("timings") or {})
+            trace.append(record)
+            return result
+
+        return call
+
+    smollm2.complete = traced(smollm2.complete, "chat")
+    minilm.embed = traced(minilm.embed, "embed")
 
     class Message(synalinks.DataModel):
         message: str
@@ -285,11 +307,14 @@ async def run_fit(spec: dict) -> dict:
     if counted:
         counted(reset=True)
     evaluated["tokens"] = 0
+    trace.clear()
     with synalinks.usage.track() as usage:
         started, cpu = time.perf_counter(), time.process_time()
+        clock["start"] = started
         await program.fit(x_train, y_train, seed=0, **fit)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     eval_tokens = evaluated["tokens"]
+    fit_calls = len(trace)  # the test evaluation's calls are not the fit's
     totals = counted() if counted else {}
     after = (await program.evaluate(x_test, y_test, batch_size=8))["reward"]
     exact = "prompt_tokens_evaluated" in totals
@@ -313,6 +338,7 @@ async def run_fit(spec: dict) -> dict:
             (totals.get("prompt_ms", 0) + totals.get("generation_ms", 0)) / 1000, 1
         ),
         "test_reward": after,
+        "trace": trace[:fit_calls],
     }
 
 
@@ -356,6 +382,9 @@ def main() -> None:
         "--together", action="store_true", help="start the baseline and this tree together"
     )
     parser.add_argument("--skip-fits", action="store_true")
+    parser.add_argument(
+        "--trace", help="write every fit's calls (start, end, tokens, timings) to this JSON file"
+    )
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
@@ -417,6 +446,10 @@ def main() -> None:
         ):
             if key in results:
                 print(line(results[key], label))
+        if args.trace:
+            Path(args.trace).write_text(
+                json.dumps({key: result["trace"] for key, result in results.items()}, indent=1)
+            )
 
     def seconds(key: str) -> str:
         return f"{results[key]['fit_seconds']:.1f}" if key in results else "nan"
