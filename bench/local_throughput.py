@@ -20,7 +20,10 @@
    serves them): the dashboard's demo run (the builtin ``demo`` routing data, the demo
    program's instructions and 24-token answers, RandomFewShot at the dashboard's defaults:
    3 epochs, batch 8, validation split 0.2) and a 1-epoch OMEGA fit (few-shot learning on, the
-   dashboard's default) on the same data. Printed: wall time, chat calls, prompt tokens sent
+   dashboard's default) on the same data. OMEGA's own LM (its mutations and crossovers) is the
+   one the dashboard gives it: the program's model without the program's 24-token cap (the
+   cap would cut every mutation's JSON short), so the local provider's default cap
+   (:func:`optimizer_max_tokens`), passed explicitly to both trees. Printed: wall time, chat calls, prompt tokens sent
    and evaluated, generated tokens, test reward. With ``--before REV`` each fit also runs from
    that git revision (a temporary ``git worktree``); ``--together`` starts both at the same
    moment, so both see the same background load. Also printed, for this tree: where its time
@@ -81,6 +84,22 @@ SCHEMA = {
     },
     "required": ["reasoning", "answer"],
 }
+
+
+def optimizer_max_tokens() -> int:
+    """The ``max_tokens`` OMEGA's LM has in a dashboard run, for both trees' children.
+
+    ``training/execution/run_config.build_optimizer`` makes OMEGA's LM with
+    ``make_language_model(model)``, which sets no ``max_tokens``, so each call gets the local
+    provider's default cap (``smollm2.DEFAULT_MAX_TOKENS``), read here from this tree: a
+    revision whose default differs is still measured on the cap users get today.
+
+    Returns:
+        The cap in tokens (512 at the time of writing).
+    """
+    from training.engine.local import smollm2
+
+    return smollm2.DEFAULT_MAX_TOKENS
 
 
 def demo_rows() -> list[dict]:
@@ -229,6 +248,28 @@ async def run_fit(spec: dict) -> dict:
 
     smollm2.complete([{"role": "user", "content": "hi"}], max_tokens=1)
     minilm.embed(["warm up"])
+    trace: list[dict] = []  # every LM / embedding call of the fit (--trace)
+    clock = {"start": time.perf_counter()}
+
+    def traced(function, kind):
+        def call(*args, **kwargs):
+            began = time.perf_counter()
+            result = function(*args, **kwargs)
+            record = {"kind": kind, "start": began - clock["start"]}
+            record["end"] = time.perf_counter() - clock["start"]
+            if kind == "chat":
+                usage = result.get("usage") or {}
+                record["constrained"] = bool(kwargs.get("response_format"))
+                record["max_tokens"] = kwargs.get("max_tokens")
+                record.update({k: v for k, v in usage.items() if isinstance(v, int)})
+                record.update(result.get("timings") or {})
+            trace.append(record)
+            return result
+
+        return call
+
+    smollm2.complete = traced(smollm2.complete, "chat")
+    minilm.embed = traced(minilm.embed, "embed")
 
     class Message(synalinks.DataModel):
         message: str
@@ -248,7 +289,10 @@ async def run_fit(spec: dict) -> dict:
     lm = synalinks.LanguageModel(model="local/smollm2", max_tokens=DEMO_MAX_TOKENS)
     if spec["optimizer"] == "omega":
         em = synalinks.EmbeddingModel(model="local/minilm")
-        optimizer = OMEGA(language_model=lm, embedding_model=em, seed=0, **OMEGA_PARAMS)
+        mutator = synalinks.LanguageModel(
+            model="local/smollm2", max_tokens=spec["optimizer_max_tokens"]
+        )
+        optimizer = OMEGA(language_model=mutator, embedding_model=em, seed=0, **OMEGA_PARAMS)
         fit = OMEGA_FIT
     else:
         optimizer = RandomFewShot(seed=0)
@@ -263,11 +307,14 @@ async def run_fit(spec: dict) -> dict:
     if counted:
         counted(reset=True)
     evaluated["tokens"] = 0
+    trace.clear()
     with synalinks.usage.track() as usage:
         started, cpu = time.perf_counter(), time.process_time()
+        clock["start"] = started
         await program.fit(x_train, y_train, seed=0, **fit)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     eval_tokens = evaluated["tokens"]
+    fit_calls = len(trace)  # the test evaluation's calls are not the fit's
     totals = counted() if counted else {}
     after = (await program.evaluate(x_test, y_test, batch_size=8))["reward"]
     exact = "prompt_tokens_evaluated" in totals
@@ -291,6 +338,7 @@ async def run_fit(spec: dict) -> dict:
             (totals.get("prompt_ms", 0) + totals.get("generation_ms", 0)) / 1000, 1
         ),
         "test_reward": after,
+        "trace": trace[:fit_calls],
     }
 
 
@@ -334,6 +382,9 @@ def main() -> None:
         "--together", action="store_true", help="start the baseline and this tree together"
     )
     parser.add_argument("--skip-fits", action="store_true")
+    parser.add_argument(
+        "--trace", help="write every fit's calls (start, end, tokens, timings) to this JSON file"
+    )
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
@@ -368,6 +419,8 @@ def main() -> None:
         try:
             for name in ("demo", "omega"):
                 spec = {"optimizer": "rfs" if name == "demo" else "omega"}
+                if name == "omega":
+                    spec["optimizer_max_tokens"] = optimizer_max_tokens()
                 before = start({**spec, "tree": "before"}, baseline) if baseline else None
                 if before is not None and not args.together:
                     results[f"{name}_before"] = revisions.finish(before)
@@ -381,7 +434,10 @@ def main() -> None:
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
                     capture_output=True,
                 )
-        print("== fits on the demo data (models loaded) ==")
+        print(
+            f"== fits on the demo data (models loaded; OMEGA's LM max_tokens "
+            f"{optimizer_max_tokens()}) =="
+        )
         for key, label in (
             ("demo_before", f"demo fit @ {args.before}"),
             ("demo", "demo fit (this tree)"),
@@ -390,6 +446,10 @@ def main() -> None:
         ):
             if key in results:
                 print(line(results[key], label))
+        if args.trace:
+            Path(args.trace).write_text(
+                json.dumps({key: result["trace"] for key, result in results.items()}, indent=1)
+            )
 
     def seconds(key: str) -> str:
         return f"{results[key]['fit_seconds']:.1f}" if key in results else "nan"

@@ -135,6 +135,47 @@ def test_the_pool_hands_a_call_to_the_decoder_holding_its_prefix(instances):
     pool.give_back(second)
 
 
+OTHER_SYSTEM = [{"role": "system", "content": "Translate to French."}]
+
+
+def test_a_system_message_the_last_prompt_replaced_is_restored_with_the_same_answer(instances):
+    """OMEGA's pattern: a mutation prompt, the new candidate's predictions (another prompt),
+    then the next mutation with the same system message. Its system message comes back from
+    the saved keys/values (only the user turn is evaluated), and the answer, free or
+    constrained, is the one a decoder that never held anything gives."""
+    decoder = Decoder(instances[1])
+    grammar = _grammar(instances[1])
+    for constrained in (False, True):
+        messages = _messages(QUESTIONS[2])
+        kwargs = {"temperature": 0.0, "max_tokens": 24, "grammar": grammar if constrained else None}
+        decoder.held, decoder.saved = [], {}
+        expected = decoder.complete(messages, **kwargs)
+        decoder.held, decoder.saved = [], {}
+        decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)  # saves SYSTEM
+        decoder.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
+        assert shared_prefix(decoder.held, decoder.prompt_tokens(messages)) < 32  # replaced
+        again = decoder.complete(messages, **kwargs)
+        question_tokens = len(instances[1].tokenize(QUESTIONS[2].encode(), False, False))
+        # the user turn and its template markers (~10 tokens), not the ~170 of SYSTEM
+        assert again["usage"]["prompt_tokens_evaluated"] <= question_tokens + 12
+        assert (
+            again["choices"][0]["message"]["content"]
+            == (expected["choices"][0]["message"]["content"])
+        )
+
+
+def test_the_pool_hands_a_call_to_the_decoder_that_saved_its_system_message(instances):
+    first, second = Decoder(instances[0]), Decoder(instances[1])
+    for decoder in (first, second):
+        decoder.held, decoder.saved = [], {}
+    second.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)
+    second.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
+    first.complete([{"role": "user", "content": "Say hello."}], temperature=0.0, max_tokens=2)
+    pool = InstancePool([first, second])
+    assert pool.take(_messages(QUESTIONS[1])) is second  # neither holds SYSTEM; second saved it
+    pool.give_back(second)
+
+
 def test_a_seedless_sampled_call_is_fixed_by_its_request(instances):
     first, second = Decoder(instances[0]), Decoder(instances[1])
     messages = [{"role": "user", "content": "Invent a name for a cat."}]

@@ -28,6 +28,11 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   and a prompt's new part is always evaluated in batches of at least
   :data:`MIN_BATCH_TOKENS`: an answer is the same whether or not its prefix was held
   (``tests/engine/test_local_decoding.py`` checks it on each machine).
+- **A prompt can come back after another replaced it.** OMEGA's mutation calls share their
+  system message, but the new candidate's predictions run in between and replace the held
+  prompt. So the keys/values of a long system message are saved as it is evaluated (the
+  prompt cut there into two batches, which changes no logit) and restored, into the same
+  cells, when a later prompt starts with it (:meth:`Decoder._restore`).
 - **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
   call's seed from the instance's previous seed, so which instance served how many calls
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
@@ -78,6 +83,13 @@ SHORTLIST = 256
 #: The longest forced text looked for at once (bytes); a longer forced run continues after
 #: the next evaluation.
 MAX_FORCED_BYTES = 64
+
+#: System messages whose keys/values a decoder keeps besides its last prompt (the oldest is
+#: dropped first): OMEGA's mutation prompt, evaluated whole each time because the candidate's
+#: predictions had replaced it, was ~75 % of a local OMEGA epoch (issue 25). ~23 KB a token.
+SAVED_PREFIXES = 3
+#: The shortest system message worth keeping (tokens): a shorter one costs little to evaluate.
+MIN_SAVED_TOKENS = 64
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
@@ -165,6 +177,10 @@ class Decoder:
         )
         #: The prompt tokens whose keys/values this instance holds (its last prompt).
         self.held: list[int] = []
+        #: Saved keys/values of recent system messages: their tokens -> llama.cpp's sequence
+        #: state (restored when a prompt starts with them and shares less with ``held``).
+        self.saved: dict[tuple[int, ...], Any] = {}
+        self._turn_end = llama.token_eos()
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
         self._one = (llama_cpp.llama_token_data * 1)()
@@ -194,16 +210,67 @@ class Decoder:
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
 
+    def _saved_prefix(self, prompt: list[int]) -> tuple[int, ...] | None:
+        """The longest saved system message ``prompt`` starts with (None: none)."""
+        found = [key for key in self.saved if tuple(prompt[: len(key)]) == key]
+        return max(found, key=len) if found else None
+
+    def reusable(self, prompt: list[int]) -> int:
+        """How many leading tokens of ``prompt`` this decoder need not evaluate: the prefix it
+        shares with the held prompt, or a saved system message (what the pool routes by)."""
+        saved = self._saved_prefix(prompt)
+        return max(shared_prefix(self.held, prompt), len(saved) if saved else 0)
+
+    def _system_end(self, prompt: list[int]) -> int:
+        """Tokens up to and including the first end of turn (the system message's), or 0."""
+        return prompt.index(self._turn_end) + 1 if self._turn_end in prompt else 0
+
+    def _restore(self, key: tuple[int, ...]) -> None:
+        """Make the instance hold the saved system message ``key`` (and nothing after it):
+        its cells go back where evaluating it had put them, so what follows is computed on
+        the same cache as on a fresh evaluation."""
+        lib, ctx = self._lib, self.llama._ctx.ctx
+        lib.llama_memory_seq_rm(lib.llama_get_memory(ctx), 0, -1, -1)
+        state = self.saved.pop(key)
+        self.saved[key] = state  # the most recently used is dropped last
+        if lib.llama_state_seq_set_data(ctx, state, len(state), 0) == 0:
+            raise RuntimeError("llama.cpp could not restore a saved prompt prefix")
+        self.llama.n_tokens = len(key)
+        self.llama.input_ids[: len(key)] = key
+
+    def _save(self, key: tuple[int, ...]) -> None:
+        """Keep the instance's keys/values (exactly ``key``'s tokens now) under ``key``."""
+        lib, ctx = self._lib, self.llama._ctx.ctx
+        size = lib.llama_state_seq_get_size(ctx, 0)
+        state = (ctypes.c_uint8 * size)()
+        if lib.llama_state_seq_get_data(ctx, state, size, 0) != size:
+            return
+        if len(self.saved) >= SAVED_PREFIXES:
+            del self.saved[next(iter(self.saved))]  # the oldest
+        self.saved[key] = state
+
     def _evaluate_prompt(self, prompt: list[int], opening: list[int]) -> int:
-        """Evaluate what follows the held prefix (at least MIN_BATCH_TOKENS of it, in batches
-        of at least that many), then the answer's forced ``opening`` in the same batches;
-        returns how many prompt tokens were evaluated."""
-        reuse = min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS)
-        reuse = max(reuse, 0)
+        """Evaluate what follows the held prefix or a longer saved system message (at least
+        MIN_BATCH_TOKENS of it, in batches of at least that many), then the answer's forced
+        ``opening`` in the same batches; a system message of MIN_SAVED_TOKENS or more
+        evaluated here is saved on the way. Returns how many prompt tokens were evaluated."""
+        limit = len(prompt) - MIN_BATCH_TOKENS
+        reuse = max(min(shared_prefix(self.held, prompt), limit), 0)
+        saved = self._saved_prefix(prompt)
+        if saved is not None and reuse < len(saved) <= limit:
+            self._restore(saved)
+            reuse = len(saved)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
         tokens = prompt + opening
-        for start, end in batches(reuse, len(tokens), self.llama.n_batch):
+        cut = self._system_end(prompt)
+        if not (MIN_SAVED_TOKENS <= cut <= limit and cut - reuse >= MIN_BATCH_TOKENS):
+            cut = reuse  # nothing to save: evaluate in one go
+        for start, end in batches(reuse, cut, self.llama.n_batch):
+            self.llama.eval(tokens[start:end])
+        if cut > reuse:
+            self._save(tuple(prompt[:cut]))
+        for start, end in batches(cut, len(tokens), self.llama.n_batch):
             self.llama.eval(tokens[start:end])
         self.held = list(prompt)
         return len(prompt) - reuse

@@ -5,8 +5,9 @@ a call whose prompt shares that prefix (the same system prompt, instructions, fe
 and output format: every prediction of one candidate program) only evaluates its own input.
 Handing calls to *any* idle instance, as a plain queue does, makes the candidates' prompts
 alternate on each instance and throws that prefix away; here a call takes the idle decoder that
-shares the longest prefix with its prompt (the first such in load order on a tie), so the
-choice depends only on what the decoders hold, never on timing.
+shares the longest prefix with its prompt, held or among its saved system messages
+(``Decoder.reusable``; the first such in load order on a tie), so the choice depends only on
+what the decoders hold, never on timing.
 
 Example:
     ```python
@@ -23,8 +24,6 @@ from __future__ import annotations
 
 import threading
 from typing import Any
-
-from training.engine.local.decoding import shared_prefix
 
 
 class InstancePool:
@@ -51,7 +50,7 @@ class InstancePool:
             best = self._idle[0]
             if messages is not None and len(self._idle) > 1:
                 prompt = best.prompt_tokens(messages)
-                best = max(self._idle, key=lambda d: shared_prefix(d.held, prompt))
+                best = max(self._idle, key=lambda d: d.reusable(prompt))
             self._idle.remove(best)
             return best
 
