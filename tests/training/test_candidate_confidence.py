@@ -98,6 +98,31 @@ def test_a_finished_runs_update_carries_the_section_as_the_page_loads_it(
     assert live.render_parts(run, ("examples",)) in update
 
 
+def test_a_second_drawing_of_the_section_draws_only_what_changed(user, demo_dataset, monkeypatch):
+    """The section is drawn again at each candidate event of a live run (in the worker): the
+    intervals and verdicts already drawn are not drawn again, only a new candidate's."""
+    run = omega(user, demo_dataset)
+    first = candidate_confidence.report(run)
+    drawn: list[tuple[list[float], list[float]]] = []
+    real = candidate_confidence.paired_bootstrap
+    monkeypatch.setattr(
+        candidate_confidence,
+        "paired_bootstrap",
+        lambda before, after, **kw: drawn.append((list(before), list(after)))
+        or real(before, after, **kw),
+    )
+    again = candidate_confidence.report(run)
+    assert drawn == []  # nothing new: every interval and verdict was drawn before
+    assert [(r.low, r.high) for r in again["rows"]] == [(r.low, r.high) for r in first["rows"]]
+    newest = run.candidates.exclude(reward=None).exclude(operation="seed").first()
+    newest.example_rewards = [1.0 - value for value in newest.example_rewards]
+    newest.save(update_fields=["example_rewards"])
+    candidate_confidence.report(run)
+    changed = list(newest.example_rewards)
+    assert ([0.0] * len(changed), changed) in drawn  # its interval, drawn afresh
+    assert all(changed in pair for pair in drawn)  # and only what involves it
+
+
 def test_verdicts_on_the_same_examples():
     sure = candidate_confidence.verdict([0.0] * 30, [1.0] * 30)
     assert sure.word == "yes" and sure.low > 0
