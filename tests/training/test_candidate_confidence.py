@@ -108,8 +108,9 @@ def test_a_second_drawing_of_the_section_draws_only_what_changed(user, demo_data
     monkeypatch.setattr(
         candidate_confidence,
         "paired_bootstrap",
-        lambda before, after, **kw: drawn.append((list(before), list(after)))
-        or real(before, after, **kw),
+        lambda before, after, **kw: (
+            drawn.append((list(before), list(after))) or real(before, after, **kw)
+        ),
     )
     again = candidate_confidence.report(run)
     assert drawn == []  # nothing new: every interval and verdict was drawn before
