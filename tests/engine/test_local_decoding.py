@@ -4,6 +4,7 @@ appending the text the grammar forces, the same labels with fewer evaluations; e
 same answer whatever the instance held before; the shared prompt prefix evaluated once;
 constrained answers valid; a seedless sampled call fixed by its request."""
 
+import ctypes
 import json
 
 import jsonschema
@@ -162,6 +163,29 @@ def test_a_system_message_the_last_prompt_replaced_is_restored_with_the_same_ans
             again["choices"][0]["message"]["content"]
             == (expected["choices"][0]["message"]["content"])
         )
+
+
+def test_a_saved_prefix_that_cannot_be_restored_is_dropped_and_the_next_call_answers_whole(
+    instances,
+):
+    """A restore llama.cpp refuses raises (never an answer without its prefix), forgets that
+    saved prefix and leaves the decoder holding nothing: the next call evaluates its whole
+    prompt and answers as a decoder that never held anything."""
+    decoder = Decoder(instances[1])
+    messages = _messages(QUESTIONS[2])
+    decoder.held, decoder.saved = [], {}
+    expected = decoder.complete(messages, temperature=0.0, max_tokens=12)
+    decoder.held, decoder.saved = [], {}
+    decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)  # saves SYSTEM
+    decoder.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
+    [key] = decoder.saved
+    decoder.saved[key] = (ctypes.c_uint8 * 8)()  # a state llama.cpp cannot read back
+    with pytest.raises(RuntimeError, match="could not restore"):
+        decoder.complete(messages, temperature=0.0, max_tokens=12)
+    assert decoder.saved == {} and decoder.held == []
+    again = decoder.complete(messages, temperature=0.0, max_tokens=12)
+    assert again["usage"]["prompt_tokens_evaluated"] == len(decoder.prompt_tokens(messages))
+    assert again["choices"][0]["message"]["content"] == expected["choices"][0]["message"]["content"]
 
 
 def test_the_pool_hands_a_call_to_the_decoder_that_saved_its_system_message(instances):

@@ -230,11 +230,14 @@ class Decoder:
         its cells go back where evaluating it had put them, so what follows is computed on
         the same cache as on a fresh evaluation."""
         lib, ctx = self._lib, self.llama._ctx.ctx
+        # Held nothing from here on: a failed restore must not leave the next call reusing
+        # cells that are gone (it would answer without its prefix, and nothing would say so).
+        self.held, self.llama.n_tokens = [], 0
         lib.llama_memory_seq_rm(lib.llama_get_memory(ctx), 0, -1, -1)
         state = self.saved.pop(key)
-        self.saved[key] = state  # the most recently used is dropped last
         if lib.llama_state_seq_set_data(ctx, state, len(state), 0) == 0:
             raise RuntimeError("llama.cpp could not restore a saved prompt prefix")
+        self.saved[key] = state  # the most recently used is dropped last; a failed one, now
         self.llama.n_tokens = len(key)
         self.llama.input_ids[: len(key)] = key
 
