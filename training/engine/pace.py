@@ -66,10 +66,11 @@ BURST_ROUNDS = 12
 LEAST_ANSWER_SHARE = 0.5
 #: The version of the calibration's fit and its contention reading a pace was stored by
 #: (``Pace.fit``): 2, the floor under the long-answer rate and the fair share inverted with
-#: the process's own CPU time. A pace of an older one is measured again (its figures, and
+#: the process's own CPU time; 3, a provider's calibration not divided by this machine's
+#: load (2 divided it by ~8.5 on a busy machine). A pace of an older one is measured again (its figures, and
 #: the factors runs taught against them, priced calls the old way); raise it whenever
 #: :func:`fit_pace` or the contention it is given prices calls differently.
-FIT_VERSION = 2
+FIT_VERSION = 3
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6

@@ -10,10 +10,11 @@ worker:
   a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
   structured answer, an LM judge's call, then a burst at once), bounded by
   :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
-  Meanwhile the form says "measuring". The calls alone and the burst are each timed with
-  what the machine's other processes took of its CPUs meanwhile (``cpu_meter``), and divided
-  by the slowdown that caused (``training.engine.contention``): the pace is for an idle
-  machine, whatever load the calibration met.
+  Meanwhile the form says "measuring". A local model's calls alone and its burst are each
+  timed with what the machine's other processes took of its CPUs meanwhile (``cpu_meter``),
+  and divided by the slowdown that caused (``training.engine.contention``): the pace is for
+  an idle machine, whatever load the calibration met. A provider's calls run elsewhere: the
+  load here does not slow them, and they are not divided (:func:`decodes_here`).
 - **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
   teaches the stored pace what that run took against what the pace said for its own calls
   (``Pace.time_factor``: the machine's load, what the rule leaves out; an optimizer's calls,
@@ -49,6 +50,7 @@ from training.engine.contention import ALONE_THREADS, Contention, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
+from training.engine.local import is_local_model
 from training.engine.pace import (
     LEARNED_FIELDS,
     MESSAGE_TOKENS,
@@ -281,7 +283,17 @@ def _model_maker(model: str, owner_id: int | None, endpoint: str):
     return make
 
 
-async def _measure(model: str, make=None) -> Pace:
+def decodes_here(model: str, endpoint: str = "") -> bool:
+    """Whether ``model``'s calls decode on this machine's CPUs (a local model, not on a saved
+    endpoint): only those slow down with the other processes' demand, so only their
+    calibration is divided by the contention it met."""
+    return not endpoint and is_local_model(model)
+
+
+async def _measure(model: str, make=None, local: bool = False) -> Pace:
+    """The calibration's calls on ``model`` and the pace they fit; ``local``: its calls
+    decode on this machine's CPUs (:func:`decodes_here`), so each part is divided by the
+    slowdown the other processes caused; a provider's calls run elsewhere and are not."""
     make = make or _model_maker(model, None, "")
     short_lm = make(max_tokens=16)
     long_lm = make(max_tokens=192)
@@ -295,7 +307,10 @@ async def _measure(model: str, make=None) -> Pace:
     long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
     long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
     judge = await _judge_size(make)
-    alone = cpu_meter.contention_between(alone_started, cpu_meter.sample(), ALONE_THREADS)
+    alone_ended = cpu_meter.sample()
+    alone = (
+        cpu_meter.contention_between(alone_started, alone_ended, ALONE_THREADS) if local else None
+    )
     burst_started = cpu_meter.sample()
     started = time.perf_counter()
     await asyncio.gather(
@@ -305,7 +320,10 @@ async def _measure(model: str, make=None) -> Pace:
     # the burst's busy threads: as many as it served at once (no more than its calls, cores)
     raw = BURST * sorted(s for _, s in short)[len(short) // 2] / max(together[1], 1e-6)
     burst_threads = batch_threads(BURST, raw, cpu_meter.cores())
-    burst = cpu_meter.contention_between(burst_started, cpu_meter.sample(), burst_threads)
+    burst_ended = cpu_meter.sample()
+    burst = (
+        cpu_meter.contention_between(burst_started, burst_ended, burst_threads) if local else None
+    )
     # Characters per prompt token: what the long prompt added over a short one.
     extra_chars = _chars(_short_prompt(nonce + 4, long=True)) - _chars(_short_prompt(nonce + 1))
     extra_tokens = long_prompt[0].prompt - short[0][0].prompt
@@ -376,7 +394,8 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
     few short calls, bounded by :data:`CALIBRATION_SECONDS`; stored under ``key`` (default
     ``model``) and returned. Raises what the calls raised."""
     make = _model_maker(model, owner_id, endpoint)
-    pace = asyncio.run(asyncio.wait_for(_measure(model, make), CALIBRATION_SECONDS))
+    local = decodes_here(model, endpoint)
+    pace = asyncio.run(asyncio.wait_for(_measure(model, make, local), CALIBRATION_SECONDS))
     if pace.contention is not None:  # this application's local runs: the forecast's share
         others = max(0.0, pace.contention - own_local_threads(pace.parallel))
         pace = Pace.from_dict({**pace.to_dict(), "contention": round(others, 2)})
