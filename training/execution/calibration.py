@@ -336,6 +336,7 @@ async def _measure(model: str, make=None, local: bool = False) -> Pace:
         together=together,
         alone=alone,
         burst=burst,
+        local=local,
         chars_per_token=extra_chars / extra_tokens if extra_tokens > 0 else 3.0,
         answer_chars_per_token=answer_chars / completion if answer_chars and completion else 2.0,
         long_answer_tokens=long_answer[0].completion or 160.0,
