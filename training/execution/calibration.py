@@ -23,7 +23,9 @@ worker:
   ratio is taken against the rule at the contention its attempt measured, so the factor
   learns what the rule leaves out, not the load a run happened to meet) and the characters
   per token of its prompts, and stores the tokens per call its traces show for an LM judge's
-  calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
+  calls and OMEGA's mutations (``sizes``) in the pace of the model that made them (the
+  forecast's ``pace_keys``: a judge on another model than the program's is sized there),
+  which the next forecast on that model uses.
 
 A pace belongs to a model where it is served: a program on a saved endpoint is measured on
 that endpoint (:func:`pace_key`: ``"<model> @ <endpoint URL>"``), with the endpoint's key,
@@ -104,6 +106,10 @@ JUDGE_SAMPLES = (
 JUDGE_DATA_KEPT = 20
 #: The prefix of those keys in ``ModelPace.sizes``.
 JUDGE_DATA_PREFIX = "judge@"
+#: The key, in ``ModelPace.sizes``, of those keys oldest first (the order they are dropped
+#: in). Why a list: PostgreSQL's jsonb keeps an object's keys in its own order (shorter
+#: first), not the order they were written in.
+JUDGE_DATA_ORDER = "judge_data_order"
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -493,21 +499,33 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             calls=Count("id"), prompt=Avg("prompt_tokens"), completion=Avg("completion_tokens")
         )
     }
-    row, _ = ModelPace.objects.get_or_create(model=model)
-    sizes = dict(row.sizes or {})
+    # Each role's tokens per call go to the pace of the model that makes its calls (an LM
+    # judge's on the reward's model: what the forecast reads them from).
+    rows: dict[str, tuple[ModelPace, dict[str, Any]]] = {}
+
+    def sizes_of(key: str) -> dict[str, Any]:
+        if key not in rows:
+            found, _ = ModelPace.objects.get_or_create(model=key)
+            rows[key] = (found, dict(found.sizes or {}))
+        return rows[key][1]
+
+    sizes_of(model)
     for role, names in LEARNED_ROLES.items():
         seen = traces.filter(role__in=names).aggregate(
             calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
         )
         if seen["calls"]:
             prompt, completion = seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
+            sizes = sizes_of(_role_key(role, stored, run.config or {}, model))
             sizes[role] = _blend(sizes.get(role), prompt, completion)
-            if role == "judge":  # and by the data it judged (the newest last)
+            if role == "judge":  # and by the data it judged
                 key = judge_data_key(run.program_id, run.dataset_id)
-                sizes[key] = _blend(sizes.pop(key, None), prompt, completion)
-                kept = [k for k in sizes if k.startswith(JUDGE_DATA_PREFIX)]
-                for old in kept[:-JUDGE_DATA_KEPT]:
-                    del sizes[old]
+                sizes[key] = _blend(sizes.get(key), prompt, completion)
+                _keep_newest_judge_data(sizes, key)
+    for key, (found, sizes) in rows.items():
+        if key != model:
+            ModelPace.objects.filter(pk=found.pk).update(sizes=sizes)
+    row, sizes = rows[model]
     changes = {"sizes": sizes}
     if row.pace and by_role:
         pace = Pace.from_dict(row.pace)
@@ -544,6 +562,33 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             learned.update(contention=round(contention.others, 2), contention_at=time.time())
         changes["pace"] = learned
     ModelPace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _role_key(role: str, stored: dict[str, Any], config: dict[str, Any], model: str) -> str:
+    """The pace key of the model that made ``role``'s calls in a run (its forecast's
+    ``pace_keys``; a run launched before they were stored: the model its configuration
+    names, ``model`` when that is the program's)."""
+    key = (stored.get("pace_keys") or {}).get(role)
+    if key:
+        return str(key)
+    from training.execution.forecast import judge_model, optimizer_model
+
+    named = judge_model(config) if role == "judge" else optimizer_model(config)
+    return model if not named or named == stored.get("model") else named
+
+
+def _keep_newest_judge_data(sizes: dict[str, Any], newest: str) -> None:
+    """Keep the last :data:`JUDGE_DATA_KEPT` judge sizes by program and data in ``sizes``
+    (``newest`` just written), oldest first in :data:`JUDGE_DATA_ORDER`; keys stored before
+    that list count as the oldest."""
+    listed = [k for k in sizes.get(JUDGE_DATA_ORDER) or [] if k in sizes and k != newest]
+    earlier = sorted(
+        k for k in sizes if k.startswith(JUDGE_DATA_PREFIX) and k not in listed and k != newest
+    )
+    order = [*earlier, *listed, newest]
+    for old in order[:-JUDGE_DATA_KEPT]:
+        del sizes[old]
+    sizes[JUDGE_DATA_ORDER] = order[-JUDGE_DATA_KEPT:]
 
 
 def _measured(
