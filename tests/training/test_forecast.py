@@ -249,6 +249,12 @@ def test_an_lm_judge_on_another_model_is_sized_by_its_runs_on_that_model(
     after = forecast_services.forecast(program, demo_dataset, config, measure=False)
     assert after["sizes"]["judge"] == {"prompt": 10.0, "completion": 5.0, "fresh": None}
     assert any("as this program's runs on this data measured" in n for n in after["assumptions"])
+    # a run launched before the forecast kept each role's pace key: its configuration's
+    ModelPace.objects.filter(model="fake/fewshot").update(sizes={})
+    old = {k: v for k, v in run.forecast.items() if k != "pace_keys"}
+    Run.objects.filter(pk=run.pk).update(forecast=old)
+    calibration.learn_from_run(run.pk)
+    assert ModelPace.objects.get(model="fake/fewshot").sizes["judge"]["completion"] == 5.0
 
 
 def test_the_oldest_judge_sizes_by_program_are_dropped_whatever_order_the_keys_come_back_in(
