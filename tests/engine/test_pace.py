@@ -156,6 +156,21 @@ def test_short_calls_slowed_by_a_load_spike_never_make_a_long_answer_free():
     assert fitted.call(long_answer, long=True) == pytest.approx(3.0 + LEAST_ANSWER_SHARE * 3.0)
 
 
+def test_a_providers_time_to_first_token_is_not_priced_as_its_long_answer():
+    # A provider answers after 1 s (its time to the first token), then 2 ms a token: the long
+    # answer's 150 tokens beyond the short one add 0.3 s. The floor under the rate (half the
+    # long call over its tokens) priced them at 4.3 ms; it is a local model's, where the load
+    # on the short calls can hide the answer's cost.
+    short = CallSize(90, 8)
+    long_answer = CallSize(90, 158)
+    calls = ([(short, 1.0)] * 3, (CallSize(390, 8), 1.0), (long_answer, 1.3))
+    provider = fit_pace(*calls, local=False)
+    assert provider.long_token_seconds == pytest.approx(0.3 / 150)
+    assert provider.call(long_answer, long=True) == pytest.approx(1.3)
+    local = fit_pace(*calls)
+    assert local.long_token_seconds == pytest.approx(LEAST_ANSWER_SHARE * 1.3 / 150)
+
+
 def test_recent_runs_teach_the_pace_within_bounds():
     learned = PACE.learned(actual=40.0, predicted=20.0)
     # One run twice as slow as the rule: half the way there (in log space), not all of it.

@@ -229,6 +229,66 @@ def test_an_lm_judge_is_sized_by_this_programs_runs_on_this_data_before_other_pr
     assert theirs["sizes"]["judge"]["completion"] == 150.0
 
 
+def test_an_lm_judge_on_another_model_is_sized_by_its_runs_on_that_model(
+    user, demo_dataset, no_broker
+):
+    # The program runs on fake/rules, its judge on fake/fewshot: the judge's tokens are kept
+    # in the judge model's pace (the forecast reads them there), not the program model's.
+    program = make_program(user, demo_dataset, model="fake/rules")
+    stored_pace("fake/rules", judge_size=(150.0, 90.0))
+    stored_pace("fake/fewshot", judge_size=(150.0, 90.0))
+    config = run_config(
+        model="fake/rules", reward="LMAsJudge", reward_language_model="fake/fewshot", epochs=1
+    )
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    judged = ModelPace.objects.get(model="fake/fewshot").sizes
+    key = calibration.judge_data_key(program.pk, demo_dataset.pk)
+    assert judged["judge"] == judged[key] == {"prompt": 10.0, "completion": 5.0}
+    assert "judge" not in ModelPace.objects.get(model="fake/rules").sizes
+    after = forecast_services.forecast(program, demo_dataset, config, measure=False)
+    assert after["sizes"]["judge"] == {"prompt": 10.0, "completion": 5.0, "fresh": None}
+    assert any("as this program's runs on this data measured" in n for n in after["assumptions"])
+    # a run launched before the forecast kept each role's pace key: its configuration's
+    ModelPace.objects.filter(model="fake/fewshot").update(sizes={})
+    old = {k: v for k, v in run.forecast.items() if k != "pace_keys"}
+    Run.objects.filter(pk=run.pk).update(forecast=old)
+    calibration.learn_from_run(run.pk)
+    assert ModelPace.objects.get(model="fake/fewshot").sizes["judge"]["completion"] == 5.0
+
+
+def test_the_oldest_judge_sizes_by_program_are_dropped_whatever_order_the_keys_come_back_in(
+    user, demo_dataset, no_broker, monkeypatch
+):
+    # A JSON object's keys come back in the store's order (PostgreSQL's jsonb: shorter keys
+    # first), not the order they were written in: each learn here reads them reversed.
+    monkeypatch.setattr(calibration, "JUDGE_DATA_KEPT", 2)
+    programs = [make_program(user, demo_dataset, model="fake/rules") for _ in range(4)]
+    stored_pace("fake/rules", judge_size=(150.0, 90.0))
+    config = run_config(
+        model="fake/rules", reward="LMAsJudge", reward_language_model="fake/rules", epochs=1
+    )
+    run = runs.launch(user, programs[0], demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+
+    def learn_for(program):
+        Run.objects.filter(pk=run.pk).update(program=program)
+        calibration.learn_from_run(run.pk)
+        row = ModelPace.objects.get(model="fake/rules")
+        row.sizes = dict(reversed(list(row.sizes.items())))
+        row.save(update_fields=["sizes"])
+
+    def kept():
+        sizes = ModelPace.objects.get(model="fake/rules").sizes
+        keys = {calibration.judge_data_key(p.pk, demo_dataset.pk): p for p in programs}
+        return {keys[k] for k in sizes if k in keys}
+
+    for program in (programs[1], programs[2], programs[0], programs[3]):
+        learn_for(program)
+    # 0 (the run itself), 1, 2, then 0 again and 3: 1 and 2 are the oldest
+    assert kept() == {programs[0], programs[3]}
+
+
 def test_tokens_count_the_examples_a_candidate_carries(user, demo_dataset):
     program = make_program(user, demo_dataset, model="local/smollm2")
     stored_pace("local/smollm2")

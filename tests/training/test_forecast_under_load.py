@@ -154,11 +154,47 @@ def test_a_run_that_wanted_less_cpu_than_its_threads_reads_the_others_it_met_not
     assert calibration.current(model)[0].contention == 3.5
 
 
-def test_a_calibration_records_the_load_it_met_and_is_kept_for_an_idle_machine(machine):
+@pytest.fixture
+def decodes_here(monkeypatch):
+    """The fake model's calls taken for a local model's (no local model is loaded here):
+    what a calibration on this machine's CPUs measures."""
+    monkeypatch.setattr(calibration, "decodes_here", lambda model, endpoint="": True)
+
+
+def test_a_calibration_records_the_load_it_met_and_is_kept_for_an_idle_machine(
+    machine, decodes_here
+):
     machine.others = 1.5  # of 2 cores, while the calls alone (one thread) and the burst ran
     calibration.measure("fake/fewshot?latency=0.01")
     pace, _ = calibration.current("fake/fewshot?latency=0.01")
     assert pace.idle and pace.contention == 3.0  # 1.5 taken with one of ours: 3 threads
+
+
+def test_a_local_calibration_whose_calls_got_no_cpu_reads_the_fair_share_not_more(
+    machine, decodes_here
+):
+    # Its calls waited on a core slot another run held: ~0 CPU of ours while the others took
+    # 1.2 of the 2 cores. Fair share (ours had the rest): 1.5 threads, calls 1.25x slower;
+    # inverted with our ~0 CPU it read 24 threads, every call 12.5x slower.
+    machine.others, machine.own = 1.2, 0.01
+    calibration.measure("fake/fewshot?latency=0.01")
+    assert calibration.current("fake/fewshot?latency=0.01")[0].contention == 1.5
+
+
+def test_a_providers_calibration_under_load_stores_the_pace_it_measured(machine):
+    # A remote call uses ~0 CPU here and does not slow down with this machine's load: the
+    # pace measured while the others took 1.2 of 2 cores is the idle machine's, not divided
+    # by a slowdown (it read 8.5x: 0.204 s a call stored as 0.025 s).
+    model = "fake/fewshot?latency=0.2"
+    machine.own = 0.01
+    calibration.measure(model)
+    idle, _ = calibration.current(model)
+    machine.others = 1.2
+    calibration.measure(model)
+    loaded, _ = calibration.current(model)
+    assert loaded.contention is None and loaded.idle
+    assert loaded.call_seconds == pytest.approx(idle.call_seconds, rel=0.2)
+    assert loaded.call_seconds > 0.15  # the 0.2 s latency, not an eighth of it
 
 
 def test_a_pace_stored_before_loads_were_measured_is_used_and_measured_again(

@@ -62,14 +62,19 @@ BURST_ROUNDS = 12
 #: beyond the short answer). Why: the rate is a difference against the short calls, and a
 #: load spike on those made it 0 ms a token under load (every judge and mutation then free
 #: but for a call's fixed cost); measured on an idle machine, the answer is ~95 % of that
-#: call (150 tokens at 40 ms against 0.3 s for the rest).
+#: call (150 tokens at 40 ms against 0.3 s for the rest). Only for a model that decodes on
+#: this machine (``fit_pace(local=True)``): a provider's long call is mostly its time to the
+#: first token, which the floor priced as answer (its token rate ~doubled), and this
+#: machine's load does not slow its calls.
 LEAST_ANSWER_SHARE = 0.5
 #: The version of the calibration's fit and its contention reading a pace was stored by
 #: (``Pace.fit``): 2, the floor under the long-answer rate and the fair share inverted with
-#: the process's own CPU time. A pace of an older one is measured again (its figures, and
+#: the process's own CPU time; 3, a provider's calibration not divided by this machine's
+#: load (2 divided it by ~8.5 on a busy machine) nor priced by the floor under the long
+#: answer's rate (it ~doubled a long time to first token's). A pace of an older one is measured again (its figures, and
 #: the factors runs taught against them, priced calls the old way); raise it whenever
 #: :func:`fit_pace` or the contention it is given prices calls differently.
-FIT_VERSION = 2
+FIT_VERSION = 3
 #: Tokens of the chat template around each message (a prompt's tokens: its characters at
 #: ``Pace.chars_per_token``, plus this per message).
 MESSAGE_TOKENS = 6
@@ -413,13 +418,14 @@ def fit_pace(
     together: tuple[int, float] | None = None,
     alone: Contention | None = None,
     burst: Contention | None = None,
+    local: bool = True,
     **extra: Any,
 ) -> Pace:
     """A :class:`Pace` from a few calls measured one at a time and a burst measured together.
 
     The differences give the rates, each kept >= 0: a long prompt against a short call gives
     the time of a prompt token; a long answer against a short call (its prompt's share taken
-    off) the time of a long answer's token beyond the short answer, at least
+    off) the time of a long answer's token beyond the short answer, at least (a local model)
     :data:`LEAST_ANSWER_SHARE` of the long call's time over those tokens; the short calls' median,
     less its prompt, the fixed cost of a call, its short answer included
     (``short_answer_tokens``): a grammar forces nearly all of a short structured answer, so
@@ -434,6 +440,8 @@ def fit_pace(
         alone: the other processes' demand while the calls one at a time ran (a local model:
             each was that much slower than on an idle machine); None: an idle machine.
         burst: the same while the burst ran (on ``min(cores, calls)`` threads).
+        local: the calls decode on this machine's CPUs (a local model): the floor under the
+            long answer's rate applies (:data:`LEAST_ANSWER_SHARE`); False: a provider's.
         **extra: other :class:`Pace` fields (``chars_per_token``, ``source``, ...).
 
     Returns:
@@ -469,7 +477,8 @@ def fit_pace(
     rest = seconds - base_seconds - prompt * (size.evaluated - base.evaluated)
     token = 0.0
     if extra_answer > 0:  # each answer token at least its share of the call (the floor)
-        token = max(rest / extra_answer, LEAST_ANSWER_SHARE * seconds / extra_answer)
+        floor = LEAST_ANSWER_SHARE * seconds / extra_answer if local else 0.0
+        token = max(rest / extra_answer, floor, 0.0)
     # The short answer stays in the fixed cost: its tokens are not priced at the long
     # answer's rate (a grammar forces nearly all of a short structured answer; pricing them
     # per token made the bench's predictions ~40 % dearer than they were).

@@ -10,10 +10,11 @@ worker:
   a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
   structured answer, an LM judge's call, then a burst at once), bounded by
   :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
-  Meanwhile the form says "measuring". The calls alone and the burst are each timed with
-  what the machine's other processes took of its CPUs meanwhile (``cpu_meter``), and divided
-  by the slowdown that caused (``training.engine.contention``): the pace is for an idle
-  machine, whatever load the calibration met.
+  Meanwhile the form says "measuring". A local model's calls alone and its burst are each
+  timed with what the machine's other processes took of its CPUs meanwhile (``cpu_meter``),
+  and divided by the slowdown that caused (``training.engine.contention``): the pace is for
+  an idle machine, whatever load the calibration met. A provider's calls run elsewhere: the
+  load here does not slow them, and they are not divided (:func:`decodes_here`).
 - **Recent runs.** Every run a worker ends (:func:`learn_from_run`, after its last write)
   teaches the stored pace what that run took against what the pace said for its own calls
   (``Pace.time_factor``: the machine's load, what the rule leaves out; an optimizer's calls,
@@ -22,7 +23,9 @@ worker:
   ratio is taken against the rule at the contention its attempt measured, so the factor
   learns what the rule leaves out, not the load a run happened to meet) and the characters
   per token of its prompts, and stores the tokens per call its traces show for an LM judge's
-  calls and OMEGA's mutations (``sizes``), which the next forecast of the model uses.
+  calls and OMEGA's mutations (``sizes``) in the pace of the model that made them (the
+  forecast's ``pace_keys``: a judge on another model than the program's is sized there),
+  which the next forecast on that model uses.
 
 A pace belongs to a model where it is served: a program on a saved endpoint is measured on
 that endpoint (:func:`pace_key`: ``"<model> @ <endpoint URL>"``), with the endpoint's key,
@@ -49,6 +52,7 @@ from training.engine.contention import ALONE_THREADS, Contention, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
 from training.engine.language_models.redaction import redact
+from training.engine.local import is_local_model
 from training.engine.pace import (
     LEARNED_FIELDS,
     MESSAGE_TOKENS,
@@ -102,6 +106,10 @@ JUDGE_SAMPLES = (
 JUDGE_DATA_KEPT = 20
 #: The prefix of those keys in ``ModelPace.sizes``.
 JUDGE_DATA_PREFIX = "judge@"
+#: The key, in ``ModelPace.sizes``, of those keys oldest first (the order they are dropped
+#: in). Why a list: PostgreSQL's jsonb keeps an object's keys in its own order (shorter
+#: first), not the order they were written in.
+JUDGE_DATA_ORDER = "judge_data_order"
 #: Where a failed calibration's message is kept (in ``ModelPace.sizes``).
 FAILURE_KEY = "calibration_error"
 
@@ -281,7 +289,17 @@ def _model_maker(model: str, owner_id: int | None, endpoint: str):
     return make
 
 
-async def _measure(model: str, make=None) -> Pace:
+def decodes_here(model: str, endpoint: str = "") -> bool:
+    """Whether ``model``'s calls decode on this machine's CPUs (a local model, not on a saved
+    endpoint): only those slow down with the other processes' demand, so only their
+    calibration is divided by the contention it met."""
+    return not endpoint and is_local_model(model)
+
+
+async def _measure(model: str, make=None, local: bool = False) -> Pace:
+    """The calibration's calls on ``model`` and the pace they fit; ``local``: its calls
+    decode on this machine's CPUs (:func:`decodes_here`), so each part is divided by the
+    slowdown the other processes caused; a provider's calls run elsewhere and are not."""
     make = make or _model_maker(model, None, "")
     short_lm = make(max_tokens=16)
     long_lm = make(max_tokens=192)
@@ -295,7 +313,10 @@ async def _measure(model: str, make=None) -> Pace:
     long_prompt = await _timed(short_lm, _short_prompt(nonce + 4, long=True), _Short)
     long_answer = await _timed(long_lm, _long_prompt(nonce + 5), _Long)
     judge = await _judge_size(make)
-    alone = cpu_meter.contention_between(alone_started, cpu_meter.sample(), ALONE_THREADS)
+    alone_ended = cpu_meter.sample()
+    alone = (
+        cpu_meter.contention_between(alone_started, alone_ended, ALONE_THREADS) if local else None
+    )
     burst_started = cpu_meter.sample()
     started = time.perf_counter()
     await asyncio.gather(
@@ -305,7 +326,10 @@ async def _measure(model: str, make=None) -> Pace:
     # the burst's busy threads: as many as it served at once (no more than its calls, cores)
     raw = BURST * sorted(s for _, s in short)[len(short) // 2] / max(together[1], 1e-6)
     burst_threads = batch_threads(BURST, raw, cpu_meter.cores())
-    burst = cpu_meter.contention_between(burst_started, cpu_meter.sample(), burst_threads)
+    burst_ended = cpu_meter.sample()
+    burst = (
+        cpu_meter.contention_between(burst_started, burst_ended, burst_threads) if local else None
+    )
     # Characters per prompt token: what the long prompt added over a short one.
     extra_chars = _chars(_short_prompt(nonce + 4, long=True)) - _chars(_short_prompt(nonce + 1))
     extra_tokens = long_prompt[0].prompt - short[0][0].prompt
@@ -318,6 +342,7 @@ async def _measure(model: str, make=None) -> Pace:
         together=together,
         alone=alone,
         burst=burst,
+        local=local,
         chars_per_token=extra_chars / extra_tokens if extra_tokens > 0 else 3.0,
         answer_chars_per_token=answer_chars / completion if answer_chars and completion else 2.0,
         long_answer_tokens=long_answer[0].completion or 160.0,
@@ -376,7 +401,8 @@ def measure(model: str, key: str = "", owner_id: int | None = None, endpoint: st
     few short calls, bounded by :data:`CALIBRATION_SECONDS`; stored under ``key`` (default
     ``model``) and returned. Raises what the calls raised."""
     make = _model_maker(model, owner_id, endpoint)
-    pace = asyncio.run(asyncio.wait_for(_measure(model, make), CALIBRATION_SECONDS))
+    local = decodes_here(model, endpoint)
+    pace = asyncio.run(asyncio.wait_for(_measure(model, make, local), CALIBRATION_SECONDS))
     if pace.contention is not None:  # this application's local runs: the forecast's share
         others = max(0.0, pace.contention - own_local_threads(pace.parallel))
         pace = Pace.from_dict({**pace.to_dict(), "contention": round(others, 2)})
@@ -473,21 +499,33 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             calls=Count("id"), prompt=Avg("prompt_tokens"), completion=Avg("completion_tokens")
         )
     }
-    row, _ = ModelPace.objects.get_or_create(model=model)
-    sizes = dict(row.sizes or {})
+    # Each role's tokens per call go to the pace of the model that makes its calls (an LM
+    # judge's on the reward's model: what the forecast reads them from).
+    rows: dict[str, tuple[ModelPace, dict[str, Any]]] = {}
+
+    def sizes_of(key: str) -> dict[str, Any]:
+        if key not in rows:
+            found, _ = ModelPace.objects.get_or_create(model=key)
+            rows[key] = (found, dict(found.sizes or {}))
+        return rows[key][1]
+
+    sizes_of(model)
     for role, names in LEARNED_ROLES.items():
         seen = traces.filter(role__in=names).aggregate(
             calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
         )
         if seen["calls"]:
             prompt, completion = seen["prompt"] / seen["calls"], seen["completion"] / seen["calls"]
+            sizes = sizes_of(_role_key(role, stored, run.config or {}, model))
             sizes[role] = _blend(sizes.get(role), prompt, completion)
-            if role == "judge":  # and by the data it judged (the newest last)
+            if role == "judge":  # and by the data it judged
                 key = judge_data_key(run.program_id, run.dataset_id)
-                sizes[key] = _blend(sizes.pop(key, None), prompt, completion)
-                kept = [k for k in sizes if k.startswith(JUDGE_DATA_PREFIX)]
-                for old in kept[:-JUDGE_DATA_KEPT]:
-                    del sizes[old]
+                sizes[key] = _blend(sizes.get(key), prompt, completion)
+                _keep_newest_judge_data(sizes, key)
+    for key, (found, sizes) in rows.items():
+        if key != model:
+            ModelPace.objects.filter(pk=found.pk).update(sizes=sizes)
+    row, sizes = rows[model]
     changes = {"sizes": sizes}
     if row.pace and by_role:
         pace = Pace.from_dict(row.pace)
@@ -524,6 +562,33 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             learned.update(contention=round(contention.others, 2), contention_at=time.time())
         changes["pace"] = learned
     ModelPace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _role_key(role: str, stored: dict[str, Any], config: dict[str, Any], model: str) -> str:
+    """The pace key of the model that made ``role``'s calls in a run (its forecast's
+    ``pace_keys``; a run launched before they were stored: the model its configuration
+    names, ``model`` when that is the program's)."""
+    key = (stored.get("pace_keys") or {}).get(role)
+    if key:
+        return str(key)
+    from training.execution.forecast import judge_model, optimizer_model
+
+    named = judge_model(config) if role == "judge" else optimizer_model(config)
+    return model if not named or named == stored.get("model") else named
+
+
+def _keep_newest_judge_data(sizes: dict[str, Any], newest: str) -> None:
+    """Keep the last :data:`JUDGE_DATA_KEPT` judge sizes by program and data in ``sizes``
+    (``newest`` just written), oldest first in :data:`JUDGE_DATA_ORDER`; keys stored before
+    that list count as the oldest."""
+    listed = [k for k in sizes.get(JUDGE_DATA_ORDER) or [] if k in sizes and k != newest]
+    earlier = sorted(
+        k for k in sizes if k.startswith(JUDGE_DATA_PREFIX) and k not in listed and k != newest
+    )
+    order = [*earlier, *listed, newest]
+    for old in order[:-JUDGE_DATA_KEPT]:
+        del sizes[old]
+    sizes[JUDGE_DATA_ORDER] = order[-JUDGE_DATA_KEPT:]
 
 
 def _measured(

@@ -106,19 +106,26 @@ def contention_between(
     threads: float,
     idle_seconds: float | None = None,
 ) -> Contention | None:
-    """The others' demand while this process wanted ``threads`` busy between two samples,
-    the fair share inverted with what this process got (its own CPU time over the wall time).
+    """The others' demand while this process wanted ``threads`` busy between two samples.
 
-    ``idle_seconds``: how long its work takes on an idle machine (a run: the pace's rule for
-    its calls); then the threads it wanted are its CPU time over that
-    (:func:`~training.engine.contention.wanted_threads`), at most ``threads``."""
+    ``idle_seconds``: how long its work takes on an idle machine (a run on a local model: the
+    pace's rule for its calls), work known to be CPU-bound: then the threads it wanted are its
+    CPU time over that (:func:`~training.engine.contention.wanted_threads`), at most
+    ``threads``, and the fair share is inverted with what it got (its CPU time over the wall
+    time). None: ours is taken to have got the rest of the machine (a calibration's calls).
+
+    Why not its CPU time there: a call that waits (a provider's answer over the network, a
+    local call blocked on a core slot another run holds) uses ~0 CPU, and inverting with ~0
+    read the others' 1.2 cores as 24 threads: a provider's calibration then divided every
+    measured time by 8.5 (0.204 s a call stored as 0.025 s)."""
     used = others_cores(start, end)
     if used is None or start is None or end is None:
         return None
+    if idle_seconds is None:
+        return Contention.from_usage(used, threads, cores())
     own = own_seconds(start, end) or 0.0
     got = own / (end.at - start.at)
-    if idle_seconds is not None:
-        threads = wanted_threads(own, idle_seconds, most=threads, least=got)
+    threads = wanted_threads(own, idle_seconds, most=threads, least=got)
     return Contention.from_usage(used, threads, cores(), own_cores=got)
 
 

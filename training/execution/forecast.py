@@ -449,6 +449,8 @@ def forecast(
         "parts": calls.to_dict(),
         "model": model,
         "pace_key": keys[model][0],
+        # where each role's tokens per call are learned (an LM judge's on the judge's model)
+        "pace_keys": {role: keys[name][0] for role, name in models.items()},
         "local": local,
         "state": ("error" if failed else "measuring") if missing else "ready",
         "message": failed,
