@@ -41,15 +41,16 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
 - **A lone call left the other core idle.** OMEGA's mutation runs alone (nothing else of the
   run can start until it answers), so on two cores one of them idled through its ~350-token
   prompt. When the decoder is given the machine's core slots (``core_slots.py``), a prompt
-  evaluation of :data:`MIN_BORROW_TOKENS` or more first borrows every free slot, without
-  waiting (``try_take``: one another process holds is never taken), evaluates with that many
-  more batch threads (``llama_set_n_threads``), then goes back to its own thread count and
-  gives the slots back, also on an error (:meth:`Decoder._borrowed_cores`). Generation keeps
-  its own threads: its one-token steps do not go faster on two (``smollm2.py``), and a
-  borrowed core held through a long answer would make the next call wait for it. The
-  logits are bitwise the same with 1 or 2 batch threads on llama.cpp's CPU backend (each
-  thread computes whole rows of a matrix product), so the answer does not depend on whether
-  a core was free (``tests/engine/test_local_decoding.py`` checks it on each machine).
+  evaluation of :data:`MIN_BORROW_TOKENS` or more first borrows the free slots whose cores
+  the kernel sees idle, without waiting (``CoreSlots.borrow``: a slot another process holds
+  is never taken), evaluates with that many more batch threads (``llama_set_n_threads``),
+  then goes back to its own thread count and gives the slots back, also on an error
+  (:meth:`Decoder._borrowed_cores`). Generation keeps its own threads: its one-token steps
+  are not faster on two (``bench/local_prompt_threads.py``), and a core borrowed through a
+  long answer would make the next call wait for it. Measured on llama.cpp's CPU backend, the
+  logits are bitwise the same with 1 or 2 batch threads, so the answer does not depend on
+  whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
+  machine).
 
 Sampling otherwise follows create_chat_completion's defaults (no repeat penalty, top-k 40,
 top-p 0.95, min-p 0.05, then the temperature), so answers keep their quality.
@@ -281,18 +282,13 @@ class Decoder:
 
     @contextlib.contextmanager
     def _borrowed_cores(self, tokens: int) -> Iterator[int]:
-        """Evaluate ``tokens`` prompt tokens on every core slot that is free now, besides the
-        caller's own; yields how many were borrowed. Never waits, never takes more slots than
-        the machine has cores beyond the instance's own threads; the slots and the thread
-        count are given back when the block ends, however it ends."""
+        """Evaluate ``tokens`` prompt tokens on every core that is free now besides the
+        caller's own (``CoreSlots.borrow``: a free slot, and idle by the kernel's count);
+        yields how many were borrowed. Never waits; the slots and the thread count are given
+        back when the block ends, however it ends."""
         borrowed: list[int] = []
         if self.slots is not None and tokens >= MIN_BORROW_TOKENS:
-            room = self.slots.count - self.threads[1]
-            while len(borrowed) < room:
-                slot = self.slots.try_take()
-                if slot is None:
-                    break
-                borrowed.append(slot)
+            borrowed = self.slots.borrow(self.threads[1])
         ctx = self.llama._ctx.ctx
         self.last_borrowed = len(borrowed)
         try:
