@@ -7,7 +7,8 @@ every generation takes a decoder out of a small pool for its whole duration (one
 call, never shared): the one that already holds the most of the call's prompt
 (``instance_pool.py``), which then evaluates only the rest (``decoding.py``). Callers run
 `complete()` in a worker thread (`asyncio.to_thread`) so the event loop keeps serving while the
-CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``).
+CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``), and the
+decoder borrows the free, idle ones for a long prompt (``decoding.py``).
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
 llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
