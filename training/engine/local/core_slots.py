@@ -12,7 +12,7 @@ A call alone may also *borrow* the slots nobody holds for its prompt evaluation
 (:meth:`CoreSlots.borrow`, used by ``decoding.py``): never waiting for one, and only as many as
 the kernel says are idle right now (the slots only count Trainboard's llama.cpp threads; on a
 shared machine another program's busy thread makes a second llama.cpp thread wait for it at
-every synchronisation, and the prompt then ran at 0.6× its one-thread rate, measured at load 4).
+every synchronisation: the prompt ran at 0.5-0.8× its one-thread rate at load 3-8).
 
 Example:
     ```python

@@ -45,9 +45,10 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   the kernel sees idle, without waiting (``CoreSlots.borrow``: a slot another process holds
   is never taken), evaluates with that many more batch threads (``llama_set_n_threads``),
   then goes back to its own thread count and gives the slots back, also on an error
-  (:meth:`Decoder._borrowed_cores`). Generation keeps its own threads: its one-token steps
-  are not faster on two (``bench/local_prompt_threads.py``), and a core borrowed through a
-  long answer would make the next call wait for it. Measured on llama.cpp's CPU backend, the
+  (:meth:`Decoder._borrowed_cores`). Generation keeps its own threads: a core borrowed
+  through a long answer would make the next call wait for it, and whether one-token steps
+  gain from a second thread is not settled (``bench/local_prompt_threads.py`` measures it;
+  on this shared machine, at load 3-8, it lost). Measured on llama.cpp's CPU backend, the
   logits are bitwise the same with 1 or 2 batch threads, so the answer does not depend on
   whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
   machine).
