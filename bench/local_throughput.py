@@ -29,7 +29,7 @@
    moment, so both see the same background load. Also printed, for this tree: where its time
    in llama.cpp went (prompt evaluation, generation), the generated tokens the grammar forced
    (appended without a sampling step) and the evaluations of generated tokens, the time its
-   calls waited for core slots, and for both trees the CPU seconds the fit's process used
+   calls waited for core slots, the free cores its prompts borrowed (``decoding.py``), and for both trees the CPU seconds the fit's process used
    (the work, whatever the machine's load). Each child of this tree takes its core slots
    (``core_slots.py``) in a folder of its own: the revision takes none, and the slots other
    people's processes on a shared machine hold would otherwise be counted against this tree.
@@ -325,6 +325,7 @@ async def run_fit(spec: dict) -> dict:
         "forced_tokens": totals.get("forced_tokens"),
         "generation_evals": totals.get("generation_evals"),
         "core_wait_seconds": round(totals.get("core_wait_ms", 0) / 1000, 1),
+        "borrowed_cores": totals.get("borrowed_cores", 0),
         "calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,
         "prompt_evaluated": totals["prompt_tokens_evaluated"]
@@ -361,7 +362,8 @@ def line(result: dict, label: str) -> str:
     if result.get("forced_tokens") is not None:
         inside += (
             f", {result['forced_tokens']} tokens forced, {result['generation_evals']} "
-            f"generation evals, core-slot wait {result['core_wait_seconds']} s"
+            f"generation evals, core-slot wait {result['core_wait_seconds']} s, "
+            f"{result.get('borrowed_cores', 0)} cores borrowed for prompts"
         )
     if result.get("cpu_seconds") is not None:
         inside += f" | CPU {result['cpu_seconds']} s"

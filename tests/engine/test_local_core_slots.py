@@ -85,3 +85,38 @@ async def test_a_call_cancelled_before_its_thread_started_gives_its_cores_back(
     busy.set()
     await blocker
     executor.shutdown(wait=True)  # the queued job found the call cancelled and ran nothing
+
+
+def test_borrowing_takes_free_slots_on_idle_cores_only_and_never_waits(tmp_path):
+    def running(count):
+        return lambda: count
+
+    idle, other_process = CoreSlots(4, tmp_path, running=running(0)), CoreSlots(4, tmp_path)
+    own = idle.try_take()
+    theirs = other_process.try_take()
+    borrowed = idle.borrow(own_threads=1)
+    assert sorted(borrowed) == [2, 3]  # not theirs (1), never more than the free ones
+    idle.give_back_all(borrowed)
+    # another program's threads, holding no slot: 4 cores - ours - theirs in slot 1 - 2
+    assert CoreSlots(4, tmp_path, running=running(3)).borrow(own_threads=1) == []
+    one_busy = CoreSlots(4, tmp_path, running=running(2))  # 4 - ours - 2 running: 1 core
+    taken = one_busy.borrow(own_threads=1)
+    assert len(taken) == 1
+    one_busy.give_back_all(taken)
+    unknown = CoreSlots(4, tmp_path, running=lambda: None)  # no /proc: the slots decide
+    taken = unknown.borrow(own_threads=1)
+    assert sorted(taken) == [2, 3]
+    unknown.give_back_all(taken)
+    other_process.give_back(theirs)
+    idle.give_back(own)
+
+
+def test_the_running_threads_are_the_kernels_instantaneous_count(tmp_path, monkeypatch):
+    from training.engine.local import core_slots
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("4.71 3.83 3.26 6/164 31978\n")
+    monkeypatch.setattr(core_slots, "LOADAVG", loadavg)
+    assert core_slots.running_elsewhere() == 5  # the reading thread is not "elsewhere"
+    monkeypatch.setattr(core_slots, "LOADAVG", tmp_path / "absent")
+    assert core_slots.running_elsewhere() is None

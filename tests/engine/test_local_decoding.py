@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from training.engine.local import smollm2
+from training.engine.local.core_slots import CoreSlots
 from training.engine.local.decoding import (
     LLAMA_RANDOM_SEED,
     Decoder,
@@ -283,3 +284,139 @@ def test_a_seed_is_never_the_value_llama_cpp_reads_as_random():
     assert fixed_seed(-1) != LLAMA_RANDOM_SEED
     assert fixed_seed(LLAMA_RANDOM_SEED) != LLAMA_RANDOM_SEED
     assert fixed_seed(7) == 7 and fixed_seed(2**32 + 7) == 7
+
+
+def _idle() -> int:
+    """The kernel's count of other running threads, fixed at 0: whether the cores are idle
+    depends on who else uses this shared machine (``test_local_core_slots.py`` tests it)."""
+    return 0
+
+
+def _free_slots(directory) -> list[int]:
+    """The core slots nobody holds now (each taken and given back at once)."""
+    probe = CoreSlots(2, directory)
+    taken = list(iter(probe.try_take, None))
+    probe.give_back_all(taken)
+    return taken
+
+
+def _recording_threads(monkeypatch, llama) -> list[tuple[int, int]]:
+    """(tokens, batch threads) of every evaluation on ``llama`` from now on."""
+    import llama_cpp
+
+    seen: list[tuple[int, int]] = []
+    original = llama.eval
+
+    def evaluate(tokens):
+        seen.append((len(tokens), llama_cpp.llama_n_threads_batch(llama._ctx.ctx)))
+        return original(tokens)
+
+    monkeypatch.setattr(llama, "eval", evaluate)
+    return seen
+
+
+def test_a_lone_calls_prompt_runs_on_the_free_core_with_the_same_logits_and_answer(
+    instances, tmp_path, monkeypatch
+):
+    """Both cores free, the caller holding one: the prompt is evaluated with 2 batch threads,
+    generation with the instance's own 1, and the answers (free and constrained) and the
+    logits after the prompt are those of one thread; a short follow-up (the held prefix's
+    user turn) borrows nothing; the core and the thread count come back."""
+    import llama_cpp
+    import numpy as np
+
+    llama = instances[1]
+    slots = CoreSlots(2, tmp_path, running=_idle)
+    own = slots.try_take()
+    borrowing, alone = Decoder(llama, slots=slots), Decoder(llama)
+    grammar = _grammar(llama)
+    messages = _messages(QUESTIONS[0])
+    prompt = alone.prompt_tokens(messages)
+    for constrained in (False, True):
+        kwargs = {"temperature": 0.0, "max_tokens": 24, "grammar": grammar if constrained else None}
+        alone.held, alone.saved = [], {}
+        expected = alone.complete(messages, **kwargs)
+        borrowing.held, borrowing.saved = [], {}
+        seen = _recording_threads(monkeypatch, llama)
+        result = borrowing.complete(messages, **kwargs)
+        monkeypatch.undo()
+        assert (
+            result["choices"][0]["message"]["content"]
+            == (expected["choices"][0]["message"]["content"])
+        )
+        assert result["usage"]["borrowed_cores"] == 1
+        # the system message (saved on the way), then the rest, on 2 threads
+        assert [threads for _, threads in seen[:2]] == [2, 2]
+        assert all(threads == 1 for _, threads in seen[2:])  # generation: its own thread
+        if not constrained:
+            assert sum(tokens for tokens, _ in seen[:2]) == len(prompt)
+        assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
+        assert _free_slots(tmp_path) == [1]  # given back
+    logits = {}
+    for decoder in (alone, borrowing):
+        decoder.held, decoder.saved = [], {}
+        decoder._evaluate_prompt(prompt, [])
+        logits[decoder is borrowing] = decoder._logits()
+    assert borrowing.last_borrowed == 1
+    assert np.array_equal(logits[True], logits[False])  # bitwise
+    follow_up = borrowing.complete(_messages(QUESTIONS[1]), temperature=0.0, max_tokens=2)
+    assert follow_up["usage"]["prompt_tokens_evaluated"] < 64
+    assert follow_up["usage"]["borrowed_cores"] == 0
+    slots.give_back(own)
+
+
+def test_a_core_another_process_holds_is_never_borrowed(instances, tmp_path, monkeypatch):
+    import llama_cpp
+
+    llama = instances[1]
+    slots, other_process = CoreSlots(2, tmp_path, running=_idle), CoreSlots(2, tmp_path)
+    own, theirs = slots.try_take(), other_process.try_take()
+    decoder = Decoder(llama, slots=slots)
+    decoder.held, decoder.saved = [], {}
+    seen = _recording_threads(monkeypatch, llama)
+    result = decoder.complete(_messages(QUESTIONS[2]), temperature=0.0, max_tokens=8)
+    assert result["usage"]["prompt_tokens_evaluated"] == result["usage"]["prompt_tokens"]
+    assert result["usage"]["borrowed_cores"] == 0
+    assert {threads for _, threads in seen} == {1}
+    assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
+    assert _free_slots(tmp_path) == []  # still theirs and ours
+    other_process.give_back(theirs)
+    slots.give_back(own)
+
+
+def test_the_borrowed_core_comes_back_on_an_error_and_on_a_cancelled_call(
+    instances, tmp_path, monkeypatch
+):
+    import threading
+
+    import llama_cpp
+
+    llama = instances[1]
+    slots = CoreSlots(2, tmp_path, running=_idle)
+    own = slots.try_take()
+    decoder = Decoder(llama, slots=slots)
+    decoder.held, decoder.saved = [], {}
+    original = llama.eval
+
+    def failing(tokens):
+        if llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 2:
+            raise RuntimeError("llama_decode returned -3")
+        return original(tokens)
+
+    monkeypatch.setattr(llama, "eval", failing)
+    with pytest.raises(RuntimeError, match="llama_decode"):
+        decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=4)
+    monkeypatch.undo()
+    assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
+    assert _free_slots(tmp_path) == [1]  # given back despite the error
+    cancelled = threading.Event()
+    cancelled.set()
+    decoder.held, decoder.saved = [], {}
+    result = decoder.complete(
+        _messages(QUESTIONS[1]), temperature=0.0, max_tokens=4, cancelled=cancelled
+    )
+    assert result["choices"][0]["finish_reason"] == "cancelled"
+    assert result["usage"]["borrowed_cores"] == 1
+    assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
+    assert _free_slots(tmp_path) == [1]
+    slots.give_back(own)

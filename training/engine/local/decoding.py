@@ -38,6 +38,20 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
   itself (:func:`request_seed`): the same request gets the same answer whatever the
   scheduling; different requests (another parent, another batch) differ as before.
+- **A lone call left the other core idle.** OMEGA's mutation runs alone (nothing else of the
+  run can start until it answers), so on two cores one of them idled through its ~350-token
+  prompt. When the decoder is given the machine's core slots (``core_slots.py``), a prompt
+  evaluation of :data:`MIN_BORROW_TOKENS` or more first borrows the free slots whose cores
+  the kernel sees idle, without waiting (``CoreSlots.borrow``: a slot another process holds
+  is never taken), evaluates with that many more batch threads (``llama_set_n_threads``),
+  then goes back to its own thread count and gives the slots back, also on an error
+  (:meth:`Decoder._borrowed_cores`). Generation keeps its own threads: a core borrowed
+  through a long answer would make the next call wait for it, and whether one-token steps
+  gain from a second thread is not settled (``bench/local_prompt_threads.py`` measures it;
+  on this shared machine, at load 3-8, it lost). Measured on llama.cpp's CPU backend, the
+  logits are bitwise the same with 1 or 2 batch threads, so the answer does not depend on
+  whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
+  machine).
 
 Sampling otherwise follows create_chat_completion's defaults (no repeat penalty, top-k 40,
 top-p 0.95, min-p 0.05, then the temperature), so answers keep their quality.
@@ -52,12 +66,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
 import math
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +110,11 @@ MIN_SAVED_TOKENS = 64
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
+#: The fewest prompt tokens worth borrowing free cores for: a short evaluation (a user turn
+#: after a held prefix, ~10-30 tokens) takes a few tenths of a second on one thread, and a
+#: borrowed core makes a call that starts meanwhile wait for it.
+MIN_BORROW_TOKENS = 64
+
 #: llama.cpp's LLAMA_DEFAULT_SEED: to its samplers this value means "pick a random seed".
 LLAMA_RANDOM_SEED = 0xFFFFFFFF
 
@@ -119,6 +140,8 @@ class Counts:
     forced_tokens: int = 0
     #: llama.cpp evaluations of generated tokens (each a batch of one or more)
     generation_evals: int = 0
+    #: free cores the prompt evaluation borrowed (``Decoder._borrowed_cores``)
+    borrowed_cores: int = 0
 
 
 def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: str | None) -> int:
@@ -155,15 +178,24 @@ class Decoder:
         llama: a loaded ``llama_cpp.Llama``; this class drives its context directly.
         append_forced: append the text a grammar forces without sampling it (True); False
             samples and evaluates every token one by one (what the tests compare with).
+        slots: the machine's ``CoreSlots`` (``core_slots.py``), of which the caller holds one
+            per thread of ``llama``: a long prompt is evaluated on the free ones too
+            (:meth:`_borrowed_cores`). None: always on the instance's own threads.
     """
 
-    def __init__(self, llama: Any, append_forced: bool = True):
+    def __init__(self, llama: Any, append_forced: bool = True, slots: Any = None):
         import llama_cpp
         from llama_cpp import llama_chat_format
 
         self.llama = llama
         self.append_forced = append_forced
+        self.slots = slots
         self._lib = llama_cpp
+        ctx = llama._ctx.ctx
+        #: the instance's own (generation, batch) threads, what a borrow returns to
+        self.threads = (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx))
+        #: how many cores the last prompt evaluation borrowed (bench/tests)
+        self.last_borrowed = 0
         self._vocab = llama._model.vocab
         self._n_vocab = llama.n_vocab()
         eos = llama.token_eos()
@@ -252,17 +284,53 @@ class Decoder:
             del self.saved[next(iter(self.saved))]  # the oldest
         self.saved[key] = state
 
+    @contextlib.contextmanager
+    def _borrowed_cores(self, tokens: int) -> Iterator[int]:
+        """Evaluate ``tokens`` prompt tokens on every core that is free now besides the
+        caller's own (``CoreSlots.borrow``: a free slot, and idle by the kernel's count);
+        yields how many were borrowed. Never waits; the slots and the thread count are given
+        back when the block ends, however it ends."""
+        borrowed: list[int] = []
+        if self.slots is not None and tokens >= MIN_BORROW_TOKENS:
+            borrowed = self.slots.borrow(self.threads[1])
+        ctx = self.llama._ctx.ctx
+        self.last_borrowed = len(borrowed)
+        try:
+            if borrowed:
+                self._lib.llama_set_n_threads(ctx, self.threads[0], self.threads[1] + len(borrowed))
+            yield len(borrowed)
+        finally:
+            if borrowed:
+                self._lib.llama_set_n_threads(ctx, *self.threads)
+                for slot in borrowed:
+                    self.slots.give_back(slot)
+
     def _evaluate_prompt(self, prompt: list[int], opening: list[int]) -> int:
+        """What follows the held prefix evaluated (:meth:`_evaluate_new`), on borrowed cores
+        when it is long and some are free (:meth:`_borrowed_cores`)."""
+        reuse, _ = self._reuse(prompt)
+        with self._borrowed_cores(len(prompt) + len(opening) - reuse):
+            return self._evaluate_new(prompt, opening)
+
+    def _reuse(self, prompt: list[int]) -> tuple[int, tuple[int, ...] | None]:
+        """(prompt tokens not evaluated again, the saved system message to restore first or
+        None): the held prefix or a longer saved one, leaving at least MIN_BATCH_TOKENS."""
+        limit = len(prompt) - MIN_BATCH_TOKENS
+        reuse = max(min(shared_prefix(self.held, prompt), limit), 0)
+        saved = self._saved_prefix(prompt)
+        if saved is not None and reuse < len(saved) <= limit:
+            return len(saved), saved
+        return reuse, None
+
+    def _evaluate_new(self, prompt: list[int], opening: list[int]) -> int:
         """Evaluate what follows the held prefix or a longer saved system message (at least
         MIN_BATCH_TOKENS of it, in batches of at least that many), then the answer's forced
         ``opening`` in the same batches; a system message of MIN_SAVED_TOKENS or more
         evaluated here is saved on the way. Returns how many prompt tokens were evaluated."""
         limit = len(prompt) - MIN_BATCH_TOKENS
-        reuse = max(min(shared_prefix(self.held, prompt), limit), 0)
-        saved = self._saved_prefix(prompt)
-        if saved is not None and reuse < len(saved) <= limit:
+        reuse, saved = self._reuse(prompt)
+        if saved is not None:
             self._restore(saved)
-            reuse = len(saved)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
         tokens = prompt + opening
@@ -470,6 +538,7 @@ class Decoder:
                 self._accept_forced(sampler, opening)
             started = time.perf_counter()
             counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt, opening)
+            counts.borrowed_cores = self.last_borrowed
             prompt_seconds = time.perf_counter() - started
             generated.extend(opening)
             counts.forced_tokens += len(opening)
@@ -533,6 +602,7 @@ class Decoder:
                 "grammar_full_passes": counts.grammar_full_passes,
                 "forced_tokens": counts.forced_tokens,
                 "generation_evals": counts.generation_evals,
+                "borrowed_cores": counts.borrowed_cores,
             },
             # where the call's time went (bench/local_throughput.py)
             "timings": {"prompt_seconds": prompt_seconds, "generation_seconds": generation_seconds},

@@ -7,7 +7,8 @@ every generation takes a decoder out of a small pool for its whole duration (one
 call, never shared): the one that already holds the most of the call's prompt
 (``instance_pool.py``), which then evaluates only the rest (``decoding.py``). Callers run
 `complete()` in a worker thread (`asyncio.to_thread`) so the event loop keeps serving while the
-CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``).
+CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``), and the
+decoder borrows the free, idle ones for a long prompt (``decoding.py``).
 
 Structured output is enforced, not hoped for: a JSON schema becomes a GBNF grammar and
 llama.cpp only samples tokens that keep the output inside it (checked one sampled token at a
@@ -151,7 +152,8 @@ def _get_pool() -> Any:
                         verbose=False,
                     )
                     _instances.append(llama)
-                    decoders.append(Decoder(llama))
+                    # given the core slots, a lone call's long prompt runs on the free cores too
+                    decoders.append(Decoder(llama, slots=core_slots()))
             except (ValueError, RuntimeError) as error:
                 raise LocalModelError(
                     f"{MODEL_NAME}: llama.cpp could not load {path} ({error}). "
@@ -356,7 +358,8 @@ def totals(reset: bool = False) -> dict[str, int]:
     """Token figures summed over this process's completions: calls, prompt_tokens (sent),
     prompt_tokens_evaluated (after prefix reuse), completion_tokens, forced_tokens (generated
     tokens the grammar forced, appended without a sampling step), generation_evals
-    (llama.cpp evaluations of generated tokens), grammar_checks, grammar_full_passes,
+    (llama.cpp evaluations of generated tokens), borrowed_cores (free cores prompt
+    evaluations borrowed, see ``decoding.py``), grammar_checks, grammar_full_passes,
     prompt_ms and generation_ms (time in llama.cpp evaluating and generating), core_wait_ms
     (time waiting for core slots). ``reset`` starts the count again
     (bench/local_throughput.py)."""
