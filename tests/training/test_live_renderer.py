@@ -118,3 +118,15 @@ def test_an_epoch_end_sends_the_candidate_pictures_only_when_a_change_is_owed():
     assert "lineage" not in throttle.parts("candidate")  # throttled: owed
     assert set(throttle.parts("epoch_end")) >= {"population", "lineage"}
     assert "lineage" not in throttle.parts("epoch_end")
+
+
+def test_the_selection_section_waits_its_own_time_and_comes_with_the_final_selection():
+    """The Selection section (bootstraps, read rather than followed) is not sent at every
+    epoch end as the map and the tree are: at most once per rare_seconds, and always with the
+    final selection."""
+    throttle = PartsThrottle(seconds=0, rare_seconds=60)
+    assert "candidate_confidence" in throttle.parts("candidate")
+    assert "candidate_confidence" not in throttle.parts("candidate")  # owed
+    assert "candidate_confidence" not in throttle.parts("epoch_end")  # an epoch end waits too
+    assert throttle.parts("final_selection") == ("leaderboard", "candidate_confidence")
+    assert "candidate_confidence" not in throttle.parts("epoch_end")  # nothing owed now

@@ -64,6 +64,11 @@ EVENT_PARTS = {
 # run's finish sends every part.
 SLOW_PARTS = ("population", "lineage", "candidate_confidence")
 SLOW_PARTS_SECONDS = 5.0
+#: Slow fragments a reader studies rather than follows (the Selection section's intervals and
+#: verdicts): sent at most once per RARE_PARTS_SECONDS (what its page poll was), an epoch end
+#: not forcing them; the final selection and the run's finish always send them.
+RARE_PARTS = ("candidate_confidence",)
+RARE_PARTS_SECONDS = 15.0
 
 #: What a stored evaluation changes (the test split's figures, its examples, its calls).
 EVALUATION_PARTS = ("evaluations", "examples", "traces", "usage", "spend", "forecast", "status")
@@ -115,7 +120,9 @@ async def stored(group: str, run: Any, parts: Parts, **extra: Any) -> None:
 class PartsThrottle:
     """Which fragments an event of one run sends: ``EVENT_PARTS``, less the slow ones when a
     candidate event comes within ``seconds`` of the last time they were sent; the slow ones
-    left out are owed, and sent by the next event allowed to (an epoch_end always is).
+    left out are owed, and sent by the next event allowed to (an epoch_end always is). The
+    rare ones (``RARE_PARTS``) wait ``rare_seconds`` between sends whatever the event, but for
+    the final selection (and the finish, which sends every part).
 
     Why: an optimizer can store a candidate every batch; re-reading and re-sending the map and
     the tree (tens of kilobytes) for each kept the page's socket and the browser busy for
@@ -124,6 +131,8 @@ class PartsThrottle:
 
     Args:
         seconds: the least time between two sends of the slow fragments by candidate events.
+        rare_seconds: the least time between two sends of the rare ones (the Selection
+            section: ``bench/stream_latency.py`` p95 ~40 ms higher when every epoch sent it).
 
     Example:
         >>> throttle = PartsThrottle()
@@ -131,15 +140,21 @@ class PartsThrottle:
         ('leaderboard', 'population', 'lineage', 'candidate_confidence')
         >>> throttle.parts("candidate")
         ('leaderboard',)
-        >>> throttle.parts("epoch_end")[-3:]
-        ('population', 'lineage', 'candidate_confidence')
+        >>> throttle.parts("epoch_end")[-2:]
+        ('population', 'lineage')
+        >>> throttle.parts("final_selection")  # the Selection section, owed until now
+        ('leaderboard', 'candidate_confidence')
         >>> "lineage" in throttle.parts("epoch_end")
         False
     """
 
-    def __init__(self, seconds: float = SLOW_PARTS_SECONDS):
+    def __init__(
+        self, seconds: float = SLOW_PARTS_SECONDS, rare_seconds: float = RARE_PARTS_SECONDS
+    ):
         self.seconds = seconds
+        self.rare_seconds = rare_seconds
         self._last_slow = float("-inf")
+        self._last_rare = float("-inf")
         self._owed: set[str] = set()
 
     def parts(self, kind: str) -> tuple[str, ...]:
@@ -149,9 +164,13 @@ class PartsThrottle:
         if not self._owed:
             return quick
         now = time.monotonic()
+        sent: set[str] = set()
         if kind == "epoch_end" or now - self._last_slow >= self.seconds:
             self._last_slow = now
-            owed = tuple(part for part in SLOW_PARTS if part in self._owed)
-            self._owed.clear()
-            return quick + owed
-        return quick
+            sent.update(part for part in self._owed if part not in RARE_PARTS)
+        if kind == "final_selection" or now - self._last_rare >= self.rare_seconds:
+            if self._owed & set(RARE_PARTS):
+                self._last_rare = now
+                sent.update(part for part in self._owed if part in RARE_PARTS)
+        self._owed -= sent
+        return quick + tuple(part for part in SLOW_PARTS if part in sent)
