@@ -61,7 +61,7 @@ from training.engine.pace import (
     fit_pace,
     overhead_seconds,
 )
-from training.execution import cpu_meter
+from training.execution import cpu_meter, run_config
 from training.execution.cpu_meter import CpuSample
 from training.models import LMCallTrace, ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
@@ -571,9 +571,9 @@ def _role_key(role: str, stored: dict[str, Any], config: dict[str, Any], model: 
     key = (stored.get("pace_keys") or {}).get(role)
     if key:
         return str(key)
-    from training.execution.forecast import judge_model, optimizer_model
-
-    named = judge_model(config) if role == "judge" else optimizer_model(config)
+    named = (
+        run_config.judge_model(config) if role == "judge" else run_config.optimizer_model(config)
+    )
     return model if not named or named == stored.get("model") else named
 
 

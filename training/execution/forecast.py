@@ -47,6 +47,7 @@ from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.execution import budget, calibration, cpu_meter, run_config
+from training.execution.run_config import judge_model, optimizer_model
 from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
@@ -382,22 +383,6 @@ def _contention_span(found: dict[str, Any] | None, pace: Pace) -> ContentionSpan
 
 
 # -- the forecast -----------------------------------------------------------------------------
-
-
-def judge_model(config: dict[str, Any]) -> str:
-    """The model an LM judge's calls run on ("" when the reward is no LM judge)."""
-    reward = config.get("reward") or {}
-    if reward.get("name") != "LMAsJudge":
-        return ""
-    return reward.get("language_model") or config.get("model") or ""
-
-
-def optimizer_model(config: dict[str, Any]) -> str:
-    """The model whose calls an OMEGA run's mutations make ("" for RandomFewShot: none)."""
-    spec = config.get("optimizer") or {}
-    if spec.get("name") != "OMEGA":
-        return ""
-    return (spec.get("params") or {}).get("language_model") or config.get("model") or ""
 
 
 def forecast(

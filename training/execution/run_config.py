@@ -458,3 +458,19 @@ def build_optimizer(config: dict[str, Any]) -> Any:
     params["embedding_model"] = make_embedding_model(embedding) if embedding else None
     params["instructions"] = params["instructions"] or None
     return synalinks.optimizers.OMEGA(seed=config.get("seed"), **params)
+
+
+def judge_model(config: dict[str, Any]) -> str:
+    """The model an LM judge's calls run on ("" when the reward is no LM judge)."""
+    reward = config.get("reward") or {}
+    if reward.get("name") != "LMAsJudge":
+        return ""
+    return reward.get("language_model") or config.get("model") or ""
+
+
+def optimizer_model(config: dict[str, Any]) -> str:
+    """The model whose calls an OMEGA run's mutations make ("" for RandomFewShot: none)."""
+    spec = config.get("optimizer") or {}
+    if spec.get("name") != "OMEGA":
+        return ""
+    return (spec.get("params") or {}).get("language_model") or config.get("model") or ""
