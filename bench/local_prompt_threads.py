@@ -50,7 +50,7 @@ def main() -> None:
 
     load_before = os.getloadavg()[0]
     llama = llama_cpp.Llama(
-        model_path=str(smollm2.gguf_path()),
+        model_path=str(smollm2.model_path()),
         n_ctx=smollm2.DEFAULT_N_CTX,
         n_threads=1,
         n_threads_batch=1,

@@ -130,7 +130,7 @@ def measure_rates() -> dict:
 
     def fresh():
         return llama_cpp.Llama(
-            model_path=str(smollm2.gguf_path()),
+            model_path=str(smollm2.model_path()),
             n_ctx=n_ctx,
             n_threads=threads,
             n_threads_batch=threads,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from training.engine.local.smollm2 import gguf_path
+from training.engine.local.smollm2 import model_path
 
 #: Seconds the server may take to load the model and answer (measured: about 2-3 s here).
 START_SECONDS = 60
@@ -46,7 +46,7 @@ def llama_server_fixture(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
-        "--model", str(gguf_path()),
+        "--model", str(model_path()),
         "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1",

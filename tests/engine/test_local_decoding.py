@@ -61,7 +61,7 @@ def instances():
 
     def load():
         return llama_cpp.Llama(
-            model_path=str(smollm2.gguf_path()),
+            model_path=str(smollm2.model_path()),
             n_ctx=2048,
             n_threads=1,
             n_threads_batch=1,

