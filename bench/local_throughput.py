@@ -156,6 +156,7 @@ def measure_rates() -> dict:
         "prompt_eval_tok_s": len(prompt) / prompt_seconds,
         "generation_tok_s": len(tokens) / decode_seconds,
         "threads": threads,
+        "weights": smollm2.model_path().name,
     }
     # 2. This tree's decoder, prefix held (a first call evaluates it).
     decoder.held = []
@@ -339,6 +340,8 @@ async def run_fit(spec: dict) -> dict:
             (totals.get("prompt_ms", 0) + totals.get("generation_ms", 0)) / 1000, 1
         ),
         "test_reward": after,
+        # the file the tree's pool loaded (a tree before weights.py loads the shipped Q4_1)
+        "weights": getattr(smollm2, "model_path", smollm2.gguf_path)().name,
         "trace": trace[:fit_calls],
     }
 
@@ -400,7 +403,7 @@ def main() -> None:
     print(
         f"== llama.cpp's own rates, {limit['threads']} thread(s): prompt eval "
         f"{limit['prompt_eval_tok_s']:.0f} tok/s ({limit['prompt_tokens']} tokens in one batch), "
-        f"generation {limit['generation_tok_s']:.1f} tok/s =="
+        f"generation {limit['generation_tok_s']:.1f} tok/s, weights {limit['weights']} =="
     )
     for kind in ("free", "constrained"):
         new, old = runs[kind], runs[f"old_{kind}"]
@@ -447,7 +450,7 @@ def main() -> None:
             ("omega", "OMEGA 1 epoch (this tree)"),
         ):
             if key in results:
-                print(line(results[key], label))
+                print(line(results[key], label) + f" | weights {results[key]['weights']}")
         if args.trace:
             Path(args.trace).write_text(
                 json.dumps({key: result["trace"] for key, result in results.items()}, indent=1)
