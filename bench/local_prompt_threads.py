@@ -47,6 +47,7 @@ def main() -> None:
     from training.engine.local import smollm2
     from training.engine.local.core_slots import CoreSlots
     from training.engine.local.decoding import Decoder
+    from training.engine.local.prefix_store import PrefixStore
 
     load_before = os.getloadavg()[0]
     llama = llama_cpp.Llama(
@@ -68,7 +69,7 @@ def main() -> None:
     logits: dict[int, np.ndarray] = {}
     for _ in range(args.repeats):
         for threads, decoder in decoders.items():
-            decoder.held, decoder.saved = [], {}
+            decoder.held, decoder.saved = [], PrefixStore()
             started = time.perf_counter()
             decoder._evaluate_prompt(prompt, [])
             prompt_seconds[threads].append(time.perf_counter() - started)

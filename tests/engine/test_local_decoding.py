@@ -20,6 +20,7 @@ from training.engine.local.decoding import (
     shared_prefix,
 )
 from training.engine.local.instance_pool import InstancePool
+from training.engine.local.prefix_store import PrefixStore
 
 pytestmark = pytest.mark.slow
 
@@ -150,9 +151,9 @@ def test_a_system_message_the_last_prompt_replaced_is_restored_with_the_same_ans
     for constrained in (False, True):
         messages = _messages(QUESTIONS[2])
         kwargs = {"temperature": 0.0, "max_tokens": 24, "grammar": grammar if constrained else None}
-        decoder.held, decoder.saved = [], {}
+        decoder.held, decoder.saved = [], PrefixStore()
         expected = decoder.complete(messages, **kwargs)
-        decoder.held, decoder.saved = [], {}
+        decoder.held, decoder.saved = [], PrefixStore()
         decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)  # saves SYSTEM
         decoder.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
         assert shared_prefix(decoder.held, decoder.prompt_tokens(messages)) < 32  # replaced
@@ -174,16 +175,16 @@ def test_a_saved_prefix_that_cannot_be_restored_is_dropped_and_the_next_call_ans
     prompt and answers as a decoder that never held anything."""
     decoder = Decoder(instances[1])
     messages = _messages(QUESTIONS[2])
-    decoder.held, decoder.saved = [], {}
+    decoder.held, decoder.saved = [], PrefixStore()
     expected = decoder.complete(messages, temperature=0.0, max_tokens=12)
-    decoder.held, decoder.saved = [], {}
+    decoder.held, decoder.saved = [], PrefixStore()
     decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)  # saves SYSTEM
     decoder.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
-    [key] = decoder.saved
-    decoder.saved[key] = (ctypes.c_uint8 * 8)()  # a state llama.cpp cannot read back
+    [key] = decoder.saved.keys()
+    decoder.saved.put(key, (ctypes.c_uint8 * 8)())  # a state llama.cpp cannot read back
     with pytest.raises(RuntimeError, match="could not restore"):
         decoder.complete(messages, temperature=0.0, max_tokens=12)
-    assert decoder.saved == {} and decoder.held == []
+    assert len(decoder.saved) == 0 and decoder.held == []
     again = decoder.complete(messages, temperature=0.0, max_tokens=12)
     assert again["usage"]["prompt_tokens_evaluated"] == len(decoder.prompt_tokens(messages))
     assert again["choices"][0]["message"]["content"] == expected["choices"][0]["message"]["content"]
@@ -192,7 +193,7 @@ def test_a_saved_prefix_that_cannot_be_restored_is_dropped_and_the_next_call_ans
 def test_the_pool_hands_a_call_to_the_decoder_that_saved_its_system_message(instances):
     first, second = Decoder(instances[0]), Decoder(instances[1])
     for decoder in (first, second):
-        decoder.held, decoder.saved = [], {}
+        decoder.held, decoder.saved = [], PrefixStore()
     second.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)
     second.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
     first.complete([{"role": "user", "content": "Say hello."}], temperature=0.0, max_tokens=2)
@@ -334,9 +335,9 @@ def test_a_lone_calls_prompt_runs_on_the_free_core_with_the_same_logits_and_answ
     prompt = alone.prompt_tokens(messages)
     for constrained in (False, True):
         kwargs = {"temperature": 0.0, "max_tokens": 24, "grammar": grammar if constrained else None}
-        alone.held, alone.saved = [], {}
+        alone.held, alone.saved = [], PrefixStore()
         expected = alone.complete(messages, **kwargs)
-        borrowing.held, borrowing.saved = [], {}
+        borrowing.held, borrowing.saved = [], PrefixStore()
         seen = _recording_threads(monkeypatch, llama)
         result = borrowing.complete(messages, **kwargs)
         monkeypatch.undo()
@@ -354,7 +355,7 @@ def test_a_lone_calls_prompt_runs_on_the_free_core_with_the_same_logits_and_answ
         assert _free_slots(tmp_path) == [1]  # given back
     logits = {}
     for decoder in (alone, borrowing):
-        decoder.held, decoder.saved = [], {}
+        decoder.held, decoder.saved = [], PrefixStore()
         decoder._evaluate_prompt(prompt, [])
         logits[decoder is borrowing] = decoder._logits()
     assert borrowing.last_borrowed == 1
@@ -372,7 +373,7 @@ def test_a_core_another_process_holds_is_never_borrowed(instances, tmp_path, mon
     slots, other_process = CoreSlots(2, tmp_path, running=_idle), CoreSlots(2, tmp_path)
     own, theirs = slots.try_take(), other_process.try_take()
     decoder = Decoder(llama, slots=slots)
-    decoder.held, decoder.saved = [], {}
+    decoder.held, decoder.saved = [], PrefixStore()
     seen = _recording_threads(monkeypatch, llama)
     result = decoder.complete(_messages(QUESTIONS[2]), temperature=0.0, max_tokens=8)
     assert result["usage"]["prompt_tokens_evaluated"] == result["usage"]["prompt_tokens"]
@@ -395,7 +396,7 @@ def test_the_borrowed_core_comes_back_on_an_error_and_on_a_cancelled_call(
     slots = CoreSlots(2, tmp_path, running=_idle)
     own = slots.try_take()
     decoder = Decoder(llama, slots=slots)
-    decoder.held, decoder.saved = [], {}
+    decoder.held, decoder.saved = [], PrefixStore()
     original = llama.eval
 
     def failing(tokens):
@@ -411,7 +412,7 @@ def test_the_borrowed_core_comes_back_on_an_error_and_on_a_cancelled_call(
     assert _free_slots(tmp_path) == [1]  # given back despite the error
     cancelled = threading.Event()
     cancelled.set()
-    decoder.held, decoder.saved = [], {}
+    decoder.held, decoder.saved = [], PrefixStore()
     result = decoder.complete(
         _messages(QUESTIONS[1]), temperature=0.0, max_tokens=4, cancelled=cancelled
     )
@@ -420,3 +421,72 @@ def test_the_borrowed_core_comes_back_on_an_error_and_on_a_cancelled_call(
     assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
     assert _free_slots(tmp_path) == [1]
     slots.give_back(own)
+
+
+FEW_SHOT = [
+    {"role": "system", "content": SYSTEM},
+    {"role": "user", "content": "Where is my parcel? It is a week late."},
+    {"role": "assistant", "content": "box"},
+    {"role": "user", "content": "I was billed twice this month."},
+    {"role": "assistant", "content": "money"},
+]
+
+
+def _few_shot(question: str) -> list[dict]:
+    return FEW_SHOT + [{"role": "user", "content": question}]
+
+
+def _fresh_answer(llama, messages: list[dict], **kwargs) -> str:
+    """What a decoder that never held or saved anything answers."""
+    return Decoder(llama).complete(messages, **kwargs)["choices"][0]["message"]["content"]
+
+
+def test_a_prefix_one_decoder_evaluated_is_restored_by_another_with_the_same_answer(instances):
+    """A candidate's system message and few-shot examples, evaluated by one instance, are
+    restored by the other from the pool's store: only the new user turn is evaluated there,
+    and its answer, free or constrained, is the one a decoder that never held anything gives."""
+    grammar = _grammar(instances[1])
+    for constrained in (False, True):
+        kwargs = {"temperature": 0.0, "max_tokens": 24, "grammar": grammar if constrained else None}
+        store = PrefixStore()
+        first, second = Decoder(instances[0], prefixes=store), Decoder(instances[1], prefixes=store)
+        first.complete(_few_shot(QUESTIONS[0]), **kwargs)
+        messages = _few_shot(QUESTIONS[1])
+        prompt = second.prompt_tokens(messages)
+        context = tuple(prompt[: second._cuts(prompt)[-1]])
+        assert context in store and len(context) > len(second.prompt_tokens(FEW_SHOT[:1])[:-2])
+        answer = second.complete(messages, **kwargs)
+        question_tokens = len(instances[1].tokenize(QUESTIONS[1].encode(), False, False))
+        assert answer["usage"]["prompt_tokens_evaluated"] <= question_tokens + 12
+        expected = _fresh_answer(instances[1], messages, **kwargs)
+        assert answer["choices"][0]["message"]["content"] == expected
+
+
+def test_two_calls_reaching_a_new_prefix_at_once_evaluate_it_once(instances):
+    """A new candidate's first two predictions start together, one on each instance: one
+    evaluates the shared prefix, the other waits for it and restores it, and both answer as
+    decoders that never held anything."""
+    import threading
+
+    store = PrefixStore()
+    decoders = [Decoder(llama, prefixes=store) for llama in instances]
+    messages = [_few_shot(QUESTIONS[0]), _few_shot(QUESTIONS[2])]
+    start, results = threading.Barrier(2), [None, None]
+
+    def call(i: int) -> None:
+        start.wait()
+        results[i] = decoders[i].complete(messages[i], temperature=0.0, max_tokens=12)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    prompts = [decoders[0].prompt_tokens(m) for m in messages]
+    context = decoders[0]._cuts(prompts[0])[-1]
+    assert prompts[0][:context] == prompts[1][:context]
+    evaluated = sum(result["usage"]["prompt_tokens_evaluated"] for result in results)
+    assert evaluated == context + sum(len(prompt) - context for prompt in prompts)
+    for i in range(2):
+        expected = _fresh_answer(instances[0], messages[i], temperature=0.0, max_tokens=12)
+        assert results[i]["choices"][0]["message"]["content"] == expected

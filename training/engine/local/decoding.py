@@ -79,6 +79,8 @@ from typing import Any
 
 import numpy as np
 
+from training.engine.local.prefix_store import PrefixStore
+
 #: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
 #: another kernel than a longer one, and its rounding would make an answer depend on where the
 #: held prefix ended.
@@ -100,11 +102,7 @@ SHORTLIST = 256
 #: the next evaluation.
 MAX_FORCED_BYTES = 64
 
-#: System messages whose keys/values a decoder keeps besides its last prompt (the oldest is
-#: dropped first): OMEGA's mutation prompt, evaluated whole each time because the candidate's
-#: predictions had replaced it, was ~75 % of a local OMEGA epoch (issue 25). ~23 KB a token.
-SAVED_PREFIXES = 3
-#: The shortest system message worth keeping (tokens): a shorter one costs little to evaluate.
+#: The shortest prefix worth saving (tokens): a shorter one costs little to evaluate.
 MIN_SAVED_TOKENS = 64
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -181,9 +179,17 @@ class Decoder:
         slots: the machine's ``CoreSlots`` (``core_slots.py``), of which the caller holds one
             per thread of ``llama``: a long prompt is evaluated on the free ones too
             (:meth:`_borrowed_cores`). None: always on the instance's own threads.
+        prefixes: the saved prompt prefixes this decoder shares with the pool's others
+            (``prefix_store.py``); None: a store of its own.
     """
 
-    def __init__(self, llama: Any, append_forced: bool = True, slots: Any = None):
+    def __init__(
+        self,
+        llama: Any,
+        append_forced: bool = True,
+        slots: Any = None,
+        prefixes: PrefixStore | None = None,
+    ):
         import llama_cpp
         from llama_cpp import llama_chat_format
 
@@ -209,9 +215,10 @@ class Decoder:
         )
         #: The prompt tokens whose keys/values this instance holds (its last prompt).
         self.held: list[int] = []
-        #: Saved keys/values of recent system messages: their tokens -> llama.cpp's sequence
-        #: state (restored when a prompt starts with them and shares less with ``held``).
-        self.saved: dict[tuple[int, ...], Any] = {}
+        #: Saved keys/values of recent prompt prefixes (a system message; a system message and
+        #: its examples), shared with the pool's other decoders: restored when a prompt starts
+        #: with one and shares less with ``held``.
+        self.saved = prefixes if prefixes is not None else PrefixStore()
         self._turn_end = llama.token_eos()
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
@@ -243,9 +250,8 @@ class Decoder:
         )
 
     def _saved_prefix(self, prompt: list[int]) -> tuple[int, ...] | None:
-        """The longest saved system message ``prompt`` starts with (None: none)."""
-        found = [key for key in self.saved if tuple(prompt[: len(key)]) == key]
-        return max(found, key=len) if found else None
+        """The longest saved prefix ``prompt`` starts with (None: none)."""
+        return self.saved.longest(prompt)
 
     def reusable(self, prompt: list[int]) -> int:
         """How many leading tokens of ``prompt`` this decoder need not evaluate: the prefix it
@@ -253,23 +259,29 @@ class Decoder:
         saved = self._saved_prefix(prompt)
         return max(shared_prefix(self.held, prompt), len(saved) if saved else 0)
 
-    def _system_end(self, prompt: list[int]) -> int:
-        """Tokens up to and including the first end of turn (the system message's), or 0."""
-        return prompt.index(self._turn_end) + 1 if self._turn_end in prompt else 0
+    def _cuts(self, prompt: list[int]) -> list[int]:
+        """Where ``prompt``'s prefixes worth saving end: after the system message, and after
+        the turn before the last user turn (the system message and its few-shot examples:
+        what every prediction of one candidate shares), each of MIN_SAVED_TOKENS or more and
+        leaving at least MIN_BATCH_TOKENS to evaluate."""
+        ends = [i + 1 for i, token in enumerate(prompt) if token == self._turn_end]
+        cuts = {ends[0], ends[-2]} if len(ends) >= 2 else set(ends)
+        limit = len(prompt) - MIN_BATCH_TOKENS
+        return sorted(cut for cut in cuts if MIN_SAVED_TOKENS <= cut <= limit)
 
-    def _restore(self, key: tuple[int, ...]) -> None:
-        """Make the instance hold the saved system message ``key`` (and nothing after it):
-        its cells go back where evaluating it had put them, so what follows is computed on
-        the same cache as on a fresh evaluation."""
+    def _restore(self, key: tuple[int, ...], state: Any) -> None:
+        """Make the instance hold the saved prefix ``key`` (and nothing after it), from its
+        ``state`` (saved by this decoder or another of the pool): its cells go where
+        evaluating it had put them, so what follows is computed on the same cache as on a
+        fresh evaluation."""
         lib, ctx = self._lib, self.llama._ctx.ctx
         # Held nothing from here on: a failed restore must not leave the next call reusing
         # cells that are gone (it would answer without its prefix, and nothing would say so).
         self.held, self.llama.n_tokens = [], 0
         lib.llama_memory_seq_rm(lib.llama_get_memory(ctx), 0, -1, -1)
-        state = self.saved.pop(key)
         if lib.llama_state_seq_set_data(ctx, state, len(state), 0) == 0:
+            self.saved.drop(key)
             raise RuntimeError("llama.cpp could not restore a saved prompt prefix")
-        self.saved[key] = state  # the most recently used is dropped last; a failed one, now
         self.llama.n_tokens = len(key)
         self.llama.input_ids[: len(key)] = key
 
@@ -278,11 +290,8 @@ class Decoder:
         lib, ctx = self._lib, self.llama._ctx.ctx
         size = lib.llama_state_seq_get_size(ctx, 0)
         state = (ctypes.c_uint8 * size)()
-        if lib.llama_state_seq_get_data(ctx, state, size, 0) != size:
-            return
-        if len(self.saved) >= SAVED_PREFIXES:
-            del self.saved[next(iter(self.saved))]  # the oldest
-        self.saved[key] = state
+        if lib.llama_state_seq_get_data(ctx, state, size, 0) == size:
+            self.saved.put(key, state)
 
     @contextlib.contextmanager
     def _borrowed_cores(self, tokens: int) -> Iterator[int]:
@@ -305,44 +314,73 @@ class Decoder:
                 for slot in borrowed:
                     self.slots.give_back(slot)
 
-    def _evaluate_prompt(self, prompt: list[int], opening: list[int]) -> int:
+    def _evaluate_prompt(
+        self, prompt: list[int], opening: list[int], cancelled: threading.Event | None = None
+    ) -> int:
         """What follows the held prefix evaluated (:meth:`_evaluate_new`), on borrowed cores
-        when it is long and some are free (:meth:`_borrowed_cores`)."""
-        reuse, _ = self._reuse(prompt)
-        with self._borrowed_cores(len(prompt) + len(opening) - reuse):
-            return self._evaluate_new(prompt, opening)
+        when it is long and some are free (:meth:`_borrowed_cores`).
 
-    def _reuse(self, prompt: list[int]) -> tuple[int, tuple[int, ...] | None]:
-        """(prompt tokens not evaluated again, the saved system message to restore first or
-        None): the held prefix or a longer saved one, leaving at least MIN_BATCH_TOKENS."""
+        First the prefixes worth saving (:meth:`_cuts`) that this decoder does not hold are
+        claimed in the pool's store, longest first: a saved one is restored instead; one
+        another decoder is evaluating now is waited for (the longest only, before claiming
+        any), then restored (``prefix_store.py``)."""
+        held = max(min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS), 0)
+        mine: list[int] = []
+        try:
+            for cut in reversed(self._cuts(prompt)):
+                if cut - held < MIN_BATCH_TOKENS:
+                    break
+                key = tuple(prompt[:cut])
+                if not mine and self.saved.pending(key):
+                    self.saved.wait(key, cancelled=cancelled)
+                if self.saved.claim(key):
+                    mine.append(cut)
+                elif key in self.saved:
+                    break  # a longer saved prefix: the shorter ones are not needed
+            reuse, _ = self._reuse(prompt)
+            with self._borrowed_cores(len(prompt) + len(opening) - reuse):
+                return self._evaluate_new(prompt, opening, mine)
+        finally:
+            for cut in mine:  # a saved one's claim ended when it was saved
+                self.saved.release(tuple(prompt[:cut]))
+
+    def _reuse(self, prompt: list[int], stored: bool = True) -> tuple[int, tuple[int, ...] | None]:
+        """(prompt tokens not evaluated again, the saved prefix to restore first or None): the
+        held prefix or a longer saved one (``stored``), leaving at least MIN_BATCH_TOKENS."""
         limit = len(prompt) - MIN_BATCH_TOKENS
         reuse = max(min(shared_prefix(self.held, prompt), limit), 0)
-        saved = self._saved_prefix(prompt)
+        saved = self._saved_prefix(prompt) if stored else None
         if saved is not None and reuse < len(saved) <= limit:
             return len(saved), saved
         return reuse, None
 
-    def _evaluate_new(self, prompt: list[int], opening: list[int]) -> int:
-        """Evaluate what follows the held prefix or a longer saved system message (at least
+    def _evaluate_new(self, prompt: list[int], opening: list[int], save: list[int] = ()) -> int:
+        """Evaluate what follows the held prefix or a longer saved prefix (at least
         MIN_BATCH_TOKENS of it, in batches of at least that many), then the answer's forced
-        ``opening`` in the same batches; a system message of MIN_SAVED_TOKENS or more
-        evaluated here is saved on the way. Returns how many prompt tokens were evaluated."""
-        limit = len(prompt) - MIN_BATCH_TOKENS
+        ``opening`` in the same batches; the prefixes ending at the cuts in ``save`` are saved
+        on the way (each part evaluated is MIN_BATCH_TOKENS or more: the prompt cut there
+        changes no logit). Returns how many prompt tokens were evaluated."""
         reuse, saved = self._reuse(prompt)
         if saved is not None:
-            self._restore(saved)
+            try:
+                state = self.saved.get(saved)
+            except KeyError:  # another decoder's save dropped it meanwhile
+                reuse, saved = self._reuse(prompt, stored=False)
+            else:
+                self._restore(saved, state)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
         tokens = prompt + opening
-        cut = self._system_end(prompt)
-        if not (MIN_SAVED_TOKENS <= cut <= limit and cut - reuse >= MIN_BATCH_TOKENS):
-            cut = reuse  # nothing to save: evaluate in one go
-        for start, end in batches(reuse, cut, self.llama.n_batch):
-            self.llama.eval(tokens[start:end])
-        if cut > reuse:
+        start = reuse
+        for cut in sorted(save):
+            if cut - start < MIN_BATCH_TOKENS or cut > len(prompt) - MIN_BATCH_TOKENS:
+                continue
+            for a, b in batches(start, cut, self.llama.n_batch):
+                self.llama.eval(tokens[a:b])
             self._save(tuple(prompt[:cut]))
-        for start, end in batches(cut, len(tokens), self.llama.n_batch):
-            self.llama.eval(tokens[start:end])
+            start = cut
+        for a, b in batches(start, len(tokens), self.llama.n_batch):
+            self.llama.eval(tokens[a:b])
         self.held = list(prompt)
         return len(prompt) - reuse
 
@@ -537,7 +575,7 @@ class Decoder:
                 opening = opening[:max_tokens]
                 self._accept_forced(sampler, opening)
             started = time.perf_counter()
-            counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt, opening)
+            counts.prompt_tokens_evaluated = self._evaluate_prompt(prompt, opening, cancelled)
             counts.borrowed_cores = self.last_borrowed
             prompt_seconds = time.perf_counter() - started
             generated.extend(opening)

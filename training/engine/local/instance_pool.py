@@ -5,8 +5,8 @@ a call whose prompt shares that prefix (the same system prompt, instructions, fe
 and output format: every prediction of one candidate program) only evaluates its own input.
 Handing calls to *any* idle instance, as a plain queue does, makes the candidates' prompts
 alternate on each instance and throws that prefix away; here a call takes the idle decoder that
-shares the longest prefix with its prompt, held or among its saved system messages
-(``Decoder.reusable``; the first such in load order on a tie), so the choice depends only on
+shares the longest prefix with its prompt, held or among the saved prefixes (shared by the
+pool's decoders, ``prefix_store.py``) (``Decoder.reusable``; the first such in load order on a tie), so the choice depends only on
 what the decoders hold, never on timing.
 
 Example:

@@ -7,7 +7,8 @@ ggml's CPU kernels, for the same model). The model is loaded lazily, once per pr
 first use. A llama.cpp `Llama` object is not thread-safe (one KV cache, one sampler state), so
 every generation takes a decoder out of a small pool for its whole duration (one instance per
 call, never shared): the one that already holds the most of the call's prompt
-(``instance_pool.py``), which then evaluates only the rest (``decoding.py``). Callers run
+(``instance_pool.py``), which then evaluates only the rest (``decoding.py``), or restores
+a prefix another instance evaluated (``prefix_store.py``). Callers run
 `complete()` in a worker thread (`asyncio.to_thread`) so the event loop keeps serving while the
 CPU decodes; the provider first takes a machine-wide core slot (``core_slots.py``), and the
 decoder borrows the free, idle ones for a long prompt (``decoding.py``).
@@ -147,10 +148,12 @@ def _get_pool() -> Any:
             llama_cpp = _import_llama_cpp()
             from training.engine.local.decoding import Decoder
             from training.engine.local.instance_pool import InstancePool
+            from training.engine.local.prefix_store import PrefixStore
 
             path = model_path()
             instances, threads, n_ctx = _settings()
             decoders = []
+            prefixes = PrefixStore()  # a prefix one instance evaluated, the others restore
             try:
                 for _ in range(instances):
                     llama = llama_cpp.Llama(
@@ -162,7 +165,7 @@ def _get_pool() -> Any:
                     )
                     _instances.append(llama)
                     # given the core slots, a lone call's long prompt runs on the free cores too
-                    decoders.append(Decoder(llama, slots=core_slots()))
+                    decoders.append(Decoder(llama, slots=core_slots(), prefixes=prefixes))
             except (ValueError, RuntimeError) as error:
                 raise LocalModelError(
                     f"{MODEL_NAME}: llama.cpp could not load {path} ({error}). "

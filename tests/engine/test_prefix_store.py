@@ -1,0 +1,66 @@
+"""The pool's store of saved prompt prefixes (``training/engine/local/prefix_store.py``): one
+claim per prefix, waiters woken by the save or by the claim ending without one, bounded waits,
+the most recently used kept."""
+
+import threading
+import time
+
+from training.engine.local.prefix_store import PrefixStore
+
+
+def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
+    store = PrefixStore()
+    key = (1, 2, 3)
+    assert store.claim(key) is True
+    assert store.claim(key) is False  # another decoder is evaluating it
+    got = {}
+
+    def waiter() -> None:
+        got["saved"] = store.wait(key, timeout=10)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.1)
+    assert thread.is_alive()  # still waiting
+    store.put(key, "state")
+    thread.join(5)
+    assert got == {"saved": True}
+    assert store.get(key) == "state"
+    assert store.claim(key) is False  # saved: nothing to evaluate
+
+
+def test_a_claim_that_ends_without_a_state_wakes_the_waiter_with_nothing():
+    store = PrefixStore()
+    key = (7, 8)
+    store.claim(key)
+    threading.Timer(0.1, store.release, args=(key,)).start()
+    assert store.wait(key, timeout=10) is False
+    assert store.claim(key) is True  # the waiter may evaluate it itself now
+
+
+def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
+    store = PrefixStore()
+    key = (4, 5)
+    store.claim(key)
+    started = time.monotonic()
+    assert store.wait(key, timeout=0.3) is False
+    assert 0.25 <= time.monotonic() - started < 2
+    cancelled = threading.Event()
+    threading.Timer(0.1, cancelled.set).start()
+    started = time.monotonic()
+    assert store.wait(key, timeout=30, cancelled=cancelled) is False
+    assert time.monotonic() - started < 2
+
+
+def test_the_longest_saved_prefix_is_found_and_the_least_recently_used_dropped():
+    store = PrefixStore(size=2)
+    store.put((1, 2), "a")
+    store.put((1, 2, 3, 4), "b")
+    assert store.longest([1, 2, 3, 4, 5]) == (1, 2, 3, 4)
+    assert store.longest([1, 2, 9]) == (1, 2)
+    assert store.longest([9]) is None
+    store.get((1, 2))  # used: now the most recent
+    store.put((5, 6), "c")
+    assert store.keys() == [(1, 2), (5, 6)]
+    store.drop((1, 2))
+    assert (1, 2) not in store and len(store) == 1

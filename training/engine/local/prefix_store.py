@@ -1,0 +1,136 @@
+"""Saved keys/values of prompt prefixes, shared by the decoders of one pool.
+
+Every prediction of a candidate program starts with the same prefix (the system message with
+its instructions, then its few-shot examples as turns); only the last user turn differs. When a
+new candidate's batch starts, its first two calls run at once, one on each instance, and each
+evaluated that prefix (~80-170 tokens, ~18 % of a local demo fit's prompt tokens, issue 25).
+Here the first decoder to reach a prefix *claims* it, evaluates it and saves llama.cpp's
+sequence state under it (``Decoder._save``); a decoder that reaches the same prefix meanwhile
+waits for it and restores that state into its own context instead of evaluating it again
+(``Decoder._restore``). A state restored into a cleared context lands in the cells evaluating
+it would have used, with the same keys and values bit for bit (same weights, same kernels), so
+the answer does not depend on which instance evaluated the prefix
+(``tests/engine/test_local_decoding.py`` checks it).
+
+The store keeps the :data:`SAVED_PREFIXES` most recently used prefixes (~23 KB a token).
+
+Example:
+    ```python
+    store = PrefixStore()
+    decoders = [Decoder(llama_a, prefixes=store), Decoder(llama_b, prefixes=store)]
+    ```
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+#: Prefixes a pool keeps (the oldest used is dropped first): OMEGA's mutation system message,
+#: and the system message and examples of the last candidates. ~23 KB a token, ~4 MB each.
+SAVED_PREFIXES = 6
+#: The longest a decoder waits for a prefix another decoder is evaluating (seconds); after
+#: that it evaluates the prefix itself (the answer is the same either way).
+PENDING_WAIT_SECONDS = 60.0
+#: How often a waiting decoder looks whether its call was cancelled (seconds).
+WAIT_SLICE_SECONDS = 0.25
+
+Key = tuple[int, ...]
+
+
+class PrefixStore:
+    """Prompt prefixes' saved states, and the prefixes a decoder is evaluating now.
+
+    Thread-safe: a pool's decoders run in different threads.
+
+    Args:
+        size: how many saved prefixes are kept.
+    """
+
+    def __init__(self, size: int = SAVED_PREFIXES):
+        self.size = size
+        self._states: OrderedDict[Key, Any] = OrderedDict()
+        self._pending: set[Key] = set()
+        self._changed = threading.Condition()
+
+    def __len__(self) -> int:
+        with self._changed:
+            return len(self._states)
+
+    def __contains__(self, key: Key) -> bool:
+        with self._changed:
+            return key in self._states
+
+    def keys(self) -> list[Key]:
+        with self._changed:
+            return list(self._states)
+
+    def longest(self, prompt: list[int]) -> Key | None:
+        """The longest saved prefix ``prompt`` starts with (None: none)."""
+        with self._changed:
+            found = [key for key in self._states if tuple(prompt[: len(key)]) == key]
+        return max(found, key=len) if found else None
+
+    def get(self, key: Key) -> Any:
+        """The saved state of ``key`` (KeyError if it is gone), now the most recently used."""
+        with self._changed:
+            self._states.move_to_end(key)
+            return self._states[key]
+
+    def put(self, key: Key, state: Any) -> None:
+        """Save ``state`` under ``key``, dropping the oldest beyond :attr:`size`; a claim on
+        ``key`` ends and the decoders waiting for it go on."""
+        with self._changed:
+            self._states[key] = state
+            self._states.move_to_end(key)
+            while len(self._states) > self.size:
+                self._states.popitem(last=False)
+            self._pending.discard(key)
+            self._changed.notify_all()
+
+    def drop(self, key: Key) -> None:
+        """Forget ``key`` (a state llama.cpp would not read back)."""
+        with self._changed:
+            self._states.pop(key, None)
+
+    def claim(self, key: Key) -> bool:
+        """True when ``key`` is neither saved nor being evaluated: the caller now evaluates it
+        and ends the claim with :meth:`put` or :meth:`release`. False otherwise (never waits)."""
+        with self._changed:
+            if key in self._states or key in self._pending:
+                return False
+            self._pending.add(key)
+            return True
+
+    def release(self, key: Key) -> None:
+        """End a claim without a state (the evaluation failed or was cut elsewhere)."""
+        with self._changed:
+            self._pending.discard(key)
+            self._changed.notify_all()
+
+    def wait(
+        self,
+        key: Key,
+        timeout: float = PENDING_WAIT_SECONDS,
+        cancelled: threading.Event | None = None,
+    ) -> bool:
+        """Wait while another decoder evaluates ``key`` (at most ``timeout`` seconds, or until
+        ``cancelled`` is set). Returns whether ``key`` is saved now."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while key in self._pending and key not in self._states:
+                left = deadline - time.monotonic()
+                if left <= 0 or (cancelled is not None and cancelled.is_set()):
+                    break
+                self._changed.wait(min(left, WAIT_SLICE_SECONDS))
+            return key in self._states
+
+    def pending(self, key: Key) -> bool:
+        with self._changed:
+            return key in self._pending
+
+    def clear(self) -> None:
+        with self._changed:
+            self._states.clear()
