@@ -22,6 +22,7 @@ from litellm.llms.custom_llm import CustomLLMError
 from training.engine.language_models.concurrency import semaphore
 from training.engine.local import minilm, smollm2
 from training.engine.local.errors import LocalModelError, unknown_model
+from training.engine.local.lazy_call import LazyCall
 
 PROVIDER = "local"
 CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}
@@ -203,7 +204,12 @@ class LocalProvider(CustomLLM):
                 slots.give_back_all(taken)
         return _fill_model_response(model_response, result)
 
-    async def acompletion(self, model, messages, model_response, optional_params, **_unused):
+    def acompletion(self, model, messages, model_response, optional_params, **_unused):
+        # litellm calls this in an executor thread and may drop the result unawaited when
+        # its caller is cancelled meanwhile: the coroutine is made only once awaited
+        return LazyCall(self._acompletion, model, messages, model_response, optional_params)
+
+    async def _acompletion(self, model, messages, model_response, optional_params):
         # Wait for a free Llama instance here, where the wait can be cancelled, not in the
         # worker thread (the pool's queue), where it cannot: an interrupted run would leave
         # every queued call to generate to its end before the worker is free.
@@ -230,6 +236,9 @@ class LocalProvider(CustomLLM):
         vectors, tokens = _run_embedding(model, input)
         return _fill_embedding_response(model_response, vectors, tokens)
 
-    async def aembedding(self, model, input, model_response, **_unused):
+    def aembedding(self, model, input, model_response, **_unused):
+        return LazyCall(self._aembedding, model, input, model_response)  # see acompletion
+
+    async def _aembedding(self, model, input, model_response):
         vectors, tokens = await asyncio.to_thread(_run_embedding, model, input)
         return _fill_embedding_response(model_response, vectors, tokens)

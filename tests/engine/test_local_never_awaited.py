@@ -1,0 +1,48 @@
+"""A local call cancelled while litellm is handing it to the provider leaves nothing behind.
+
+litellm runs the provider's sync half in an executor thread, which builds the provider's
+``acompletion`` awaitable and returns it; a caller cancelled meanwhile (a run's call cap, a
+cancelled run, a timeout) drops it unawaited. A coroutine made there would be reported as
+"coroutine 'LocalProvider.acompletion' was never awaited" in the worker's log; the provider
+returns a :class:`LazyCall`, which makes its coroutine only when it is awaited.
+"""
+
+import asyncio
+import gc
+import time
+import warnings
+
+import litellm
+
+from training.engine.local import provider
+
+
+async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coroutine(
+    monkeypatch,
+):
+    def generate(model, messages, optional_params, cancelled=None):
+        time.sleep(0.05)
+        return {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {}}
+
+    monkeypatch.setattr(provider, "_run_chat", generate)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for delay in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02):
+            calls = [
+                asyncio.ensure_future(
+                    litellm.acompletion(
+                        model="local/smollm2",
+                        messages=[{"role": "user", "content": f"hi {i}"}],
+                        max_tokens=2,
+                    )
+                )
+                for i in range(12)
+            ]
+            await asyncio.sleep(delay)
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.get_running_loop().shutdown_default_executor()
+        gc.collect()
+    unawaited = [str(w.message) for w in seen if "never awaited" in str(w.message)]
+    assert unawaited == []
