@@ -75,3 +75,48 @@ def test_an_unknown_weights_setting_is_named(cache, monkeypatch):
         LocalModelError, match="TRAINBOARD_LOCAL_LM_WEIGHTS must be 'q8_0' or 'shipped'"
     ):
         smollm2.model_path()
+
+
+@pytest.fixture
+def unloaded(monkeypatch):
+    """No pool loaded yet in this process; the one the test loads is closed after it and the
+    process-wide one (if an earlier test loaded it) comes back untouched."""
+    monkeypatch.setattr(smollm2, "_pool", None)
+    monkeypatch.setattr(smollm2, "_instances", [])
+    monkeypatch.setenv("TRAINBOARD_LOCAL_LM_INSTANCES", "1")
+    yield
+    while smollm2._instances:
+        smollm2._instances.pop().close()
+
+
+def test_a_conversion_llama_cpp_cannot_load_is_made_again(cache, unloaded, caplog):
+    path = smollm2.model_path()
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # still a GGUF header, still over 1 MiB
+    assert weights.is_whole(path)
+    with caplog.at_level(logging.WARNING, logger=weights.__name__):
+        answer = smollm2.complete([{"role": "user", "content": "Say hi."}], max_tokens=4)
+    assert answer["choices"][0]["message"]["content"]  # it loaded and answers
+    assert path.stat().st_size == len(whole)
+    assert file_type(path) == Q8_0_FILE_TYPE
+    assert "making it again" in caplog.text
+    assert [p.name for p in cache.iterdir()] == [path.name]
+
+
+def test_weights_that_still_fail_are_tried_once_more_at_most(cache, monkeypatch):
+    opened = []
+
+    def unloadable(path):
+        opened.append(path)
+        raise ValueError("Failed to load model from file")
+
+    shipped = smollm2.gguf_path()
+    with pytest.raises(ValueError, match="Failed to load"):
+        weights.open_weights(shipped, llama_cpp, unloadable)
+    conversion = weights.converted_path(shipped, llama_cpp)
+    assert opened == [conversion, conversion]  # made again once, then the error stands
+    opened.clear()
+    monkeypatch.setenv(weights.WEIGHTS_SETTING, "shipped")
+    with pytest.raises(ValueError, match="Failed to load"):
+        weights.open_weights(shipped, llama_cpp, unloadable)
+    assert opened == [shipped]  # the shipped file is not converted again

@@ -17,7 +17,9 @@ into a cache folder outside the repository (``TRAINBOARD_MODEL_CACHE``, else
 shipped file's identity and the llama.cpp version, written to a temporary name and renamed
 (two worker processes racing both end with one whole file). ``TRAINBOARD_LOCAL_LM_WEIGHTS=shipped``
 runs the shipped file as it is; a conversion that fails (disk full, read-only folder) logs a
-warning and runs the shipped file too.
+warning and runs the shipped file too. A conversion llama.cpp cannot load (a file damaged
+after it was made: cut short, overwritten) is deleted and made again, once, by
+:func:`open_weights`.
 
 Example:
     ```python
@@ -32,7 +34,9 @@ import hashlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from training.engine.local.errors import LocalModelError
 
@@ -48,6 +52,10 @@ CACHE_SETTING = "TRAINBOARD_MODEL_CACHE"
 #: reinstalled or other file gets another name without hashing ~100 MB at every load.
 IDENTITY_BYTES = 1 << 20
 GGUF_MAGIC = b"GGUF"
+#: What llama.cpp's ``Llama`` raises for a file it cannot load.
+LOAD_ERRORS = (ValueError, RuntimeError)
+
+Loaded = TypeVar("Loaded")
 
 
 def cache_dir() -> Path:
@@ -131,3 +139,45 @@ def runtime_weights(source: Path, llama_cpp) -> Path:
     except (OSError, RuntimeError) as error:
         logger.warning("local model: running the shipped weights %s (%s)", source, error)
         return source
+
+
+def open_weights(source: Path, llama_cpp, opener: Callable[[Path], Loaded]) -> tuple[Path, Loaded]:
+    """``opener`` run on the weights to load for ``source``; a conversion it cannot open is
+    deleted and made again, once (its header looked whole, the rest did not load).
+
+    Args:
+        source: the shipped GGUF.
+        llama_cpp: the imported ``llama_cpp`` module.
+        opener: loads a GGUF path (raises ValueError or RuntimeError, as ``Llama`` does, for a
+            file it cannot load).
+
+    Returns:
+        (the path opened, what ``opener`` returned).
+
+    Raises:
+        ValueError, RuntimeError: from ``opener`` for the shipped file, or for a conversion
+            that still fails once made again.
+        LocalModelError: as :func:`runtime_weights`.
+    """
+    path = runtime_weights(source, llama_cpp)
+    try:
+        return path, opener(path)
+    except LOAD_ERRORS as error:
+        if path == source:
+            raise
+        logger.warning(
+            "local model: llama.cpp could not load the conversion %s (%s); making it again",
+            path,
+            error,
+        )
+        discard(path)
+    path = runtime_weights(source, llama_cpp)
+    return path, opener(path)
+
+
+def discard(path: Path) -> None:
+    """Delete a conversion (the next :func:`runtime_weights` makes it again)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:  # the retry then loads the same file and fails, naming it
+        logger.warning("local model: cannot delete the conversion %s (%s)", path, error)
