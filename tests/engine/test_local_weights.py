@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 
 import pytest
@@ -120,3 +121,32 @@ def test_weights_that_still_fail_are_tried_once_more_at_most(cache, monkeypatch)
     with pytest.raises(ValueError, match="Failed to load"):
         weights.open_weights(shipped, llama_cpp, unloadable)
     assert opened == [shipped]  # the shipped file is not converted again
+
+
+def test_the_conversion_keeps_llama_cpps_progress_out_of_stderr(cache, capfd, caplog):
+    before = log_callback()
+    assert before is not None  # llama-cpp-python's, set when it was imported
+    with caplog.at_level(logging.DEBUG, logger=weights.__name__):
+        path = smollm2.model_path()
+    assert path.parent == cache
+    printed = capfd.readouterr().err
+    assert "converting to q8_0" not in printed and "llama_model_loader" not in printed
+    assert "converting to q8_0" in caplog.text  # at debug level, for who asks
+    assert {r.levelno for r in caplog.records} == {logging.DEBUG}
+    assert log_callback() == before  # and llama.cpp's log goes where it went before
+
+
+def log_callback() -> int | None:
+    callback, user_data = llama_cpp.llama_log_callback(), ctypes.c_void_p()
+    llama_cpp.llama_log_get(ctypes.byref(callback), ctypes.byref(user_data))
+    return ctypes.cast(callback, ctypes.c_void_p).value
+
+
+def test_a_failed_conversion_still_says_why(cache, tmp_path, capfd, caplog):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(weights.GGUF_MAGIC + bytes(4096))
+    with caplog.at_level(logging.WARNING, logger=weights.__name__):
+        assert weights.runtime_weights(broken, llama_cpp) == broken
+    assert "running the shipped weights" in caplog.text
+    assert "llama.cpp: llama_model_quantize: failed to quantize" in caplog.text
+    assert "failed to quantize" not in capfd.readouterr().err

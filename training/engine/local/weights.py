@@ -29,7 +29,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -56,6 +58,19 @@ GGUF_MAGIC = b"GGUF"
 LOAD_ERRORS = (ValueError, RuntimeError)
 
 Loaded = TypeVar("Loaded")
+
+#: ggml's log levels as this llama.cpp numbers them (ggml.h ``enum ggml_log_level``: NONE,
+#: DEBUG, INFO, WARN, ERROR, CONT) and the ``logging`` level each is written at here: the
+#: quantizer's ~800 lines of progress (``[ 12/ 272] blk.0... converting to q8_0``) are INFO,
+#: so they go to debug; its warnings and errors stay warnings.
+GGML_LOG_CONT = 5
+GGML_TO_LOGGING = {
+    0: logging.DEBUG,
+    1: logging.DEBUG,
+    2: logging.DEBUG,
+    3: logging.WARNING,
+    4: logging.WARNING,
+}
 
 
 def cache_dir() -> Path:
@@ -101,15 +116,70 @@ def convert(source: Path, target: Path, llama_cpp) -> None:
         params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
         params.allow_requantize = True
         params.nthread = os.cpu_count() or 1
-        status = llama_cpp.llama_model_quantize(
-            str(source).encode(), scratch.encode(), ctypes.byref(params)
-        )
+        with llama_cpp_log_to_logging(llama_cpp):
+            status = llama_cpp.llama_model_quantize(
+                str(source).encode(), scratch.encode(), ctypes.byref(params)
+            )
         if status != 0 or not is_whole(Path(scratch)):
             raise RuntimeError(f"llama_model_quantize returned {status}")
         os.replace(scratch, target)
     finally:
         if os.path.exists(scratch):
             os.unlink(scratch)
+
+
+class _LlamaLog:
+    """llama.cpp's log lines written to this module's logger (it logs in pieces: a line is
+    written once its newline comes, at the level of its first piece)."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+        self.level = logging.DEBUG
+
+    def write(self, level: int, text: bytes) -> None:
+        if level != GGML_LOG_CONT and not self.pending:
+            self.level = GGML_TO_LOGGING.get(level, logging.WARNING)
+        self.pending += text.decode("utf-8", errors="replace")
+        if self.pending.endswith("\n"):
+            self.flush()
+
+    def flush(self) -> None:
+        line, self.pending = self.pending.rstrip(), ""
+        if line:
+            logger.log(self.level, "llama.cpp: %s", line)
+
+
+_LLAMA_LOG = _LlamaLog()
+
+
+@functools.cache
+def _log_callback(llama_cpp):
+    """The ctypes callback that writes to :data:`_LLAMA_LOG` (made once, kept alive for good:
+    llama.cpp holds its address)."""
+
+    @llama_cpp.llama_log_callback
+    def callback(level, text, user_data):
+        _LLAMA_LOG.write(level, text)
+
+    return callback
+
+
+@contextlib.contextmanager
+def llama_cpp_log_to_logging(llama_cpp):
+    """llama.cpp's log goes to this module's logger (info at debug level) while inside, and to
+    the callback it had before (llama-cpp-python's, printing to stderr) after.
+
+    Why: the quantizer logs ~300 lines on each conversion, which flooded the worker's log. The
+    log callback is process-wide: another thread's llama.cpp lines meanwhile come here too.
+    """
+    previous, user_data = llama_cpp.llama_log_callback(), ctypes.c_void_p()
+    llama_cpp.llama_log_get(ctypes.byref(previous), ctypes.byref(user_data))
+    llama_cpp.llama_log_set(_log_callback(llama_cpp), None)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_log_set(previous, user_data)
+        _LLAMA_LOG.flush()
 
 
 def runtime_weights(source: Path, llama_cpp) -> Path:
