@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,7 @@ from training.engine.local import LocalModelError, smollm2, weights
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
+BASE_DIR = Path(__file__).resolve().parents[2]
 #: llama.cpp's ``LLAMA_FTYPE_MOSTLY_Q8_0`` as GGUF metadata writes it.
 Q8_0_FILE_TYPE = str(llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0)
 
@@ -150,3 +155,33 @@ def test_a_failed_conversion_still_says_why(cache, tmp_path, capfd, caplog):
     assert "running the shipped weights" in caplog.text
     assert "llama.cpp: llama_model_quantize: failed to quantize" in caplog.text
     assert "failed to quantize" not in capfd.readouterr().err
+
+
+def convert_now(environ: dict) -> subprocess.CompletedProcess:
+    """``python -m training.engine.local.weights``, what ``make setup`` runs after an install."""
+    env = {k: v for k, v in os.environ.items() if k != weights.WEIGHTS_SETTING}
+    return subprocess.run(
+        [sys.executable, "-m", "training.engine.local.weights"],
+        cwd=BASE_DIR,
+        env={**env, **environ},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_entry_point_makes_the_conversion_quietly(cache):
+    done = convert_now({weights.CACHE_SETTING: str(cache)})
+    assert done.returncode == 0, done.stderr
+    (made,) = cache.iterdir()
+    assert done.stdout == f"local model: runs {made}\n"
+    assert "converting to q8_0" not in done.stderr and "llama_model_loader" not in done.stderr
+    assert file_type(made) == Q8_0_FILE_TYPE
+
+
+def test_the_entry_point_says_why_it_could_not_convert(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = convert_now({weights.CACHE_SETTING: str(blocker / "models")})
+    assert done.returncode == 1
+    assert "running the shipped weights" in done.stderr

@@ -11,8 +11,9 @@ Why Q8_0 and not a 4-bit format: Q8_0 holds every Q4_1 weight to within ~3 % of 
 (8 bits per weight against 4), so the model is the same one, as near as numbers go; Q4_0 was
 faster still but a 4-bit to 4-bit conversion rounds every weight again.
 
-The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made on first use
-into a cache folder outside the repository (``TRAINBOARD_MODEL_CACHE``, else
+The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made by
+``make setup`` after an install (:func:`main`) or else on first use, into a cache folder
+outside the repository (``TRAINBOARD_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/trainboard/models``, else ``~/.cache/trainboard/models``), named by the
 shipped file's identity and the llama.cpp version, written to a temporary name and renamed
 (two worker processes racing both end with one whole file). ``TRAINBOARD_LOCAL_LM_WEIGHTS=shipped``
@@ -35,6 +36,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -251,3 +253,31 @@ def discard(path: Path) -> None:
         path.unlink(missing_ok=True)
     except OSError as error:  # the retry then loads the same file and fails, naming it
         logger.warning("local model: cannot delete the conversion %s (%s)", path, error)
+
+
+def main() -> int:
+    """Make the conversion now, once (``make setup`` runs this after an install, so the first
+    run does not): ``python -m training.engine.local.weights``.
+
+    Returns:
+        0: the conversion is there (made now or before), or the setting runs the shipped
+        file; 1: it could not be made (said on stderr; a run then loads the shipped file).
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    from training.engine.local import smollm2
+
+    try:
+        llama_cpp = smollm2._import_llama_cpp()
+        source = smollm2.gguf_path()
+        path = runtime_weights(source, llama_cpp)
+    except LocalModelError as error:
+        print(f"local model: no conversion made: {error}", file=sys.stderr)
+        return 1
+    if path == source and os.environ.get(WEIGHTS_SETTING, Q8_0).strip().lower() != SHIPPED:
+        return 1  # runtime_weights logged why
+    print(f"local model: runs {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
