@@ -580,6 +580,31 @@ def warn_if_cuda_torch(python: Path) -> None:
         )
 
 
+#: The entry point that makes the local model's Q8_0 conversion (training/engine/local/weights.py).
+CONVERT_WEIGHTS = ["-m", "training.engine.local.weights"]
+
+
+def convert_weights(python: Path, environ: dict[str, str]) -> bool:
+    """Make the local model's Q8_0 conversion now, after an install, so the first run does not
+    (~2 s and llama.cpp's log; the cache is outside .venv and survives a reinstall). A failure
+    only warns: the first run tries again, or runs the shipped weights.
+
+    Returns:
+        Whether the conversion is there.
+    """
+    with phase("convert the local model's weights"):
+        done = subprocess.run(
+            [str(python), *CONVERT_WEIGHTS], cwd=BASE_DIR, env=environ, check=False
+        )
+    if done.returncode:
+        print(
+            "setup: warning: the local model's weights were not converted to Q8_0 (above); "
+            "a run tries again, else runs the shipped Q4_1 file",
+            flush=True,
+        )
+    return done.returncode == 0
+
+
 def make_venv(uv: Path | None, environ: dict[str, str]) -> None:
     """Create .venv: with uv (``--seed``: pip in it too, for ``.venv/bin/pip`` and
     ``TRAINBOARD_INSTALLER=pip``), else with the standard library."""
@@ -631,6 +656,7 @@ def main() -> int:
             install_with_pip(python, binding, env, progress)
     warn_if_cuda_torch(python)
     STAMP.write_text(wanted + "\n")
+    convert_weights(python, environ)
     print(f"setup: done in {format_elapsed(time.monotonic() - started)}", flush=True)
     return 0
 

@@ -268,3 +268,16 @@ def test_a_failed_compile_fails_the_set_up_after_the_install(monkeypatch):
     with pytest.raises(subprocess.CalledProcessError):
         with setup_env.compiling_meanwhile({}, setup_env.Progress()):
             pass
+
+
+def test_setup_converts_the_local_weights_and_only_warns_when_it_cannot(monkeypatch, capfd):
+    assert setup_env.CONVERT_WEIGHTS == ["-m", "training.engine.local.weights"]
+    python = Path(sys.executable)
+    monkeypatch.setattr(setup_env, "CONVERT_WEIGHTS", ["-c", "import sys; sys.exit(0)"])
+    assert setup_env.convert_weights(python, {}) is True
+    printed = capfd.readouterr().out
+    assert "setup: phase convert the local model's weights:" in printed
+    assert "warning" not in printed
+    monkeypatch.setattr(setup_env, "CONVERT_WEIGHTS", ["-c", "import sys; sys.exit(1)"])
+    assert setup_env.convert_weights(python, {}) is False  # no exception: setup goes on
+    assert "setup: warning: the local model's weights were not converted" in capfd.readouterr().out

@@ -23,6 +23,7 @@ and still closes as valid JSON instead of being truncated by ``max_tokens``.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import threading
@@ -146,34 +147,53 @@ def _get_pool() -> Any:
     with _LOAD_LOCK:
         if _pool is None:
             llama_cpp = _import_llama_cpp()
+            from training.engine.local import weights
             from training.engine.local.decoding import Decoder
             from training.engine.local.instance_pool import InstancePool
             from training.engine.local.prefix_store import PrefixStore
 
-            path = model_path()
-            instances, threads, n_ctx = _settings()
-            decoders = []
-            prefixes = PrefixStore()  # a prefix one instance evaluated, the others restore
+            source, tried = gguf_path(), []
+            opener = functools.partial(_open_instances, llama_cpp, tried)
             try:
-                for _ in range(instances):
-                    llama = llama_cpp.Llama(
-                        model_path=str(path),
-                        n_ctx=n_ctx,
-                        n_threads=threads,
-                        n_threads_batch=threads,
-                        verbose=False,
-                    )
-                    _instances.append(llama)
-                    # given the core slots, a lone call's long prompt runs on the free cores too
-                    decoders.append(Decoder(llama, slots=core_slots(), prefixes=prefixes))
-            except (ValueError, RuntimeError) as error:
+                _, llamas = weights.open_weights(source, llama_cpp, opener)
+            except LocalModelError:  # a ValueError too: already says what to do
+                raise
+            except weights.LOAD_ERRORS as error:
                 raise LocalModelError(
-                    f"{MODEL_NAME}: llama.cpp could not load {path} ({error}). "
+                    f"{MODEL_NAME}: llama.cpp could not load {tried[-1]} ({error}). "
                     f"Reinstall the package '{PACKAGE}'."
                 ) from error
+            _instances.extend(llamas)
+            # given the core slots, a lone call's long prompt runs on the free cores too
+            prefixes = PrefixStore()  # a prefix one instance evaluated, the others restore
+            decoders = [Decoder(llama, slots=core_slots(), prefixes=prefixes) for llama in llamas]
             atexit.register(_close)
             _pool = InstancePool(decoders)
     return _pool
+
+
+def _open_instances(llama_cpp: Any, tried: list[Path], path: Path) -> list[Any]:
+    """The pool's Llamas on ``path`` (appended to ``tried``); none is left open if one fails
+    (the ValueError or RuntimeError of ``Llama`` goes on to ``weights.open_weights``)."""
+    tried.append(path)
+    instances, threads, n_ctx = _settings()
+    llamas: list[Any] = []
+    try:
+        for _ in range(instances):
+            llamas.append(
+                llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
+            )
+    except BaseException:
+        for llama in llamas:
+            llama.close()
+        raise
+    return llamas
 
 
 def load() -> None:

@@ -11,13 +11,16 @@ Why Q8_0 and not a 4-bit format: Q8_0 holds every Q4_1 weight to within ~3 % of 
 (8 bits per weight against 4), so the model is the same one, as near as numbers go; Q4_0 was
 faster still but a 4-bit to 4-bit conversion rounds every weight again.
 
-The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made on first use
-into a cache folder outside the repository (``TRAINBOARD_MODEL_CACHE``, else
+The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made by
+``make setup`` after an install (:func:`main`) or else on first use, into a cache folder
+outside the repository (``TRAINBOARD_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/trainboard/models``, else ``~/.cache/trainboard/models``), named by the
 shipped file's identity and the llama.cpp version, written to a temporary name and renamed
 (two worker processes racing both end with one whole file). ``TRAINBOARD_LOCAL_LM_WEIGHTS=shipped``
 runs the shipped file as it is; a conversion that fails (disk full, read-only folder) logs a
-warning and runs the shipped file too.
+warning and runs the shipped file too. A conversion llama.cpp cannot load (a file damaged
+after it was made: cut short, overwritten) is deleted and made again, once, by
+:func:`open_weights`.
 
 Example:
     ```python
@@ -27,12 +30,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import hashlib
 import logging
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from training.engine.local.errors import LocalModelError
 
@@ -48,6 +56,23 @@ CACHE_SETTING = "TRAINBOARD_MODEL_CACHE"
 #: reinstalled or other file gets another name without hashing ~100 MB at every load.
 IDENTITY_BYTES = 1 << 20
 GGUF_MAGIC = b"GGUF"
+#: What llama.cpp's ``Llama`` raises for a file it cannot load.
+LOAD_ERRORS = (ValueError, RuntimeError)
+
+Loaded = TypeVar("Loaded")
+
+#: ggml's log levels as this llama.cpp numbers them (ggml.h ``enum ggml_log_level``: NONE,
+#: DEBUG, INFO, WARN, ERROR, CONT) and the ``logging`` level each is written at here: the
+#: quantizer's ~800 lines of progress (``[ 12/ 272] blk.0... converting to q8_0``) are INFO,
+#: so they go to debug; its warnings and errors stay warnings.
+GGML_LOG_CONT = 5
+GGML_TO_LOGGING = {
+    0: logging.DEBUG,
+    1: logging.DEBUG,
+    2: logging.DEBUG,
+    3: logging.WARNING,
+    4: logging.WARNING,
+}
 
 
 def cache_dir() -> Path:
@@ -93,15 +118,70 @@ def convert(source: Path, target: Path, llama_cpp) -> None:
         params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
         params.allow_requantize = True
         params.nthread = os.cpu_count() or 1
-        status = llama_cpp.llama_model_quantize(
-            str(source).encode(), scratch.encode(), ctypes.byref(params)
-        )
+        with llama_cpp_log_to_logging(llama_cpp):
+            status = llama_cpp.llama_model_quantize(
+                str(source).encode(), scratch.encode(), ctypes.byref(params)
+            )
         if status != 0 or not is_whole(Path(scratch)):
             raise RuntimeError(f"llama_model_quantize returned {status}")
         os.replace(scratch, target)
     finally:
         if os.path.exists(scratch):
             os.unlink(scratch)
+
+
+class _LlamaLog:
+    """llama.cpp's log lines written to this module's logger (it logs in pieces: a line is
+    written once its newline comes, at the level of its first piece)."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+        self.level = logging.DEBUG
+
+    def write(self, level: int, text: bytes) -> None:
+        if level != GGML_LOG_CONT and not self.pending:
+            self.level = GGML_TO_LOGGING.get(level, logging.WARNING)
+        self.pending += text.decode("utf-8", errors="replace")
+        if self.pending.endswith("\n"):
+            self.flush()
+
+    def flush(self) -> None:
+        line, self.pending = self.pending.rstrip(), ""
+        if line:
+            logger.log(self.level, "llama.cpp: %s", line)
+
+
+_LLAMA_LOG = _LlamaLog()
+
+
+@functools.cache
+def _log_callback(llama_cpp):
+    """The ctypes callback that writes to :data:`_LLAMA_LOG` (made once, kept alive for good:
+    llama.cpp holds its address)."""
+
+    @llama_cpp.llama_log_callback
+    def callback(level, text, user_data):
+        _LLAMA_LOG.write(level, text)
+
+    return callback
+
+
+@contextlib.contextmanager
+def llama_cpp_log_to_logging(llama_cpp):
+    """llama.cpp's log goes to this module's logger (info at debug level) while inside, and to
+    the callback it had before (llama-cpp-python's, printing to stderr) after.
+
+    Why: the quantizer logs ~300 lines on each conversion, which flooded the worker's log. The
+    log callback is process-wide: another thread's llama.cpp lines meanwhile come here too.
+    """
+    previous, user_data = llama_cpp.llama_log_callback(), ctypes.c_void_p()
+    llama_cpp.llama_log_get(ctypes.byref(previous), ctypes.byref(user_data))
+    llama_cpp.llama_log_set(_log_callback(llama_cpp), None)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_log_set(previous, user_data)
+        _LLAMA_LOG.flush()
 
 
 def runtime_weights(source: Path, llama_cpp) -> Path:
@@ -131,3 +211,73 @@ def runtime_weights(source: Path, llama_cpp) -> Path:
     except (OSError, RuntimeError) as error:
         logger.warning("local model: running the shipped weights %s (%s)", source, error)
         return source
+
+
+def open_weights(source: Path, llama_cpp, opener: Callable[[Path], Loaded]) -> tuple[Path, Loaded]:
+    """``opener`` run on the weights to load for ``source``; a conversion it cannot open is
+    deleted and made again, once (its header looked whole, the rest did not load).
+
+    Args:
+        source: the shipped GGUF.
+        llama_cpp: the imported ``llama_cpp`` module.
+        opener: loads a GGUF path (raises ValueError or RuntimeError, as ``Llama`` does, for a
+            file it cannot load).
+
+    Returns:
+        (the path opened, what ``opener`` returned).
+
+    Raises:
+        ValueError, RuntimeError: from ``opener`` for the shipped file, or for a conversion
+            that still fails once made again.
+        LocalModelError: as :func:`runtime_weights`.
+    """
+    path = runtime_weights(source, llama_cpp)
+    try:
+        return path, opener(path)
+    except LOAD_ERRORS as error:
+        if path == source:
+            raise
+        logger.warning(
+            "local model: llama.cpp could not load the conversion %s (%s); making it again",
+            path,
+            error,
+        )
+        discard(path)
+    path = runtime_weights(source, llama_cpp)
+    return path, opener(path)
+
+
+def discard(path: Path) -> None:
+    """Delete a conversion (the next :func:`runtime_weights` makes it again)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:  # the retry then loads the same file and fails, naming it
+        logger.warning("local model: cannot delete the conversion %s (%s)", path, error)
+
+
+def main() -> int:
+    """Make the conversion now, once (``make setup`` runs this after an install, so the first
+    run does not): ``python -m training.engine.local.weights``.
+
+    Returns:
+        0: the conversion is there (made now or before), or the setting runs the shipped
+        file; 1: it could not be made (said on stderr; a run then loads the shipped file).
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    from training.engine.local import smollm2
+
+    try:
+        llama_cpp = smollm2._import_llama_cpp()
+        source = smollm2.gguf_path()
+        path = runtime_weights(source, llama_cpp)
+    except LocalModelError as error:
+        print(f"local model: no conversion made: {error}", file=sys.stderr)
+        return 1
+    if path == source and os.environ.get(WEIGHTS_SETTING, Q8_0).strip().lower() != SHIPPED:
+        return 1  # runtime_weights logged why
+    print(f"local model: runs {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
