@@ -490,3 +490,22 @@ def test_two_calls_reaching_a_new_prefix_at_once_evaluate_it_once(instances):
     for i in range(2):
         expected = _fresh_answer(instances[0], messages[i], temperature=0.0, max_tokens=12)
         assert results[i]["choices"][0]["message"]["content"] == expected
+
+
+def test_a_long_last_turn_is_saved_and_a_prompt_sharing_its_start_restores_that_much(instances):
+    """OMEGA's pattern: two mutation prompts whose long user turns start alike (the variable's
+    description), a candidate's predictions in between. The second evaluates only what
+    follows the part the two share, and answers as a decoder that never held anything."""
+    decoder = Decoder(instances[1])
+    common = "Describe what each team handles, then improve the instruction. " * 6
+    first = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": common + "A."}]
+    second = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": common + "B?"}]
+    decoder.complete(first, temperature=0.0, max_tokens=4)
+    decoder.complete(OTHER_SYSTEM + [{"role": "user", "content": "Hi"}], max_tokens=2)
+    prompts = [decoder.prompt_tokens(m) for m in (first, second)]
+    shared = shared_prefix(*prompts)
+    assert shared > decoder._cuts(prompts[1])[-1] + 64  # well past the system message
+    answer = decoder.complete(second, temperature=0.0, max_tokens=24)
+    assert answer["usage"]["prompt_tokens_evaluated"] == len(prompts[1]) - shared
+    expected = _fresh_answer(instances[1], second, temperature=0.0, max_tokens=24)
+    assert answer["choices"][0]["message"]["content"] == expected

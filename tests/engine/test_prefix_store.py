@@ -52,13 +52,13 @@ def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
     assert time.monotonic() - started < 2
 
 
-def test_the_longest_saved_prefix_is_found_and_the_least_recently_used_dropped():
+def test_the_saved_prefix_sharing_most_is_found_and_the_least_recently_used_dropped():
     store = PrefixStore(size=2)
     store.put((1, 2), "a")
     store.put((1, 2, 3, 4), "b")
-    assert store.longest([1, 2, 3, 4, 5]) == (1, 2, 3, 4)
-    assert store.longest([1, 2, 9]) == (1, 2)
-    assert store.longest([9]) is None
+    assert store.nearest([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4)
+    assert store.nearest([1, 2, 3, 9]) == ((1, 2, 3, 4), 3)  # shares its first three tokens
+    assert store.nearest([9]) == (None, 0)
     store.get((1, 2))  # used: now the most recent
     store.put((5, 6), "c")
     assert store.keys() == [(1, 2), (5, 6)]

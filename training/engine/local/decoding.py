@@ -79,7 +79,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.local.prefix_store import PrefixStore
+from training.engine.local.prefix_store import PrefixStore, shared_prefix
 
 #: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
 #: another kernel than a longer one, and its rounding would make an answer depend on where the
@@ -148,16 +148,6 @@ def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: s
         json.dumps([prompt, temperature, top_p, grammar]).encode("utf-8"), digest_size=4
     )
     return int.from_bytes(digest.digest(), "little")
-
-
-def shared_prefix(held: list[int], prompt: list[int]) -> int:
-    """How many leading tokens ``prompt`` shares with the prompt an instance holds."""
-    common = 0
-    for a, b in zip(held, prompt, strict=False):
-        if a != b:
-            break
-        common += 1
-    return common
 
 
 def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
@@ -249,15 +239,10 @@ class Decoder:
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
 
-    def _saved_prefix(self, prompt: list[int]) -> tuple[int, ...] | None:
-        """The longest saved prefix ``prompt`` starts with (None: none)."""
-        return self.saved.longest(prompt)
-
     def reusable(self, prompt: list[int]) -> int:
         """How many leading tokens of ``prompt`` this decoder need not evaluate: the prefix it
-        shares with the held prompt, or a saved system message (what the pool routes by)."""
-        saved = self._saved_prefix(prompt)
-        return max(shared_prefix(self.held, prompt), len(saved) if saved else 0)
+        shares with the held prompt, or with a saved one (what the pool routes by)."""
+        return max(shared_prefix(self.held, prompt), self.saved.nearest(prompt)[1])
 
     def _cuts(self, prompt: list[int]) -> list[int]:
         """Where ``prompt``'s prefixes worth saving end: after the system message, and after
@@ -324,7 +309,7 @@ class Decoder:
         claimed in the pool's store, longest first: a saved one is restored instead; one
         another decoder is evaluating now is waited for (the longest only, before claiming
         any), then restored (``prefix_store.py``)."""
-        held = max(min(shared_prefix(self.held, prompt), len(prompt) - MIN_BATCH_TOKENS), 0)
+        held, _ = self._reuse(prompt)  # held here or saved: nothing to claim up to there
         mine: list[int] = []
         try:
             for cut in reversed(self._cuts(prompt)):
@@ -349,9 +334,9 @@ class Decoder:
         held prefix or a longer saved one (``stored``), leaving at least MIN_BATCH_TOKENS."""
         limit = len(prompt) - MIN_BATCH_TOKENS
         reuse = max(min(shared_prefix(self.held, prompt), limit), 0)
-        saved = self._saved_prefix(prompt) if stored else None
-        if saved is not None and reuse < len(saved) <= limit:
-            return len(saved), saved
+        saved, common = self.saved.nearest(prompt) if stored else (None, 0)
+        if saved is not None and min(common, limit) > reuse:
+            return min(common, limit), saved  # restored, then cut there (Llama.eval drops the rest)
         return reuse, None
 
     def _evaluate_new(self, prompt: list[int], opening: list[int], save: list[int] = ()) -> int:
@@ -381,6 +366,8 @@ class Decoder:
             start = cut
         for a, b in batches(start, len(tokens), self.llama.n_batch):
             self.llama.eval(tokens[a:b])
+        if len(prompt) - start >= MIN_SAVED_TOKENS:  # a long last turn: saved with its prompt
+            self._save(tuple(tokens))
         self.held = list(prompt)
         return len(prompt) - reuse
 

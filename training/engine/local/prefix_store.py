@@ -12,7 +12,10 @@ it would have used, with the same keys and values bit for bit (same weights, sam
 the answer does not depend on which instance evaluated the prefix
 (``tests/engine/test_local_decoding.py`` checks it).
 
-The store keeps the :data:`SAVED_PREFIXES` most recently used prefixes (~23 KB a token).
+A long last turn is saved with its prompt too (``Decoder._evaluate_new``): OMEGA's next
+mutation prompt shares its start (the variable's description, the parent's instructions), and
+a saved state serves any prompt that shares its first tokens: restored, then cut where the two
+part. The store keeps the :data:`SAVED_PREFIXES` most recently used (~23 KB a token).
 
 Example:
     ```python
@@ -26,6 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 #: Prefixes a pool keeps (the oldest used is dropped first): OMEGA's mutation system message,
@@ -38,6 +42,16 @@ PENDING_WAIT_SECONDS = 60.0
 WAIT_SLICE_SECONDS = 0.25
 
 Key = tuple[int, ...]
+
+
+def shared_prefix(held: Sequence[int], prompt: Sequence[int]) -> int:
+    """How many leading tokens ``prompt`` shares with ``held``."""
+    common = 0
+    for a, b in zip(held, prompt, strict=False):
+        if a != b:
+            break
+        common += 1
+    return common
 
 
 class PrefixStore:
@@ -67,11 +81,18 @@ class PrefixStore:
         with self._changed:
             return list(self._states)
 
-    def longest(self, prompt: list[int]) -> Key | None:
-        """The longest saved prefix ``prompt`` starts with (None: none)."""
+    def nearest(self, prompt: list[int]) -> tuple[Key | None, int]:
+        """The saved prefix that shares the most leading tokens with ``prompt``, and how many
+        (``(None, 0)``: none shares any). Its state restored, the cells past the shared part
+        are dropped, as for a held prompt (``Decoder._reuse``)."""
         with self._changed:
-            found = [key for key in self._states if tuple(prompt[: len(key)]) == key]
-        return max(found, key=len) if found else None
+            keys = list(self._states)
+        best, most = None, 0
+        for key in keys:
+            common = shared_prefix(key, prompt)
+            if common > most:
+                best, most = key, common
+        return best, most
 
     def get(self, key: Key) -> Any:
         """The saved state of ``key`` (KeyError if it is gone), now the most recently used."""
