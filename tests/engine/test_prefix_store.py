@@ -22,10 +22,10 @@ def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
     thread.start()
     time.sleep(0.1)
     assert thread.is_alive()  # still waiting
-    store.put(key, "state")
+    store.put(key, b"state")
     thread.join(5)
     assert got == {"saved": True}
-    assert store.get(key) == "state"
+    assert store.get(key) == b"state"
     assert store.claim(key) is False  # saved: nothing to evaluate
 
 
@@ -54,13 +54,23 @@ def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
 
 def test_the_saved_prefix_sharing_most_is_found_and_the_least_recently_used_dropped():
     store = PrefixStore(size=2)
-    store.put((1, 2), "a")
-    store.put((1, 2, 3, 4), "b")
+    store.put((1, 2), b"a")
+    store.put((1, 2, 3, 4), b"b")
     assert store.nearest([1, 2, 3, 4, 5]) == ((1, 2, 3, 4), 4)
     assert store.nearest([1, 2, 3, 9]) == ((1, 2, 3, 4), 3)  # shares its first three tokens
     assert store.nearest([9]) == (None, 0)
     store.get((1, 2))  # used: now the most recent
-    store.put((5, 6), "c")
+    store.put((5, 6), b"c")
     assert store.keys() == [(1, 2), (5, 6)]
     store.drop((1, 2))
     assert (1, 2) not in store and len(store) == 1
+
+
+def test_saved_states_are_kept_within_their_byte_budget():
+    store = PrefixStore(size=6, max_bytes=10)
+    store.put((1,), bytes(4))
+    store.put((2,), bytes(4))
+    store.put((3,), bytes(4))  # 12 bytes: the oldest goes
+    assert store.keys() == [(2,), (3,)]
+    store.put((4,), bytes(11))  # larger than the whole budget: not kept, nothing else lost
+    assert store.keys() == [(2,), (3,)]

@@ -32,9 +32,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-#: Prefixes a pool keeps (the oldest used is dropped first): OMEGA's mutation system message,
-#: and the system message and examples of the last candidates. ~23 KB a token, ~4 MB each.
+#: Prefixes a pool keeps (the oldest used is dropped first): OMEGA's mutation system message
+#: and last prompt, and the system message and examples of the last candidates.
 SAVED_PREFIXES = 6
+#: And at most this many bytes of them (~23 KB a token: a 550-token mutation prompt is ~13 MB,
+#: a prompt filling a 4096-token context ~94 MB, which is then not kept).
+SAVED_BYTES = 64 << 20
 #: The longest a decoder waits for a prefix another decoder is evaluating (seconds); after
 #: that it evaluates the prefix itself (the answer is the same either way).
 PENDING_WAIT_SECONDS = 60.0
@@ -61,10 +64,12 @@ class PrefixStore:
 
     Args:
         size: how many saved prefixes are kept.
+        max_bytes: how many bytes of saved states are kept at most (a larger one is not).
     """
 
-    def __init__(self, size: int = SAVED_PREFIXES):
+    def __init__(self, size: int = SAVED_PREFIXES, max_bytes: int = SAVED_BYTES):
         self.size = size
+        self.max_bytes = max_bytes
         self._states: OrderedDict[Key, Any] = OrderedDict()
         self._pending: set[Key] = set()
         self._changed = threading.Condition()
@@ -101,15 +106,20 @@ class PrefixStore:
             return self._states[key]
 
     def put(self, key: Key, state: Any) -> None:
-        """Save ``state`` under ``key``, dropping the oldest beyond :attr:`size`; a claim on
-        ``key`` ends and the decoders waiting for it go on."""
+        """Save ``state`` (a byte buffer) under ``key``, dropping the oldest beyond
+        :attr:`size` and :attr:`max_bytes`; a claim on ``key`` ends and the decoders waiting
+        for it go on."""
         with self._changed:
-            self._states[key] = state
-            self._states.move_to_end(key)
-            while len(self._states) > self.size:
+            if len(state) <= self.max_bytes:
+                self._states[key] = state
+                self._states.move_to_end(key)
+            while len(self._states) > self.size or self._bytes() > self.max_bytes:
                 self._states.popitem(last=False)
             self._pending.discard(key)
             self._changed.notify_all()
+
+    def _bytes(self) -> int:
+        return sum(len(state) for state in self._states.values())
 
     def drop(self, key: Key) -> None:
         """Forget ``key`` (a state llama.cpp would not read back)."""
