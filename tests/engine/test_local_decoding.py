@@ -411,11 +411,19 @@ def test_the_borrowed_core_comes_back_on_an_error_and_on_a_cancelled_call(
     assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
     assert _free_slots(tmp_path) == [1]  # given back despite the error
     cancelled = threading.Event()
-    cancelled.set()
+    evaluate_new = decoder._evaluate_new
+
+    def evaluate_then_cancel(*args):  # the caller goes away once the prompt is evaluated
+        evaluated = evaluate_new(*args)
+        cancelled.set()
+        return evaluated
+
+    monkeypatch.setattr(decoder, "_evaluate_new", evaluate_then_cancel)
     decoder.held, decoder.saved = [], PrefixStore()
     result = decoder.complete(
         _messages(QUESTIONS[1]), temperature=0.0, max_tokens=4, cancelled=cancelled
     )
+    monkeypatch.undo()
     assert result["choices"][0]["finish_reason"] == "cancelled"
     assert result["usage"]["borrowed_cores"] == 1
     assert llama_cpp.llama_n_threads_batch(llama._ctx.ctx) == 1
@@ -509,3 +517,21 @@ def test_a_long_last_turn_is_saved_and_a_prompt_sharing_its_start_restores_that_
     assert answer["usage"]["prompt_tokens_evaluated"] == len(prompts[1]) - shared
     expected = _fresh_answer(instances[1], second, temperature=0.0, max_tokens=24)
     assert answer["choices"][0]["message"]["content"] == expected
+
+
+def test_a_call_cancelled_before_its_prompt_evaluates_nothing(instances):
+    """A call whose caller went away while it waited (for a prefix another instance was
+    evaluating) evaluates nothing, and the instance still holds what it held."""
+    import threading
+
+    decoder = Decoder(instances[1])
+    decoder.complete(_messages(QUESTIONS[0]), temperature=0.0, max_tokens=2)
+    held = list(decoder.held)
+    cancelled = threading.Event()
+    cancelled.set()
+    result = decoder.complete(
+        _few_shot(QUESTIONS[1]), temperature=0.0, max_tokens=8, cancelled=cancelled
+    )
+    assert result["choices"][0]["finish_reason"] == "cancelled"
+    assert result["usage"]["prompt_tokens_evaluated"] == 0
+    assert decoder.held == held

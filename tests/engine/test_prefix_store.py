@@ -5,18 +5,18 @@ the most recently used kept."""
 import threading
 import time
 
-from training.engine.local.prefix_store import PrefixStore
+from training.engine.local.prefix_store import BUSY, CLAIMED, SAVED, PrefixStore
 
 
 def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
     store = PrefixStore()
     key = (1, 2, 3)
-    assert store.claim(key) is True
-    assert store.claim(key) is False  # another decoder is evaluating it
+    assert store.claim_or_wait(key) == CLAIMED
+    assert store.claim_or_wait(key, wait=False) == BUSY  # another decoder is evaluating it
     got = {}
 
     def waiter() -> None:
-        got["saved"] = store.wait(key, timeout=10)
+        got["found"] = store.claim_or_wait(key, timeout=10)
 
     thread = threading.Thread(target=waiter)
     thread.start()
@@ -24,31 +24,29 @@ def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
     assert thread.is_alive()  # still waiting
     store.put(key, b"state")
     thread.join(5)
-    assert got == {"saved": True}
+    assert got == {"found": SAVED}
     assert store.get(key) == b"state"
-    assert store.claim(key) is False  # saved: nothing to evaluate
 
 
-def test_a_claim_that_ends_without_a_state_wakes_the_waiter_with_nothing():
+def test_a_claim_that_ends_without_a_state_passes_to_the_waiter():
     store = PrefixStore()
     key = (7, 8)
-    store.claim(key)
+    store.claim_or_wait(key)
     threading.Timer(0.1, store.release, args=(key,)).start()
-    assert store.wait(key, timeout=10) is False
-    assert store.claim(key) is True  # the waiter may evaluate it itself now
+    assert store.claim_or_wait(key, timeout=10) == CLAIMED  # the waiter evaluates it now
 
 
 def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
     store = PrefixStore()
     key = (4, 5)
-    store.claim(key)
+    store.claim_or_wait(key)
     started = time.monotonic()
-    assert store.wait(key, timeout=0.3) is False
+    assert store.claim_or_wait(key, timeout=0.3) == BUSY
     assert 0.25 <= time.monotonic() - started < 2
     cancelled = threading.Event()
     threading.Timer(0.1, cancelled.set).start()
     started = time.monotonic()
-    assert store.wait(key, timeout=30, cancelled=cancelled) is False
+    assert store.claim_or_wait(key, timeout=30, cancelled=cancelled) == BUSY
     assert time.monotonic() - started < 2
 
 
@@ -74,3 +72,12 @@ def test_saved_states_are_kept_within_their_byte_budget():
     assert store.keys() == [(2,), (3,)]
     store.put((4,), bytes(11))  # larger than the whole budget: not kept, nothing else lost
     assert store.keys() == [(2,), (3,)]
+
+
+def test_one_whole_prompt_is_kept_and_a_tie_goes_to_the_shorter_prefix():
+    store = PrefixStore()
+    store.put((1, 2), b"cut")
+    store.put((1, 2, 3, 4), b"whole", whole=True)
+    store.put((1, 2, 5, 6), b"next whole", whole=True)  # replaces the first
+    assert store.keys() == [(1, 2), (1, 2, 5, 6)]
+    assert store.nearest([1, 2, 9]) == ((1, 2), 2)  # both share two tokens: the shorter

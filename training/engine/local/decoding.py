@@ -28,11 +28,17 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   and a prompt's new part is always evaluated in batches of at least
   :data:`MIN_BATCH_TOKENS`: an answer is the same whether or not its prefix was held
   (``tests/engine/test_local_decoding.py`` checks it on each machine).
-- **A prompt can come back after another replaced it.** OMEGA's mutation calls share their
-  system message, but the new candidate's predictions run in between and replace the held
-  prompt. So the keys/values of a long system message are saved as it is evaluated (the
-  prompt cut there into two batches, which changes no logit) and restored, into the same
-  cells, when a later prompt starts with it (:meth:`Decoder._restore`).
+- **A prompt can come back after another replaced it, or run on the other instance.**
+  OMEGA's mutation calls share their system message (and the start of their user turn), but
+  the new candidate's predictions run in between and replace the held prompt; a new
+  candidate's first two predictions start together, one on each instance. So the keys/values
+  of two prefixes of a prompt are saved as it is evaluated (the prompt cut there into
+  batches, which changes no logit): the system message, and the system message with its
+  few-shot turns; and a long last turn is saved with its whole prompt. They live in the
+  pool's :class:`PrefixStore` (``prefix_store.py``), shared by its decoders: the saved state
+  sharing the most leading tokens with a later prompt is restored, into the same cells, and
+  cut where the two part (:meth:`Decoder._restore`), and a prefix another decoder is
+  evaluating now is waited for rather than evaluated twice (:meth:`_evaluate_prompt`).
 - **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
   call's seed from the instance's previous seed, so which instance served how many calls
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
@@ -79,7 +85,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.local.prefix_store import PrefixStore, shared_prefix
+from training.engine.local.prefix_store import CLAIMED, SAVED, PrefixStore, shared_prefix
 
 #: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
 #: another kernel than a longer one, and its rounding would make an answer depend on where the
@@ -270,13 +276,17 @@ class Decoder:
         self.llama.n_tokens = len(key)
         self.llama.input_ids[: len(key)] = key
 
-    def _save(self, key: tuple[int, ...]) -> None:
-        """Keep the instance's keys/values (exactly ``key``'s tokens now) under ``key``."""
+    def _save(self, key: tuple[int, ...], whole: bool = False) -> None:
+        """Keep the instance's keys/values (exactly ``key``'s tokens now) under ``key``
+        (``whole``: a whole prompt, see ``PrefixStore.put``); not when larger than the store
+        keeps."""
         lib, ctx = self._lib, self.llama._ctx.ctx
         size = lib.llama_state_seq_get_size(ctx, 0)
+        if size > self.saved.max_bytes:
+            return
         state = (ctypes.c_uint8 * size)()
         if lib.llama_state_seq_get_data(ctx, state, size, 0) == size:
-            self.saved.put(key, state)
+            self.saved.put(key, state, whole=whole)
 
     @contextlib.contextmanager
     def _borrowed_cores(self, tokens: int) -> Iterator[int]:
@@ -306,9 +316,11 @@ class Decoder:
         when it is long and some are free (:meth:`_borrowed_cores`).
 
         First the prefixes worth saving (:meth:`_cuts`) that this decoder does not hold are
-        claimed in the pool's store, longest first: a saved one is restored instead; one
-        another decoder is evaluating now is waited for (the longest only, before claiming
-        any), then restored (``prefix_store.py``)."""
+        claimed in the pool's store, longest first, each in one step
+        (``PrefixStore.claim_or_wait``): a saved one is restored instead; one another decoder
+        is evaluating now is waited for (only while this call holds no claim, and after a
+        wait nothing shorter is claimed), then restored. A call cancelled meanwhile evaluates
+        nothing (its caller is gone)."""
         held, _ = self._reuse(prompt)  # held here or saved: nothing to claim up to there
         mine: list[int] = []
         try:
@@ -316,12 +328,13 @@ class Decoder:
                 if cut - held < MIN_BATCH_TOKENS:
                     break
                 key = tuple(prompt[:cut])
-                if not mine and self.saved.pending(key):
-                    self.saved.wait(key, cancelled=cancelled)
-                if self.saved.claim(key):
+                found = self.saved.claim_or_wait(key, wait=not mine, cancelled=cancelled)
+                if found == CLAIMED:
                     mine.append(cut)
-                elif key in self.saved:
-                    break  # a longer saved prefix: the shorter ones are not needed
+                elif found == SAVED or not mine:
+                    break  # a longer saved prefix, or a wait ended: nothing shorter to claim
+            if cancelled is not None and cancelled.is_set():
+                return 0
             reuse, _ = self._reuse(prompt)
             with self._borrowed_cores(len(prompt) + len(opening) - reuse):
                 return self._evaluate_new(prompt, opening, mine)
@@ -367,7 +380,7 @@ class Decoder:
         for a, b in batches(start, len(tokens), self.llama.n_batch):
             self.llama.eval(tokens[a:b])
         if len(prompt) - start >= MIN_SAVED_TOKENS:  # a long last turn: saved with its prompt
-            self._save(tuple(tokens))
+            self._save(tuple(tokens), whole=True)
         self.held = list(prompt)
         return len(prompt) - reuse
 

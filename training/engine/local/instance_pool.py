@@ -6,8 +6,9 @@ and output format: every prediction of one candidate program) only evaluates its
 Handing calls to *any* idle instance, as a plain queue does, makes the candidates' prompts
 alternate on each instance and throws that prefix away; here a call takes the idle decoder that
 shares the longest prefix with its prompt, held or among the saved prefixes (shared by the
-pool's decoders, ``prefix_store.py``) (``Decoder.reusable``; the first such in load order on a tie), so the choice depends only on
-what the decoders hold, never on timing.
+pool's decoders, ``prefix_store.py``; ``Decoder.reusable``), then the one holding more of it,
+then the first in load order, so the choice depends only on what the decoders hold, never on
+timing.
 
 Example:
     ```python
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import threading
 from typing import Any
+
+from training.engine.local.prefix_store import shared_prefix
 
 
 class InstancePool:
@@ -50,7 +53,11 @@ class InstancePool:
             best = self._idle[0]
             if messages is not None and len(self._idle) > 1:
                 prompt = best.prompt_tokens(messages)
-                best = max(self._idle, key=lambda d: d.reusable(prompt))
+                # the pool's decoders share their saved prefixes: on a tie, the one holding it
+                best = max(
+                    self._idle,
+                    key=lambda d: (d.reusable(prompt), shared_prefix(d.held, prompt)),
+                )
             self._idle.remove(best)
             return best
 

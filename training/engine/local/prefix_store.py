@@ -15,7 +15,8 @@ the answer does not depend on which instance evaluated the prefix
 A long last turn is saved with its prompt too (``Decoder._evaluate_new``): OMEGA's next
 mutation prompt shares its start (the variable's description, the parent's instructions), and
 a saved state serves any prompt that shares its first tokens: restored, then cut where the two
-part. The store keeps the :data:`SAVED_PREFIXES` most recently used (~23 KB a token).
+part. The store keeps the :data:`SAVED_PREFIXES` most recently used, at most
+:data:`SAVED_BYTES` of them (~23 KB a token), and one whole prompt among them.
 
 Example:
     ```python
@@ -46,6 +47,9 @@ WAIT_SLICE_SECONDS = 0.25
 
 Key = tuple[int, ...]
 
+#: What :meth:`PrefixStore.claim_or_wait` found.
+SAVED, CLAIMED, BUSY = "saved", "claimed", "busy"
+
 
 def shared_prefix(held: Sequence[int], prompt: Sequence[int]) -> int:
     """How many leading tokens ``prompt`` shares with ``held``."""
@@ -72,6 +76,7 @@ class PrefixStore:
         self.max_bytes = max_bytes
         self._states: OrderedDict[Key, Any] = OrderedDict()
         self._pending: set[Key] = set()
+        self._whole: Key | None = None  # the one whole prompt kept
         self._changed = threading.Condition()
 
     def __len__(self) -> int:
@@ -88,10 +93,11 @@ class PrefixStore:
 
     def nearest(self, prompt: list[int]) -> tuple[Key | None, int]:
         """The saved prefix that shares the most leading tokens with ``prompt``, and how many
-        (``(None, 0)``: none shares any). Its state restored, the cells past the shared part
-        are dropped, as for a held prompt (``Decoder._reuse``)."""
+        (``(None, 0)``: none shares any); on a tie the shorter (less to copy back). Its state
+        restored, the cells past the shared part are dropped, as for a held prompt
+        (``Decoder._reuse``)."""
         with self._changed:
-            keys = list(self._states)
+            keys = sorted(self._states, key=len)
         best, most = None, 0
         for key in keys:
             common = shared_prefix(key, prompt)
@@ -105,11 +111,17 @@ class PrefixStore:
             self._states.move_to_end(key)
             return self._states[key]
 
-    def put(self, key: Key, state: Any) -> None:
+    def put(self, key: Key, state: Any, whole: bool = False) -> None:
         """Save ``state`` (a byte buffer) under ``key``, dropping the oldest beyond
         :attr:`size` and :attr:`max_bytes`; a claim on ``key`` ends and the decoders waiting
-        for it go on."""
+        for it go on. ``whole``: a whole prompt (its long last turn included), of which one is
+        kept, so that predictions with long inputs do not push out the prefixes many calls
+        share."""
         with self._changed:
+            if whole:
+                if self._whole is not None and self._whole != key:
+                    self._states.pop(self._whole, None)
+                self._whole = key
             if len(state) <= self.max_bytes:
                 self._states[key] = state
                 self._states.move_to_end(key)
@@ -126,42 +138,39 @@ class PrefixStore:
         with self._changed:
             self._states.pop(key, None)
 
-    def claim(self, key: Key) -> bool:
-        """True when ``key`` is neither saved nor being evaluated: the caller now evaluates it
-        and ends the claim with :meth:`put` or :meth:`release`. False otherwise (never waits)."""
+    def claim_or_wait(
+        self,
+        key: Key,
+        wait: bool = True,
+        timeout: float = PENDING_WAIT_SECONDS,
+        cancelled: threading.Event | None = None,
+    ) -> str:
+        """In one step, under the lock: :data:`SAVED` when ``key`` is saved; :data:`CLAIMED`
+        when nobody is evaluating it (the caller now does, and ends the claim with :meth:`put`
+        or :meth:`release`); else, with ``wait``, waits while another decoder evaluates it (at
+        most ``timeout`` seconds, or until ``cancelled`` is set) and looks again; :data:`BUSY`
+        when another decoder is still evaluating it."""
+        deadline = time.monotonic() + timeout
         with self._changed:
-            if key in self._states or key in self._pending:
-                return False
-            self._pending.add(key)
-            return True
+            while True:
+                if key in self._states:
+                    return SAVED
+                if key not in self._pending:
+                    self._pending.add(key)
+                    return CLAIMED
+                left = deadline - time.monotonic()
+                if not wait or left <= 0 or (cancelled is not None and cancelled.is_set()):
+                    return BUSY
+                self._changed.wait(min(left, WAIT_SLICE_SECONDS))
 
     def release(self, key: Key) -> None:
-        """End a claim without a state (the evaluation failed or was cut elsewhere)."""
+        """End a claim without a state (the evaluation failed or was cut elsewhere): a decoder
+        waiting for it claims it next."""
         with self._changed:
             self._pending.discard(key)
             self._changed.notify_all()
 
-    def wait(
-        self,
-        key: Key,
-        timeout: float = PENDING_WAIT_SECONDS,
-        cancelled: threading.Event | None = None,
-    ) -> bool:
-        """Wait while another decoder evaluates ``key`` (at most ``timeout`` seconds, or until
-        ``cancelled`` is set). Returns whether ``key`` is saved now."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while key in self._pending and key not in self._states:
-                left = deadline - time.monotonic()
-                if left <= 0 or (cancelled is not None and cancelled.is_set()):
-                    break
-                self._changed.wait(min(left, WAIT_SLICE_SECONDS))
-            return key in self._states
-
-    def pending(self, key: Key) -> bool:
-        with self._changed:
-            return key in self._pending
-
     def clear(self) -> None:
         with self._changed:
             self._states.clear()
+            self._whole = None
