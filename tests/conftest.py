@@ -64,6 +64,9 @@ CHROMIUM_ARGS = [
 ]
 TEST_SETTINGS = "tests.support.settings"
 TEST_ASGI_APPLICATION = "tests.support.asgi:application"
+#: The test stack's WebSocket keepalive (ping interval, ping timeout), seconds: daphne's own
+#: (20, 30) would take a minute to show one ping and its timeout pass.
+LIVE_WS_PING = (2, 10)
 _counter = itertools.count()
 
 
@@ -133,6 +136,7 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
         worker_name=f"live-{os.getpid()}-{next(_counter)}",
         python=sys.executable,
         asgi_application=TEST_ASGI_APPLICATION,
+        ws_ping=LIVE_WS_PING,
     )
 
     live_shell = LiveShell(env, BASE_DIR, log=var_dir / "log" / "live_shell.log")

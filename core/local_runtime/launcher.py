@@ -149,6 +149,10 @@ class Stack:
     embedded_redis: bool = False
     python: str = sys.executable
     asgi_application: str = "project.asgi:application"
+    #: daphne's WebSocket keepalive (ping interval, ping timeout) in seconds; None: daphne's
+    #: own (20, 30). The test stack pings faster, so a test sees many keepalive rounds in
+    #: seconds rather than a minute.
+    ws_ping: tuple[int, int] | None = None
     procs: dict = field(default_factory=dict)
     log_offsets: dict = field(default_factory=dict)
 
@@ -209,6 +213,9 @@ class Stack:
 
     def start_web(self) -> subprocess.Popen:
         args = [self.python, "-m", "daphne", "-b", self.host, "-p", str(self.port)]
+        if self.ws_ping is not None:
+            interval, timeout = self.ws_ping
+            args += ["--ping-interval", str(interval), "--ping-timeout", str(timeout)]
         args += [self.asgi_application]
         return self._spawn("web", args, "daphne")
 

