@@ -580,8 +580,9 @@ def warn_if_cuda_torch(python: Path) -> None:
         )
 
 
-#: The entry point that makes the local model's Q8_0 conversion (training/engine/local/weights.py).
-CONVERT_WEIGHTS = ["-m", "training.engine.local.weights"]
+#: The entry point that makes the local model's Q8_0 conversion
+#: (training/engine/local/prepare_weights.py).
+CONVERT_WEIGHTS = ["-m", "training.engine.local.prepare_weights"]
 
 
 def convert_weights(python: Path, environ: dict[str, str]) -> bool:

@@ -158,10 +158,10 @@ def test_a_failed_conversion_still_says_why(cache, tmp_path, capfd, caplog):
 
 
 def convert_now(environ: dict) -> subprocess.CompletedProcess:
-    """``python -m training.engine.local.weights``, what ``make setup`` runs after an install."""
+    """``python -m training.engine.local.prepare_weights``, what ``make setup`` runs after an install."""
     env = {k: v for k, v in os.environ.items() if k != weights.WEIGHTS_SETTING}
     return subprocess.run(
-        [sys.executable, "-m", "training.engine.local.weights"],
+        [sys.executable, "-m", "training.engine.local.prepare_weights"],
         cwd=BASE_DIR,
         env={**env, **environ},
         capture_output=True,

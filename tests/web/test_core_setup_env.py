@@ -271,7 +271,7 @@ def test_a_failed_compile_fails_the_set_up_after_the_install(monkeypatch):
 
 
 def test_setup_converts_the_local_weights_and_only_warns_when_it_cannot(monkeypatch, capfd):
-    assert setup_env.CONVERT_WEIGHTS == ["-m", "training.engine.local.weights"]
+    assert setup_env.CONVERT_WEIGHTS == ["-m", "training.engine.local.prepare_weights"]
     python = Path(sys.executable)
     monkeypatch.setattr(setup_env, "CONVERT_WEIGHTS", ["-c", "import sys; sys.exit(0)"])
     assert setup_env.convert_weights(python, {}) is True

@@ -36,7 +36,6 @@ import functools
 import hashlib
 import logging
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -253,31 +252,3 @@ def discard(path: Path) -> None:
         path.unlink(missing_ok=True)
     except OSError as error:  # the retry then loads the same file and fails, naming it
         logger.warning("local model: cannot delete the conversion %s (%s)", path, error)
-
-
-def main() -> int:
-    """Make the conversion now, once (``make setup`` runs this after an install, so the first
-    run does not): ``python -m training.engine.local.weights``.
-
-    Returns:
-        0: the conversion is there (made now or before), or the setting runs the shipped
-        file; 1: it could not be made (said on stderr; a run then loads the shipped file).
-    """
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    from training.engine.local import smollm2
-
-    try:
-        llama_cpp = smollm2._import_llama_cpp()
-        source = smollm2.gguf_path()
-        path = runtime_weights(source, llama_cpp)
-    except LocalModelError as error:
-        print(f"local model: no conversion made: {error}", file=sys.stderr)
-        return 1
-    if path == source and os.environ.get(WEIGHTS_SETTING, Q8_0).strip().lower() != SHIPPED:
-        return 1  # runtime_weights logged why
-    print(f"local model: runs {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
