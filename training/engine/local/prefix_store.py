@@ -169,8 +169,3 @@ class PrefixStore:
         with self._changed:
             self._pending.discard(key)
             self._changed.notify_all()
-
-    def clear(self) -> None:
-        with self._changed:
-            self._states.clear()
-            self._whole = None
