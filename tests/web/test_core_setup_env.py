@@ -27,7 +27,8 @@ def test_build_environment_trims_llama_cpp_and_uses_every_core(monkeypatch):
     env = setup_env.build_environment(caller)
 
     flags = shlex.split(env["CMAKE_ARGS"])  # how scikit-build-core reads it
-    assert flags == setup_env.LLAMA_CPP_CMAKE_ARGS
+    assert flags == setup_env.machine_cmake_args(caller)
+    assert flags[: len(setup_env.LLAMA_CPP_CMAKE_ARGS)] == setup_env.LLAMA_CPP_CMAKE_ARGS
     assert "-DLLAVA_BUILD=OFF" in flags
     assert f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={setup_env.BINDINGS_ONLY_CMAKE}" in flags
     assert setup_env.BINDINGS_ONLY_CMAKE.is_file()
@@ -94,6 +95,56 @@ def test_llama_cpp_is_built_portable_not_native():
     flags = setup_env.LLAMA_CPP_CMAKE_ARGS
     assert "-DGGML_NATIVE=OFF" in flags
     assert "-DGGML_AVX2=ON" in flags
+
+
+#: The flags line of a Zen 4 EPYC (this machine's kind), cut to what matters here.
+ZEN4_FLAGS = (
+    "fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma f16c bmi2 avx512f avx512dq avx512ifma "
+    "avx512cd avx512bw avx512vl avx512_bf16 avx512vbmi avx512_vbmi2 avx512_vnni avx512_bitalg"
+)
+
+
+def test_cpu_flags_are_read_from_the_first_flags_line(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        f"processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: {ZEN4_FLAGS}\n\n"
+        "processor\t: 1\nflags\t\t: sse avx2\n"
+    )
+    assert setup_env.cpu_flags(cpuinfo) == set(ZEN4_FLAGS.split())
+    assert setup_env.cpu_flags(tmp_path / "absent") == set()  # not Linux: AVX2 code only
+
+
+def test_avx512_kernels_are_built_only_for_a_cpu_that_has_the_instructions():
+    every = list(setup_env.AVX512_OPTIONS)
+    assert setup_env.cpu_options(set(ZEN4_FLAGS.split())) == every
+    assert setup_env.cpu_options({"avx", "avx2", "fma", "f16c"}) == []
+    # an extension without the base set (avx512bw missing) builds none of them
+    assert setup_env.cpu_options(set(ZEN4_FLAGS.split()) - {"avx512bw"}) == []
+    # the base set alone: no VNNI, BF16 or VBMI kernels it could not run
+    base = {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
+    assert setup_env.cpu_options(base) == ["-DGGML_AVX512=ON"]
+    assert setup_env.cpu_options(base | {"avx512_vnni"}) == [
+        "-DGGML_AVX512=ON",
+        "-DGGML_AVX512_VNNI=ON",
+    ]
+    # AMX (what crashed as -march=native) is never asked for
+    amx = setup_env.cpu_options(set(ZEN4_FLAGS.split()) | {"amx_tile", "amx_int8", "amx_bf16"})
+    assert not [flag for flag in amx if "AMX" in flag]
+
+
+def test_a_portable_build_leaves_the_cpu_options_out_and_keeps_another_wheel(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(setup_env, "cpu_flags", lambda: set(ZEN4_FLAGS.split()))
+    environ = {"TRAINBOARD_WHEELHOUSE": str(tmp_path)}
+    portable = {**environ, "TRAINBOARD_LLAMA_CPU": "portable"}
+
+    assert setup_env.machine_cmake_args(environ)[-4:] == list(setup_env.AVX512_OPTIONS)
+    assert setup_env.machine_cmake_args(portable) == setup_env.LLAMA_CPP_CMAKE_ARGS
+    assert setup_env.wheelhouse(portable) != setup_env.wheelhouse(environ)
+    monkeypatch.setattr(setup_env, "cpu_flags", lambda: {"avx2"})
+    # an AVX2-only machine sharing the cache never gets the AVX-512 wheel
+    assert setup_env.wheelhouse(environ) == setup_env.wheelhouse(portable)
 
 
 def test_wheelhouse_is_named_after_the_pin_and_the_build_flags(tmp_path, monkeypatch):
