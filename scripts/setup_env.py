@@ -147,6 +147,8 @@ def machine_cmake_args(environ: dict[str, str]) -> list[str]:
     if environ.get("TRAINBOARD_LLAMA_CPU") == PORTABLE_CPU:
         return list(LLAMA_CPP_CMAKE_ARGS)
     return [*LLAMA_CPP_CMAKE_ARGS, *cpu_options(cpu_flags())]
+
+
 PROGRESS_INTERVAL_S = 15.0
 # pip's output lines that start a step worth naming in the progress line.
 STEP_WIDTH = 80

@@ -132,9 +132,7 @@ def test_avx512_kernels_are_built_only_for_a_cpu_that_has_the_instructions():
     assert not [flag for flag in amx if "AMX" in flag]
 
 
-def test_a_portable_build_leaves_the_cpu_options_out_and_keeps_another_wheel(
-    tmp_path, monkeypatch
-):
+def test_a_portable_build_leaves_the_cpu_options_out_and_keeps_another_wheel(tmp_path, monkeypatch):
     monkeypatch.setattr(setup_env, "cpu_flags", lambda: set(ZEN4_FLAGS.split()))
     environ = {"TRAINBOARD_WHEELHOUSE": str(tmp_path)}
     portable = {**environ, "TRAINBOARD_LLAMA_CPU": "portable"}
