@@ -46,3 +46,25 @@ async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coro
         gc.collect()
     unawaited = [str(w.message) for w in seen if "never awaited" in str(w.message)]
     assert unawaited == []
+
+
+async def test_a_lazy_call_closed_before_it_started_never_runs():
+    """``close()`` on a coroutine that never started ends it; a LazyCall behaves alike: the
+    function is never called, and awaiting it afterwards raises instead of running it."""
+    import pytest
+
+    from training.engine.local.lazy_call import LazyCall
+
+    ran = []
+
+    async def work(value):
+        ran.append(value)
+        return value
+
+    started = LazyCall(work, 1)
+    assert await started == 1
+    closed = LazyCall(work, 2)
+    closed.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await closed
+    assert ran == [1]

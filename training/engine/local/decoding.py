@@ -260,11 +260,12 @@ class Decoder:
         limit = len(prompt) - MIN_BATCH_TOKENS
         return sorted(cut for cut in cuts if MIN_SAVED_TOKENS <= cut <= limit)
 
-    def _restore(self, key: tuple[int, ...], state: Any) -> None:
+    def _restore(self, key: tuple[int, ...], state: Any) -> bool:
         """Make the instance hold the saved prefix ``key`` (and nothing after it), from its
         ``state`` (saved by this decoder or another of the pool): its cells go where
         evaluating it had put them, so what follows is computed on the same cache as on a
-        fresh evaluation."""
+        fresh evaluation. Returns False when llama.cpp refuses the state: it is dropped
+        from the store and the instance holds nothing."""
         lib, ctx = self._lib, self.llama._ctx.ctx
         # Held nothing from here on: a failed restore must not leave the next call reusing
         # cells that are gone (it would answer without its prefix, and nothing would say so).
@@ -272,9 +273,10 @@ class Decoder:
         lib.llama_memory_seq_rm(lib.llama_get_memory(ctx), 0, -1, -1)
         if lib.llama_state_seq_set_data(ctx, state, len(state), 0) == 0:
             self.saved.drop(key)
-            raise RuntimeError("llama.cpp could not restore a saved prompt prefix")
+            return False
         self.llama.n_tokens = len(key)
         self.llama.input_ids[: len(key)] = key
+        return True
 
     def _save(self, key: tuple[int, ...], whole: bool = False) -> None:
         """Keep the instance's keys/values (exactly ``key``'s tokens now) under ``key``
@@ -359,13 +361,19 @@ class Decoder:
         on the way (each part evaluated is MIN_BATCH_TOKENS or more: the prompt cut there
         changes no logit). Returns how many prompt tokens were evaluated."""
         reuse, saved = self._reuse(prompt)
-        if saved is not None:
+        for _ in range(len(self.saved) + 1):  # each miss leaves the store one state fewer
+            if saved is None:
+                break
             try:
                 state = self.saved.get(saved)
-            except KeyError:  # another decoder's save dropped it meanwhile
-                reuse, saved = self._reuse(prompt, stored=False)
-            else:
-                self._restore(saved, state)
+            except KeyError:  # another decoder's save dropped it meanwhile: the next nearest
+                reuse, saved = self._reuse(prompt)
+                continue
+            if self._restore(saved, state):
+                break
+            reuse, saved = self._reuse(prompt)  # refused and dropped: held nothing now
+        else:
+            reuse, saved = self._reuse(prompt, stored=False)
         self.llama.n_tokens = reuse
         self.held = prompt[:reuse]
         tokens = prompt + opening

@@ -35,9 +35,12 @@ class LazyCall(collections.abc.Coroutine):
     def __init__(self, function: Callable[..., Coroutine], *args: Any, **kwargs: Any):
         self._make = functools.partial(function, *args, **kwargs)
         self._coroutine: Coroutine | None = None
+        self._closed = False
 
     def _started(self) -> Coroutine:
         if self._coroutine is None:
+            if self._closed:  # as a closed coroutine: it never runs after close()
+                raise RuntimeError("cannot await a closed LazyCall")
             self._coroutine = self._make()
         return self._coroutine
 
@@ -51,5 +54,7 @@ class LazyCall(collections.abc.Coroutine):
         return self._started().throw(*args)
 
     def close(self) -> None:
+        """Close the coroutine; one never started is never made (a later await raises)."""
+        self._closed = True
         if self._coroutine is not None:
             self._coroutine.close()
