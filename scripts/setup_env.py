@@ -107,8 +107,23 @@ AVX512_OPTIONS = {
     "-DGGML_AVX512_BF16=ON": {"avx512_bf16"},
 }
 CPUINFO = Path("/proc/cpuinfo")
-#: ``TRAINBOARD_LLAMA_CPU=portable`` builds the AVX2 code only (a wheel to run elsewhere).
+#: ``TRAINBOARD_LLAMA_CPU``: "auto" (the default: this CPU's AVX-512 kernels too) or
+#: "portable" (the AVX2 code only: a wheel to run on another machine).
+LLAMA_CPUS = ("auto", "portable")
 PORTABLE_CPU = "portable"
+
+
+def llama_cpu(environ: dict[str, str]) -> str:
+    """``TRAINBOARD_LLAMA_CPU`` as one of :data:`LLAMA_CPUS` (any case, spaces ignored).
+
+    Raises:
+        ValueError: another value, naming the ones allowed (a typo must not build the
+            AVX-512 wheel someone meant to copy elsewhere).
+    """
+    value = environ.get("TRAINBOARD_LLAMA_CPU", "auto").strip().lower() or "auto"
+    if value not in LLAMA_CPUS:
+        raise ValueError(f"TRAINBOARD_LLAMA_CPU must be auto or portable, got {value!r}")
+    return value
 
 
 def cpu_flags(cpuinfo: Path = CPUINFO) -> set[str]:
@@ -144,7 +159,7 @@ def machine_cmake_args(environ: dict[str, str]) -> list[str]:
     """:data:`LLAMA_CPP_CMAKE_ARGS` and the AVX-512 options this machine's CPU runs (none
     with ``TRAINBOARD_LLAMA_CPU=portable``). They are part of the wheelhouse's name, so a
     machine without them never installs a wheel built with them."""
-    if environ.get("TRAINBOARD_LLAMA_CPU") == PORTABLE_CPU:
+    if llama_cpu(environ) == PORTABLE_CPU:
         return list(LLAMA_CPP_CMAKE_ARGS)
     return [*LLAMA_CPP_CMAKE_ARGS, *cpu_options(cpu_flags())]
 
@@ -246,14 +261,14 @@ def llama_cpp_pin() -> str:
     return pin
 
 
-def digest(binding: Binding) -> str:
+def digest(binding: Binding, environ: dict[str, str]) -> str:
     h = hashlib.sha256()
     for name in [*REQUIREMENTS, SOURCE_REQUIREMENTS]:
         path = BASE_DIR / name
         content = path.read_bytes() if path.exists() else b""
         h.update(name.encode() + b"\0" + content + b"\0")
     h.update("\n".join(NO_DEPS).encode())
-    h.update("\n".join(machine_cmake_args(dict(os.environ))).encode())
+    h.update("\n".join(machine_cmake_args(environ)).encode())
     h.update(binding.build.encode())
     h.update(sys.version.split()[0].encode())
     return h.hexdigest()
@@ -686,9 +701,14 @@ def main() -> int:
     if installer not in INSTALLERS:
         print(f"setup: TRAINBOARD_INSTALLER must be uv or pip, got {installer!r}")
         return 2
+    try:
+        llama_cpu(environ)
+    except ValueError as error:
+        print(f"setup: {error}")
+        return 2
     binding = local_lm_binding(environ)
     python = VENV / "bin" / "python"
-    wanted = digest(binding)
+    wanted = digest(binding, environ)
     if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         return 0
     started = time.monotonic()

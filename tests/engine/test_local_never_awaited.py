@@ -49,7 +49,7 @@ async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coro
 
 
 async def test_a_lazy_call_closed_before_it_started_never_runs():
-    """``close()`` on a coroutine that never started ends it; a LazyCall behaves alike: the
+    """``close()`` on a coroutine that never started ends it; so it does a LazyCall's: the
     function is never called, and awaiting it afterwards raises instead of running it."""
     import pytest
 

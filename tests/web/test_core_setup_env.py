@@ -27,8 +27,9 @@ def test_build_environment_trims_llama_cpp_and_uses_every_core(monkeypatch):
     env = setup_env.build_environment(caller)
 
     flags = shlex.split(env["CMAKE_ARGS"])  # how scikit-build-core reads it
-    assert flags == setup_env.machine_cmake_args(caller)
-    assert flags[: len(setup_env.LLAMA_CPP_CMAKE_ARGS)] == setup_env.LLAMA_CPP_CMAKE_ARGS
+    base = setup_env.LLAMA_CPP_CMAKE_ARGS
+    assert flags[: len(base)] == base
+    assert flags[len(base) :] == setup_env.cpu_options(setup_env.cpu_flags())
     assert "-DLLAVA_BUILD=OFF" in flags
     assert f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={setup_env.BINDINGS_ONLY_CMAKE}" in flags
     assert setup_env.BINDINGS_ONLY_CMAKE.is_file()
@@ -140,9 +141,20 @@ def test_a_portable_build_leaves_the_cpu_options_out_and_keeps_another_wheel(tmp
     assert setup_env.machine_cmake_args(environ)[-4:] == list(setup_env.AVX512_OPTIONS)
     assert setup_env.machine_cmake_args(portable) == setup_env.LLAMA_CPP_CMAKE_ARGS
     assert setup_env.wheelhouse(portable) != setup_env.wheelhouse(environ)
+    binding = setup_env.local_lm_binding({})
+    # the install stamp changes with the CPU options too: switching reinstalls the binding
+    assert setup_env.digest(binding, environ) != setup_env.digest(binding, portable)
     monkeypatch.setattr(setup_env, "cpu_flags", lambda: {"avx2"})
     # an AVX2-only machine sharing the cache never gets the AVX-512 wheel
     assert setup_env.wheelhouse(environ) == setup_env.wheelhouse(portable)
+    assert setup_env.digest(binding, environ) == setup_env.digest(binding, portable)
+
+
+def test_an_unknown_llama_cpu_is_refused_by_name_not_built_as_avx512():
+    assert setup_env.llama_cpu({"TRAINBOARD_LLAMA_CPU": " Portable "}) == "portable"
+    assert setup_env.llama_cpu({}) == "auto"
+    with pytest.raises(ValueError, match="auto or portable, got 'portabel'"):
+        setup_env.machine_cmake_args({"TRAINBOARD_LLAMA_CPU": "portabel"})
 
 
 def test_wheelhouse_is_named_after_the_pin_and_the_build_flags(tmp_path, monkeypatch):
@@ -258,7 +270,7 @@ def test_a_prebuilt_binding_installs_as_named_and_source_build_swaps_it_out(tree
     assert trimmed.read_text() == "torch==2.13.0\nnumpy==2.4.6\n"
     (tree / "requirements.txt").write_text("")
     (tree / "requirements-dev.txt").write_text("")
-    assert setup_env.digest(prebuilt) != setup_env.digest(source)  # a switch reinstalls
+    assert setup_env.digest(prebuilt, {}) != setup_env.digest(source, {})  # a switch reinstalls
     # and uninstalls the binding not chosen (both install the llama_cpp module)
     assert setup_env.other_binding(prebuilt) == "llama-cpp-python"
     assert setup_env.other_binding(source) == "llama-cpp-prebuilt"

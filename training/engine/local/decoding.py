@@ -359,9 +359,12 @@ class Decoder:
         MIN_BATCH_TOKENS of it, in batches of at least that many), then the answer's forced
         ``opening`` in the same batches; the prefixes ending at the cuts in ``save`` are saved
         on the way (each part evaluated is MIN_BATCH_TOKENS or more: the prompt cut there
-        changes no logit). Returns how many prompt tokens were evaluated."""
+        changes no logit). A saved prefix that vanished from the store meanwhile, or that
+        llama.cpp refuses (then dropped), gives way to the next-nearest one, else to the held
+        prefix. Returns how many prompt tokens were evaluated."""
         reuse, saved = self._reuse(prompt)
-        for _ in range(len(self.saved) + 1):  # each miss leaves the store one state fewer
+        # a vanished or refused state: the next nearest (bounded: other decoders save meanwhile)
+        for _ in range(len(self.saved) + 1):
             if saved is None:
                 break
             try:
