@@ -11,10 +11,13 @@ the 2-core AMD EPYC a 128-token prompt took 1,055 ms on Q4_1 against 345 ms on Q
 
 Why Q8_0 and not a 4-bit format: Q8_0 holds every Q4_1 weight to within ~3 % of a Q4_1 step
 (8 bits per weight against 4), so the model is the same one, as near as numbers go; Q4_0 is
-faster still (with AVX-512 a 16-token suffix 43 ms against 66 ms) but a 4-bit to 4-bit
-conversion rounds every weight again, and that is measured: perplexity on 4,080 tokens of
-GSM8K text 5.156 shipped (Q4_1), 5.163 as Q8_0, 6.357 as Q4_0 (+23 %); on 300 TweetEval
-sentiment tweets (6-shot, labels constrained) Q8_0 gives Q4_1's label on 98 % of them, Q4_0 on 94 %.
+faster still (with AVX-512 a 16-token suffix 46 ms against 62 ms) but a 4-bit to 4-bit
+conversion rounds every weight again, and that is measured (``bench/local_weights_quality.py``):
+perplexity on GSM8K text (2,040 tokens scored) 4.757 shipped (Q4_1), 4.763 as Q8_0, 5.747 as Q4_0
+(+21 %); on 294 TweetEval sentiment tweets (6-shot, labels constrained) Q8_0 gives the
+shipped file's label on 84 % of them, Q4_0 on 49 % (another model, in effect: its accuracy,
+0.388 against 0.303 shipped and 0.252 Q8_0, is a different guess at a task the 135M model
+mostly fails).
 
 The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made by
 ``make setup`` after an install (:func:`main`) or else on first use, into a cache folder
