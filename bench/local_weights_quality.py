@@ -23,7 +23,6 @@ q4_0 Y %; 16-token suffix q8_0 M ms, q4_0 N ms``.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import math
 import statistics
@@ -41,7 +40,17 @@ LABELS = ("negative", "neutral", "positive")
 CHUNK = 512
 SHOTS = 6
 INSTRUCTIONS = "Classify the sentiment of the tweet as negative, neutral or positive."
-GRAMMAR = 'root ::= "{\\"sentiment\\": \\"" ("negative" | "neutral" | "positive") "\\"}"'
+#: The answer's schema: the label field constrained (``smollm2.grammar_for`` makes its grammar).
+ANSWER = {
+    "type": "json_schema",
+    "json_schema": {
+        "schema": {
+            "type": "object",
+            "properties": {"sentiment": {"type": "string", "enum": list(LABELS)}},
+            "required": ["sentiment"],
+        }
+    },
+}
 
 
 def perplexity(llama_cpp, path: Path, chunks: int) -> float:
@@ -79,6 +88,7 @@ def perplexity(llama_cpp, path: Path, chunks: int) -> float:
 
 def labels(llama_cpp, path: Path, rows: int) -> tuple[list[str], list[str]]:
     """(the answers, the true labels) of the tweets after the few-shot examples."""
+    from training.engine.local import smollm2
     from training.engine.local.decoding import Decoder
 
     data = [json.loads(line) for line in TWEETS.read_text().splitlines()]
@@ -97,10 +107,11 @@ def labels(llama_cpp, path: Path, rows: int) -> tuple[list[str], list[str]]:
     )
     try:
         decoder = Decoder(llama)
+        grammar = smollm2.grammar_for(ANSWER, token_budget=16)
         answers = []
         for row in rest[:rows]:
             asked = messages + [{"role": "user", "content": json.dumps({"tweet": row["text"]})}]
-            result = decoder.complete(asked, temperature=0.0, max_tokens=16, grammar=GRAMMAR)
+            result = decoder.complete(asked, temperature=0.0, max_tokens=16, grammar=grammar)
             answers.append(json.loads(result["choices"][0]["message"]["content"])["sentiment"])
         truth = [row["label"] for row in rest[:rows]]
         return answers, truth
@@ -141,15 +152,7 @@ def main() -> None:
     shipped, q8_0 = smollm2.gguf_path(), smollm2.model_path()
     with tempfile.TemporaryDirectory() as folder:
         q4_0 = Path(folder) / "q4_0.gguf"
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
-        params.allow_requantize = True
-        with weights.llama_cpp_log_to_logging(llama_cpp):
-            status = llama_cpp.llama_model_quantize(
-                str(shipped).encode(), str(q4_0).encode(), ctypes.byref(params)
-            )
-        if status != 0:
-            raise SystemExit(f"llama_model_quantize returned {status}")
+        weights.convert(shipped, q4_0, llama_cpp, ftype=llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0)
         files = {"shipped": shipped, "q8_0": q8_0, "q4_0": q4_0}
         found = {}
         for name, path in files.items():

@@ -260,12 +260,17 @@ class Decoder:
         limit = len(prompt) - MIN_BATCH_TOKENS
         return sorted(cut for cut in cuts if MIN_SAVED_TOKENS <= cut <= limit)
 
-    def _restore(self, key: tuple[int, ...], state: Any) -> bool:
+    def _restore(self, key: tuple[int, ...]) -> bool:
         """Make the instance hold the saved prefix ``key`` (and nothing after it), from its
-        ``state`` (saved by this decoder or another of the pool): its cells go where
-        evaluating it had put them, so what follows is computed on the same cache as on a
-        fresh evaluation. Returns False when llama.cpp refuses the state: it is dropped
-        from the store and the instance holds nothing."""
+        state in the store (saved by this decoder or another of the pool): its cells go
+        where evaluating it had put them, so what follows is computed on the same cache as
+        on a fresh evaluation. Returns False when the state is gone (another decoder's save
+        dropped it meanwhile: the instance holds what it held) or llama.cpp refuses it (it
+        is dropped from the store, and the instance holds nothing)."""
+        try:
+            state = self.saved.get(key)
+        except KeyError:
+            return False
         lib, ctx = self._lib, self.llama._ctx.ctx
         # Held nothing from here on: a failed restore must not leave the next call reusing
         # cells that are gone (it would answer without its prefix, and nothing would say so).
@@ -365,16 +370,9 @@ class Decoder:
         reuse, saved = self._reuse(prompt)
         # a vanished or refused state: the next nearest (bounded: other decoders save meanwhile)
         for _ in range(len(self.saved) + 1):
-            if saved is None:
+            if saved is None or self._restore(saved):
                 break
-            try:
-                state = self.saved.get(saved)
-            except KeyError:  # another decoder's save dropped it meanwhile: the next nearest
-                reuse, saved = self._reuse(prompt)
-                continue
-            if self._restore(saved, state):
-                break
-            reuse, saved = self._reuse(prompt)  # refused and dropped: held nothing now
+            reuse, saved = self._reuse(prompt)
         else:
             reuse, saved = self._reuse(prompt, stored=False)
         self.llama.n_tokens = reuse

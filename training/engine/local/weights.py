@@ -20,7 +20,7 @@ shipped file's label on 84 % of them, Q4_0 on 49 % (another model, in effect: it
 mostly fails).
 
 The conversion is llama.cpp's own (``llama_model_quantize``, ~2 s for 135M), made by
-``make setup`` after an install (:func:`main`) or else on first use, into a cache folder
+``make setup`` after an install (``prepare_weights.py``) or else on first use, into a cache folder
 outside the repository (``TRAINBOARD_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/trainboard/models``, else ``~/.cache/trainboard/models``), named by the
 shipped file's identity and the llama.cpp version, written to a temporary name and renamed
@@ -115,14 +115,15 @@ def is_whole(path: Path) -> bool:
         return False
 
 
-def convert(source: Path, target: Path, llama_cpp) -> None:
-    """Write ``source`` as Q8_0 to ``target`` (through a temporary file in its folder)."""
+def convert(source: Path, target: Path, llama_cpp, ftype: int | None = None) -> None:
+    """Write ``source`` as Q8_0 (or llama.cpp's ``ftype``, what a bench compares) to
+    ``target``, through a temporary file in its folder."""
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, scratch = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
     os.close(handle)
     try:
         params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0 if ftype is None else ftype
         params.allow_requantize = True
         params.nthread = os.cpu_count() or 1
         with llama_cpp_log_to_logging(llama_cpp):
