@@ -20,7 +20,10 @@
    serves them): the dashboard's demo run (the builtin ``demo`` routing data, the demo
    program's instructions and 24-token answers, RandomFewShot at the dashboard's defaults:
    3 epochs, batch 8, validation split 0.2) and a 1-epoch OMEGA fit (few-shot learning on, the
-   dashboard's default) on the same data. OMEGA's own LM (its mutations and crossovers) is the
+   dashboard's default) on the same data; and the demo fit again with the demo program's output
+   as ``bootstrap_demo`` builds it today, ``team`` a label set (the data's teams, an ``enum``
+   in the schema; when issue 25 was filed the demo answered free text, as the first fit does).
+   OMEGA's own LM (its mutations and crossovers) is the
    one the dashboard gives it: the program's model without the program's 24-token cap (the
    cap would cut every mutation's JSON short), so the local provider's default cap
    (:func:`optimizer_max_tokens`), passed explicitly to both trees. Printed: wall time, chat calls, prompt tokens sent
@@ -275,10 +278,17 @@ async def run_fit(spec: dict) -> dict:
     class Message(synalinks.DataModel):
         message: str
 
-    class Team(synalinks.DataModel):
-        team: str
-
     rows = demo_rows()
+    if spec.get("labels"):  # the demo program as bootstrap_demo builds it today
+        from training.engine.data_model import create_data_model
+
+        labels = sorted({r["team"] for r in rows})  # datasets.labels: the values, sorted
+        Team = create_data_model("Team", [{"name": "team", "type": "str", "choices": labels}])
+    else:
+
+        class Team(synalinks.DataModel):
+            team: str
+
     x = np.array([Message(message=r["message"]) for r in rows], dtype="object")
     y = np.array([Team(team=r["team"]) for r in rows], dtype="object")
     x_train, y_train, x_test, y_test = (
@@ -422,8 +432,10 @@ def main() -> None:
     if not args.skip_fits:
         baseline = revisions.worktree(args.before, "local-before-") if args.before else None
         try:
-            for name in ("demo", "omega"):
-                spec = {"optimizer": "rfs" if name == "demo" else "omega"}
+            for name in ("demo", "labels", "omega"):
+                spec = {"optimizer": "omega" if name == "omega" else "rfs"}
+                if name == "labels":
+                    spec["labels"] = True
                 if name == "omega":
                     spec["optimizer_max_tokens"] = optimizer_max_tokens()
                 before = start({**spec, "tree": "before"}, baseline) if baseline else None
@@ -446,6 +458,8 @@ def main() -> None:
         for key, label in (
             ("demo_before", f"demo fit @ {args.before}"),
             ("demo", "demo fit (this tree)"),
+            ("labels_before", f"demo fit, label set @ {args.before}"),
+            ("labels", "demo fit, label set (this tree)"),
             ("omega_before", f"OMEGA 1 epoch @ {args.before}"),
             ("omega", "OMEGA 1 epoch (this tree)"),
         ):

@@ -59,6 +59,18 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
   machine).
 
+Not done: several calls in one decode. A one-token decode costs about the same for one
+sequence as for several (one context, a key/value stream per sequence, llama.cpp's CPU backend,
+one thread: 20.6, 29.7, 41.1 and 64.7 ms for 1, 2, 4 and 8 sequences stepped together), so a
+batch's calls could share their decodes. Tried (issue 25), with each answer kept bitwise what
+it is alone (equal token counts per sequence in a decode, no prompt cut into a one-token
+piece): on 64 demo predictions, 8 at a time, two contexts of 4 sequences used 8.8-9.8 CPU
+seconds against 9.2-9.5 for today's two instances (4.9-5.7 s wall against 5.0-5.1 s), one
+context of 8 sequences 9.7 s wall on one thread and 13-14.5 s on two (ggml's worker thread and
+the calls' Python threads on the same two cores). The calls do not stay in step: prompt
+suffixes differ in length (15-23 tokens), a generation step is one token for one call and
+three (with forced text) for another, and a decode gathered 1.5-2 calls on average.
+
 Sampling otherwise follows create_chat_completion's defaults (no repeat penalty, top-k 40,
 top-p 0.95, min-p 0.05, then the temperature), so answers keep their quality.
 
