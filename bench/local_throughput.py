@@ -24,8 +24,7 @@
    as ``bootstrap_demo`` builds it today, ``team`` a label set (the data's teams, an ``enum``
    in the schema; when issue 25 was filed the demo answered free text, as the first fit does;
    8ddcc4c's fit makes 57 calls on it where this tree's makes 86, so compare its lines per call).
-   OMEGA's own LM (its mutations and crossovers) is the
-   one the dashboard gives it: the program's model without the program's 24-token cap (the
+   OMEGA's own LM (its mutations and crossovers) is the one the dashboard gives it: the program's model without the program's 24-token cap (the
    cap would cut every mutation's JSON short), so the local provider's default cap
    (:func:`optimizer_max_tokens`), passed explicitly to both trees. Printed: wall time, chat calls, prompt tokens sent
    and evaluated, generated tokens, test reward. With ``--before REV`` each fit also runs from
@@ -79,6 +78,12 @@ TEST_ROWS = 12
 GENERATED = 64
 #: Each free/constrained measurement is repeated, alternating, and the median printed.
 REPEATS = 3
+#: The fits each tree runs (``run_fit``'s spec): the demo, the demo with its label set, OMEGA.
+FITS = {
+    "demo": {"optimizer": "rfs"},
+    "labels": {"optimizer": "rfs", "labels": True},
+    "omega": {"optimizer": "omega"},
+}
 #: Two bounded strings: the shape of a prediction with its reasoning.
 SCHEMA = {
     "type": "object",
@@ -433,12 +438,9 @@ def main() -> None:
     if not args.skip_fits:
         baseline = revisions.worktree(args.before, "local-before-") if args.before else None
         try:
-            for name in ("demo", "labels", "omega"):
-                spec = {"optimizer": "omega" if name == "omega" else "rfs"}
-                if name == "labels":
-                    spec["labels"] = True
+            for name, spec in FITS.items():
                 if name == "omega":
-                    spec["optimizer_max_tokens"] = optimizer_max_tokens()
+                    spec = {**spec, "optimizer_max_tokens": optimizer_max_tokens()}
                 before = start({**spec, "tree": "before"}, baseline) if baseline else None
                 if before is not None and not args.together:
                     results[f"{name}_before"] = revisions.finish(before)

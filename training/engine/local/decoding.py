@@ -59,10 +59,10 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
   whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
   machine).
 
-Not done: several calls in one decode. A one-token decode costs about the same for one
-sequence as for several (one context, a key/value stream per sequence, llama.cpp's CPU backend,
-one thread: 20.6, 29.7, 41.1 and 64.7 ms for 1, 2, 4 and 8 sequences stepped together), so a
-batch's calls could share their decodes. Tried (issue 25), with each answer kept bitwise what
+Not done: several calls in one decode. A one-token decode costs far less per sequence when
+several step together (one context, a key/value stream per sequence, llama.cpp's CPU backend,
+one thread: 20.6, 29.7, 41.1 and 64.7 ms for 1, 2, 4 and 8 sequences), so a batch's calls
+could share their decodes. Tried (issue 25), with each answer kept bitwise what
 it is alone (equal token counts per sequence in a decode, no prompt cut into a one-token
 piece): on 64 demo predictions, 8 at a time, two contexts of 4 sequences used 8.8-9.8 CPU
 seconds against 9.2-9.5 for today's two instances (4.9-5.7 s wall against 5.0-5.1 s), one
