@@ -92,6 +92,34 @@ class LiveStack:
         return self.live_shell.run(code)
 
 
+#: Lines of each live log a failed test's report shows (``pytest_runtest_makereport``).
+LOG_TAIL_LINES = 40
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test on the live stack reports where its page was and the tails of the
+    stack's logs (web, worker, reaper): a CI run keeps nothing else of a stack that is gone
+    when the session ends."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    page = item.funcargs.get("logged_in_page") or item.funcargs.get("browser_page")
+    if page is not None:
+        try:
+            text = page.locator("body").inner_text(timeout=2_000)
+            report.sections.append(("live page", f"{page.url}\n{text[:2_000]}"))
+        except Exception as exc:  # the page or its browser is gone
+            report.sections.append(("live page", f"not readable: {exc}"))
+    live = item.funcargs.get("live_stack")
+    if live is None:
+        return
+    for log in sorted(live.stack.log_dir.glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        report.sections.append((f"live {log.name}", "\n".join(lines)))
+
+
 def _postgres_database(url: str):
     """Create a uniquely named database on the server of ``url``; return (url, dropper)."""
     import psycopg
