@@ -103,10 +103,15 @@ class OpenAIServer:
                     return
                 try:
                     time.sleep(server.latency)
-                    self._send(200, _completion(request, server.content))
+                    answer = _completion(request, server.content)
                 finally:
+                    # Out of the count before the answer is written: a client that reads it
+                    # may send its next request before this thread runs again, and that one
+                    # must not meet a request already answered (a 429 the provider's real
+                    # count would not give).
                     with server.lock:
                         server.in_flight -= 1
+                self._send(200, answer)
 
         return Handler
 
