@@ -112,12 +112,11 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("live page", f"{page.url}\n{text[:2_000]}"))
         except Exception as exc:  # the page or its browser is gone
             report.sections.append(("live page", f"not readable: {exc}"))
-    live = item.funcargs.get("live_stack")
-    if live is None:
-        return
-    for log in sorted(live.stack.log_dir.glob("*.log")):
-        lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        report.sections.append((f"live {log.name}", "\n".join(lines)))
+    stacks = [value for value in item.funcargs.values() if isinstance(value, LiveStack)]
+    for live in stacks:  # the session's, or a module's own (e.g. one told a provider's limit)
+        for log in sorted(live.stack.log_dir.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            report.sections.append((f"live {log.name}", "\n".join(lines)))
 
 
 def _postgres_database(url: str):
