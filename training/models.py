@@ -295,6 +295,21 @@ class Run(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("training:run-detail", args=[self.pk])
 
+    @classmethod
+    def lock_before_its_rows(cls, pk: int) -> bool:
+        """In a transaction that writes several of run ``pk``'s rows (candidates, logs...):
+        lock the run's row first (``FOR NO KEY UPDATE``), as deleting a run does (``FOR
+        UPDATE``, ``training.runs.run_management``). Two such transactions then queue on one
+        row; without it each could hold a candidate the other wants, a deadlock on
+        PostgreSQL (nothing on SQLite, which locks the database). Inserts that only point at
+        the run (``FOR KEY SHARE``) do not wait for it.
+
+        Returns:
+            False when the run is gone (deleted meanwhile): there is nothing to write.
+        """
+        locked = cls.objects.select_for_update(no_key=True).filter(pk=pk)
+        return locked.values_list("pk", flat=True).first() is not None
+
     @property
     def group_name(self) -> str:
         return f"run.{self.pk}"

@@ -34,37 +34,45 @@ pytestmark = pytest.mark.skipif(
 LOCK_WAIT_SECONDS = 10
 
 
-def waiting_on_locks() -> int:
-    """Backends of this database that wait for a lock now."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
-
-
-def until_waiting(count: int) -> None:
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while waiting_on_locks() < count:
-        assert time.monotonic() < deadline, f"fewer than {count} transactions wait for a lock"
-        time.sleep(0.02)
-
-
 class Worker(threading.Thread):
-    """``target()`` on a thread with its own database connection; keeps what it raised."""
+    """``target()`` on a thread with its own database connection; keeps what it raised and
+    its connection's backend pid (to see when that one waits for a lock)."""
 
     def __init__(self, target):
         super().__init__(daemon=True)
         self.target, self.error, self.result = target, None, None
+        self.backend = threading.Event()
+        self.pid = None
 
     def run(self):
         try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                self.pid = cursor.fetchone()[0]
+            self.backend.set()
             self.result = self.target()
         except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
+            self.backend.set()
             connection.close()
+
+
+def until_waiting_for_a_lock(worker: Worker) -> None:
+    """Return once ``worker``'s transaction waits for a row lock (fails after a while)."""
+    assert worker.backend.wait(LOCK_WAIT_SECONDS) and worker.pid is not None, worker.error
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [worker.pid]
+            )
+            found = cursor.fetchone()
+        if found and found[0] == "Lock":
+            return
+        assert worker.is_alive(), f"it ended without waiting: {worker.error!r}"
+        assert time.monotonic() < deadline, "it never waited for a lock"
+        time.sleep(0.02)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -93,18 +101,23 @@ def test_a_run_deleted_while_its_map_stores_embeddings_is_deleted(user, demo_dat
             release.wait(LOCK_WAIT_SECONDS)
 
     holder = Worker(hold_the_middle_candidate)
-    holder.start()
-    assert holding.wait(LOCK_WAIT_SECONDS)
     embedding = Worker(lambda: population_map.embed_missing(run))
-    embedding.start()
-    until_waiting(1)
     deleting = Worker(lambda: run_management.delete_run(run))
-    deleting.start()
-    until_waiting(2)
-    release.set()
-    for thread in (holder, embedding, deleting):
-        thread.join(LOCK_WAIT_SECONDS)
-        assert not thread.is_alive()
+    started = [holder]
+    holder.start()
+    try:
+        assert holding.wait(LOCK_WAIT_SECONDS)
+        started.append(embedding)
+        embedding.start()
+        until_waiting_for_a_lock(embedding)
+        started.append(deleting)
+        deleting.start()
+        until_waiting_for_a_lock(deleting)
+    finally:
+        release.set()
+        for thread in started:
+            thread.join(LOCK_WAIT_SECONDS)
+    assert not any(thread.is_alive() for thread in started)
 
     assert deleting.error is None, f"the delete failed: {deleting.error!r}"
     assert embedding.error is None, f"the embedding failed: {embedding.error!r}"

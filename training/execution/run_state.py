@@ -118,6 +118,7 @@ def drop_unfinished_epochs(run: Run) -> None:
         _drop_after_pause(run, point["epoch"])
     elif run.checkpoint_epoch is not None:
         with transaction.atomic():
+            Run.lock_before_its_rows(run.pk)  # as a map's embedding of them does
             later = {"run_id": run.pk, "epoch__gt": run.checkpoint_epoch}
             Candidate.objects.filter(**later).delete()
             OptimizerError.objects.filter(**later).delete()
@@ -152,6 +153,7 @@ def _drop_after_pause(run: Run, epoch: int) -> None:
     past the checkpoint's ``candidate_count``, later epochs, the unfinished epoch's log)."""
     known = int(_optimizer_state(run).get("candidate_count") or 0)
     with transaction.atomic():
+        Run.lock_before_its_rows(run.pk)  # as a map's embedding of them does
         Candidate.objects.filter(run_id=run.pk, epoch__gt=epoch).delete()
         ghosts = [
             pk

@@ -219,11 +219,9 @@ def embed_missing(run: Run, limit: int = MAX_POINTS) -> int:
             f"The embedding model {name} returned {len(vectors)} vectors for {len(rows)} texts."
         )
     with transaction.atomic():
-        # The run's row first, as ``run_management.delete_run`` takes it: a delete under way
-        # waits for these few updates, or they wait for it and find nothing left. Without it
-        # each took candidates in its own order (newest first here) and PostgreSQL aborted
-        # one of them as a deadlock, often the delete.
-        if Run.objects.select_for_update(no_key=True).filter(pk=run.pk).first() is None:
+        # A delete under way waits for these few updates, or they wait for it and find
+        # nothing left (they took candidates newest first, a delete oldest first).
+        if not Run.lock_before_its_rows(run.pk):
             return 0  # deleted meanwhile
         for row, vector in zip(rows, vectors, strict=True):
             Candidate.objects.filter(pk=row["pk"], embedding__isnull=True).update(
