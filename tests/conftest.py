@@ -92,31 +92,48 @@ class LiveStack:
         return self.live_shell.run(code)
 
 
-#: Lines of each live log a failed test's report shows (``pytest_runtest_makereport``).
+#: The end of each live log that a failed test's report shows (``pytest_runtest_makereport``).
 LOG_TAIL_LINES = 40
+LOG_TAIL_BYTES = 16_384
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test on the live stack reports where its page was and the tails of the
-    stack's logs (web, worker, reaper): a CI run keeps nothing else of a stack that is gone
-    when the session ends."""
+    """A failed test on a live stack reports where its page was and the ends of the stack's
+    logs (web, worker, reaper, live shell): a CI run keeps nothing else of a stack that is
+    gone when the session ends. Never raises: a report must not stop the session."""
     outcome = yield
     report = outcome.get_result()
     if not report.failed:
         return
-    page = item.funcargs.get("logged_in_page") or item.funcargs.get("browser_page")
+    try:
+        report.sections.extend(_live_sections(getattr(item, "funcargs", None) or {}))
+    except Exception as exc:
+        report.sections.append(("live stack", f"not reported: {exc!r}"))
+
+
+def _live_sections(funcargs: dict) -> list[tuple[str, str]]:
+    sections = []
+    page = funcargs.get("logged_in_page") or funcargs.get("browser_page")
     if page is not None:
         try:
             text = page.locator("body").inner_text(timeout=2_000)
-            report.sections.append(("live page", f"{page.url}\n{text[:2_000]}"))
-        except Exception as exc:  # the page or its browser is gone
-            report.sections.append(("live page", f"not readable: {exc}"))
-    stacks = [value for value in item.funcargs.values() if isinstance(value, LiveStack)]
-    for live in stacks:  # the session's, or a module's own (e.g. one told a provider's limit)
+            sections.append(("live page", f"{page.url}\n{text[:2_000]}"))
+        except Exception as exc:  # the page or its browser is gone (a teardown's failure)
+            sections.append(("live page", f"not readable: {exc}"))
+    # The session's stack, or a module's own (e.g. one told a provider's limit).
+    for live in (value for value in funcargs.values() if isinstance(value, LiveStack)):
         for log in sorted(live.stack.log_dir.glob("*.log")):
-            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
-            report.sections.append((f"live {log.name}", "\n".join(lines)))
+            sections.append((f"{log.name} of the live stack at {live.url}", _tail(log)))
+    return sections
+
+
+def _tail(path: Path) -> str:
+    """The last ``LOG_TAIL_LINES`` lines of the file's last ``LOG_TAIL_BYTES`` bytes."""
+    with open(path, "rb") as file:
+        file.seek(max(0, file.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+        lines = file.read().decode(errors="replace").splitlines()
+    return "\n".join(line[:1_000] for line in lines[-LOG_TAIL_LINES:])
 
 
 def _postgres_database(url: str):
