@@ -40,7 +40,7 @@ class Worker(threading.Thread):
 
     def __init__(self, target):
         super().__init__(daemon=True)
-        self.target, self.error, self.result = target, None, None
+        self.target, self.error = target, None
         self.backend = threading.Event()
         self.pid = None
 
@@ -50,7 +50,7 @@ class Worker(threading.Thread):
                 cursor.execute("SELECT pg_backend_pid()")
                 self.pid = cursor.fetchone()[0]
             self.backend.set()
-            self.result = self.target()
+            self.target()
         except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
