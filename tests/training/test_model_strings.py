@@ -45,8 +45,14 @@ def test_program_form_reports_an_unusable_model_on_the_model_field(
 
 
 def test_known_providers_still_build_without_a_network():
-    for model in ("openai/gpt-4o-mini", "ollama/llama3", "hosted_vllm/my-model"):
+    for model in ("openai/gpt-4o-mini", "hosted_vllm/my-model"):
         assert make_language_model(model).model == model
+    assert (
+        make_language_model(
+            "ollama/llama3", api_base="http://127.0.0.1:11434", endpoint="lab"
+        ).model
+        == "ollama/llama3"
+    )
     with pytest.raises(ModelStringError, match="unknown provider 'nosuch'"):
         make_embedding_model("nosuch/embedder")
     with pytest.raises(ProgramError, match="local/smollm2"):

@@ -33,7 +33,11 @@ from training.engine.language_models.redaction import redact
 from training.engine.utils.paired_bootstrap import paired_bootstrap
 from training.execution.run_config import build_reward
 from training.models import Ablation, Run
-from training.programs.programs import ProgramError, callable_document
+from training.programs.programs import (
+    ProgramError,
+    callable_document,
+    program_language_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +168,13 @@ def _score(row: Ablation) -> tuple[list[float], tuple[list[float], int]]:
         raise ValueError("the final candidate has no stored rewards to compare with")
     document = callable_document(run.trained_program_json, run.owner)
     program = synalinks.Program.from_config(document, compile=False)
-    program.compile(reward=build_reward(run.config, marks=human_marks(run.dataset)))
+    program.compile(
+        reward=build_reward(
+            run.config,
+            marks=human_marks(run.dataset),
+            program_model=program_language_model(program),
+        )
+    )
     variable = next((v for v in program.trainable_variables if v.name == row.variable), None)
     if variable is None:
         raise ValueError(f"the trained program has no variable {row.variable!r}")

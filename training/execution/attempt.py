@@ -62,6 +62,7 @@ from training.programs.programs import (
     callable_document,
     first_generator,
     program_from_json,
+    program_language_model,
 )
 
 logger = logging.getLogger(__name__)
@@ -196,14 +197,15 @@ async def _train(
     data = await sync_to_async(_load)(run)
     config = data["config"]
     program = synalinks.Program.from_config(data["document"], compile=False)
-    optimizer = build_optimizer(config)
+    program_model = program_language_model(program)
+    optimizer = build_optimizer(config, program_model)
     compile_config = data["document"].get("compile") or {}
     state = (compile_config.get("optimizer") or {}).get("state") if run.checkpoint_json else None
     if state:
         optimizer.set_state(state)
         if "errors_reported" not in state:  # saved before the optimizer counted its errors:
             optimizer.errors_reported = data["errors_stored"]  # those the run has stored
-    reward = build_reward(config, marks=data["marks"])
+    reward = build_reward(config, marks=data["marks"], program_model=program_model)
     program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
 
     superseded = superseded if superseded is not None else threading.Event()

@@ -304,17 +304,23 @@ def validate_run_config(
             settings.TRAINBOARD_EMBEDDING_MODEL
         )
     if not any(field.startswith(prefix) for field in errors):
-        _build("optimizer", lambda: build_optimizer(config), errors, prefix)
+        _build("optimizer", lambda: build_optimizer(config, _unconnected(config)), errors, prefix)
 
     # Budget caps (optional; their bounds are training.execution.budget's).
     config.update(budget.caps_from(data, errors))
 
     if not errors:
-        _build("reward", lambda: build_reward(config), errors)
+        _build("reward", lambda: build_reward(config, program_model=_unconnected(config)), errors)
         _build("metrics", lambda: build_metrics(config), errors)
     if errors:
         raise RunConfigError(errors)
     return config
+
+
+def _unconnected(config: dict[str, Any]) -> Any:
+    """The program's model as the form's check builds the helpers on it: by its string alone
+    (its address was checked with the program, and nothing calls it here)."""
+    return synalinks.LanguageModel(model=config["model"])
 
 
 def _bounded(data: dict, key: str, bound: Any, default: Any, errors: dict) -> Any:
@@ -355,16 +361,36 @@ def _build(field: str, build: Any, errors: dict, prefix: str = "") -> None:
 # --- builders (used by validation and by the worker) -----------------------------------------
 
 
-def build_reward(config: dict[str, Any], marks: list[dict[str, Any]] | None = None) -> Any:
+def helper_model(named: str, config: dict[str, Any], program_model: Any = None) -> Any:
+    """The language model a run's helper calls (OMEGA's mutations, an LM judge).
+
+    A helper that names no model, or names the program's own, gets the program's model at
+    the program's address with its key (``program_model``: the program's connected model,
+    from the document the worker loaded): a program on a saved endpoint never has its
+    prompts and rows sent to the provider's default address with the server's key. A helper
+    that names another model gets that model where its string says.
+    """
+    named = (named or "").strip()
+    if program_model is not None and named in ("", program_model.model):
+        return program_model.with_settings(temperature=0.0, max_tokens=None)
+    return make_language_model(named or config["model"])
+
+
+def build_reward(
+    config: dict[str, Any],
+    marks: list[dict[str, Any]] | None = None,
+    program_model: Any = None,
+) -> Any:
     """The run's reward; with ``judge_by_people`` wrapped in HumanMarks over ``marks`` (the
-    dataset version's, ``datasets.versions.human_marks``)."""
-    reward = _build_base_reward(config)
+    dataset version's, ``datasets.versions.human_marks``). An LM judge's model:
+    :func:`helper_model`."""
+    reward = _build_base_reward(config, program_model)
     if config["reward"].get("judge_by_people"):
         return synalinks.rewards.HumanMarks(marks=marks or [], fallback=reward)
     return reward
 
 
-def _build_base_reward(config: dict[str, Any]) -> Any:
+def _build_base_reward(config: dict[str, Any], program_model: Any = None) -> Any:
     spec = config["reward"]
     masks = {"in_mask": spec.get("in_mask"), "out_mask": spec.get("out_mask")}
     if spec["name"] == "ExactMatch":
@@ -375,7 +401,7 @@ def _build_base_reward(config: dict[str, Any]) -> Any:
         )
     if spec["name"] == "LMAsJudge":
         return synalinks.rewards.LMAsJudge(
-            language_model=make_language_model(spec["language_model"]),
+            language_model=helper_model(spec.get("language_model"), config, program_model),
             criteria=spec["criteria"],
             **masks,
         )
@@ -441,7 +467,8 @@ def build_metrics(config: dict[str, Any]) -> list[Any]:
     ]
 
 
-def build_optimizer(config: dict[str, Any]) -> Any:
+def build_optimizer(config: dict[str, Any], program_model: Any = None) -> Any:
+    """The run's optimizer; OMEGA's mutation model: :func:`helper_model`."""
     spec = config["optimizer"]
     params = dict(spec["params"])
     if spec["name"] == "RandomFewShot":
@@ -451,7 +478,7 @@ def build_optimizer(config: dict[str, Any]) -> Any:
             params.get("embedding_model") or settings.TRAINBOARD_EMBEDDING_MODEL
         )
         return synalinks.optimizers.NearestFewShot(seed=config.get("seed"), **params)
-    params["language_model"] = make_language_model(params["language_model"] or config["model"])
+    params["language_model"] = helper_model(params["language_model"], config, program_model)
     embedding = params["embedding_model"]
     if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for
         embedding = settings.TRAINBOARD_EMBEDDING_MODEL

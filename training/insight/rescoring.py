@@ -32,6 +32,7 @@ from training.execution.run_config import build_reward
 from training.insight.eval_table import first_evaluations
 from training.insight.validation_rows import scoring_rows
 from training.models import Candidate, Evaluation, EvaluationExample, Run
+from training.programs.programs import connected_language_model
 
 #: Rewards scored again without any model call.
 RESCORABLE = ("ExactMatch",)
@@ -144,7 +145,12 @@ def rescore(
     if not evaluations and not candidates:
         raise RescoreError("This run stored no predictions to score again.")
     config = {**run.config, "reward": spec}
-    scorer = _Scorer(run, version, build_reward(config, marks=versions.human_marks(version)))
+    # a judge that is the program's model goes where the program's model goes
+    program_model = (
+        connected_language_model(run.launch_json, run.owner) if spec.get("name") in JUDGED else None
+    )
+    reward = build_reward(config, marks=versions.human_marks(version), program_model=program_model)
+    scorer = _Scorer(run, version, reward)
     return {
         "version": version,
         "phases": _phases(scorer, evaluations),

@@ -33,7 +33,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from training.engine.language_models.address_guard import AddressPolicy
-from training.engine.language_models.endpoint_client import CLIENTS, provider_of
+from training.engine.language_models.endpoint_client import (
+    CLIENTS,
+    default_api_base,
+    provider_of,
+)
 
 SCHEMES = {"http": 80, "https": 443}
 SETTING = "TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS"
@@ -109,6 +113,25 @@ def check_api_base(api_base: str | None, *, saved: bool, allow_private: bool) ->
             f"api_base {text!r} is a loopback or private address, which this server does not "
             f"allow (the administrator's {SETTING} is off)"
         )
+
+
+def check_default_base(model: str, *, allow_private: bool) -> None:
+    """EndpointRefused when a model with no ``api_base`` would be sent to a loopback, private
+    or link-local address anyway: its provider's default (``ollama/…`` →
+    ``http://localhost:11434``) or an environment variable (``OPENAI_API_BASE``). Such an
+    address is one nobody typed on the program and no endpoint names, so it passes the rule
+    of a raw API base: never private (:func:`check_api_base` with ``saved=False``)."""
+    base = default_api_base(model)
+    if not base:
+        return
+    try:
+        check_api_base(base, saved=False, allow_private=allow_private)
+    except EndpointRefused:
+        raise EndpointRefused(
+            f"model {model!r} names no API base, so it would be sent to {base} (its "
+            "provider's default address), a loopback or private address: save that server "
+            "as an endpoint (Settings → Endpoints) and pick that endpoint on the program"
+        ) from None
 
 
 def check_provider(model: str, api_base: str | None) -> None:

@@ -40,7 +40,10 @@ class ProgramForm(forms.Form):
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     model = forms.CharField(
         max_length=200,
-        help_text="provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, ollama/llama3.",
+        help_text=(
+            "provider/name, e.g. local/smollm2 (offline), openai/gpt-4o-mini, or "
+            "ollama/llama3 on a saved endpoint."
+        ),
     )
     endpoint = forms.ModelChoiceField(
         queryset=saved_endpoints.Endpoint.objects.none(),

@@ -90,10 +90,15 @@ def allow_private_endpoints() -> bool:
 
 def check_endpoint(api_base: str | None, model: str = "", saved: bool = False) -> None:
     """ModelStringError unless requests may be sent to ``api_base`` (see ``endpoints``):
-    ``saved`` for a saved endpoint's URL, False for an API base typed on a program."""
+    ``saved`` for a saved endpoint's URL, False for an API base typed on a program. With no
+    ``api_base``, the address the model's provider would use instead passes the raw API
+    base's rule (``endpoints.check_default_base``)."""
     try:
-        endpoints.check_api_base(api_base, saved=saved, allow_private=allow_private_endpoints())
-        endpoints.check_provider(model, api_base)
+        if (api_base or "").strip():
+            endpoints.check_api_base(api_base, saved=saved, allow_private=allow_private_endpoints())
+            endpoints.check_provider(model, api_base)
+        elif _registered(model) is None:
+            endpoints.check_default_base(model, allow_private=allow_private_endpoints())
     except endpoints.EndpointRefused as exc:
         raise ModelStringError(str(exc)) from None
 
@@ -203,6 +208,7 @@ def make_embedding_model(model: str) -> Any:
     if provider is not None:
         return provider.embedding_model(model)
     check_provider(model, "embedding model")
+    check_endpoint("", model)
     return synalinks.EmbeddingModel(model=model)
 
 

@@ -250,6 +250,25 @@ def first_generator(program: Any) -> Any | None:
     return None
 
 
+def program_language_model(program: Any) -> Any | None:
+    """The model of a program's first generator (the program's model: what the run's
+    helpers that name no model of their own inherit, address and key included)."""
+    generator = first_generator(program)
+    return generator.language_model if generator is not None else None
+
+
+def connected_language_model(document: Any, owner) -> Any | None:
+    """:func:`program_language_model` of a stored document, on its saved endpoint with its
+    key (:func:`callable_document`): for a helper called outside a run's attempt (a judge
+    re-score). ProgramError when the document cannot be loaded here."""
+    document = callable_document(document, owner)
+    try:
+        program = synalinks.Program.from_config(document, compile=False)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ProgramError(f"the run's program cannot be loaded: {exc}") from None
+    return program_language_model(program)
+
+
 def summarize(program: Any) -> dict[str, Any]:
     """Module type, instructions, model, temperature of a program's first generator."""
     generator = first_generator(program)

@@ -78,6 +78,40 @@ def provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else ""
 
 
+#: Where litellm sends a provider's requests when a model names no ``api_base``: the
+#: environment variables it reads first, then its built-in default ("" for none). A provider
+#: not listed is reached at its public address, unless ``<PROVIDER>_API_BASE`` says otherwise.
+DEFAULT_BASES: dict[str, tuple[tuple[str, ...], str]] = {
+    "openai": (("OPENAI_BASE_URL", "OPENAI_API_BASE"), ""),
+    "ollama": (("OLLAMA_API_BASE",), "http://localhost:11434"),
+    "ollama_chat": (("OLLAMA_API_BASE",), "http://localhost:11434"),
+    "llamafile": (("LLAMAFILE_API_BASE",), "http://127.0.0.1:8080/v1"),
+    "lm_studio": (("LM_STUDIO_API_BASE",), ""),
+    "xinference": (("XINFERENCE_API_BASE",), "http://127.0.0.1:9997/v1"),
+    "hosted_vllm": (("HOSTED_VLLM_API_BASE",), ""),
+    "lemonade": (("LEMONADE_API_BASE",), "http://localhost:8000/api/v1"),
+    "litellm_proxy": (("LITELLM_PROXY_API_BASE",), ""),
+}
+
+
+def default_api_base(model: str) -> str:
+    """The address a model with no ``api_base`` is sent to when it is not its provider's
+    public API ("" then): an environment variable litellm reads, or litellm's built-in
+    default for a self-hosted provider (``ollama/…`` → ``http://localhost:11434``). Such an
+    address must pass the same rule as one typed on a program."""
+    import os
+
+    provider = provider_of(model)
+    if not provider:
+        return ""
+    names, default = DEFAULT_BASES.get(provider, ((), ""))
+    for name in (*names, f"{provider.upper()}_API_BASE"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return default
+
+
 def guarded(model: str, kind: str) -> bool:
     """Whether calls of ``kind`` ("chat" or "embedding") to ``model`` at a custom endpoint go
     through the address guard."""
@@ -114,6 +148,11 @@ class EndpointClients:
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}({self.model!r}, {self.api_base!r})"
+
+    @property
+    def api_key(self) -> str | None:
+        """The endpoint's own key (for a model built on the same endpoint; never shown)."""
+        return self._api_key
 
     def _build(self, client_type: str) -> Any:
         import httpx

@@ -207,6 +207,22 @@ class LanguageModel:
     def from_config(cls, config: dict[str, Any]) -> LanguageModel:
         return cls(**config)
 
+    def with_settings(self, **settings: Any) -> LanguageModel:
+        """This model with other ``settings`` (``max_tokens``, ``temperature``, ``cache``…) at
+        the same address, with the same key.
+
+        What a helper model that names no model of its own (an optimizer's mutations, an LM
+        judge) is built from: it must go where the program's model goes, never to the
+        provider's default address with whatever key the environment holds.
+        """
+        unknown = {"model", "api_base", "api_key", "endpoint"} & set(settings)
+        if unknown:
+            raise ValueError(f"with_settings keeps the model and its address; got {unknown}")
+        config = {**self.get_config(), **settings}
+        config["allow_private_addresses"] = self.allow_private_addresses
+        key = self._endpoint.api_key if self._endpoint is not None else None
+        return type(self)(**config, api_key=key)
+
     def __repr__(self) -> str:
         where = f", api_base={self.api_base!r}" if self.api_base else ""
         return f"{type(self).__name__}(model={self.model!r}{where})"
