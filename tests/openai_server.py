@@ -31,11 +31,23 @@ class OpenAIServer:
         latency: seconds each answered request takes.
         content: the assistant message's text.
         retry_after: the 429's ``Retry-After`` (seconds).
+        logprobs: the answer's ``logprobs.content`` (OpenAI's per-token log-probabilities),
+            returned when a request asks for ``logprobs``; None: never returned.
     """
 
-    def __init__(self, limit: int, latency: float, content: str, retry_after: float = 1.0):
+    def __init__(
+        self,
+        limit: int,
+        latency: float,
+        content: str,
+        retry_after: float = 1.0,
+        logprobs: list[dict] | None = None,
+    ):
         self.limit, self.latency, self.content = limit, latency, content
         self.retry_after = retry_after
+        #: the answer's per-token log-probabilities, sent when a request asks for them
+        self.logprobs = logprobs
+        self.bodies: list[dict] = []  # every request's JSON body
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -85,6 +97,7 @@ class OpenAIServer:
                     return
                 now = time.monotonic()
                 with server.lock:
+                    server.bodies.append(request)
                     server.arrivals.append(now)
                     if server.in_flight >= server.limit:
                         server.refused.append(now)
@@ -104,6 +117,8 @@ class OpenAIServer:
                 try:
                     time.sleep(server.latency)
                     answer = _completion(request, server.content)
+                    if request.get("logprobs") and server.logprobs is not None:
+                        answer["choices"][0]["logprobs"] = {"content": server.logprobs}
                 finally:
                     # Out of the count before the answer is written: a client that reads it
                     # may send its next request before this thread runs again, and that one

@@ -7,7 +7,6 @@ Otherwise an interrupted run keeps its worker busy until every queued call has g
 
 import asyncio
 import threading
-import time
 
 from training.engine.local import provider, smollm2
 
@@ -15,11 +14,15 @@ from training.engine.local import provider, smollm2
 async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch):
     started = []
     lock = threading.Lock()
+    first = threading.Event()  # the first call is generating
+    release = threading.Event()  # lets it finish
+    another = threading.Event()  # a second call started (it must not)
 
     def generate(model, messages, optional_params, cancelled=None):
         with lock:
             started.append(model)
-        time.sleep(0.5)
+            (another if len(started) > 1 else first).set()
+        release.wait(timeout=30)
         return {}
 
     monkeypatch.setattr(provider, "_run_chat", generate)
@@ -27,9 +30,11 @@ async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch):
     monkeypatch.setattr(smollm2, "instance_count", lambda: 1)
     handler = provider.LocalProvider()
     calls = [asyncio.ensure_future(handler.acompletion("smollm2", [], None, {})) for _ in range(4)]
-    await asyncio.sleep(0.1)
+    assert await asyncio.to_thread(first.wait, 30)  # one holds the instance, three wait for it
     for call in calls:
         call.cancel()
     await asyncio.gather(*calls, return_exceptions=True)
-    await asyncio.sleep(0.6)  # a queued thread, had one been started, would have begun by now
+    release.set()
+    # a call queued for the thread, had one been, would start once the instance is free
+    assert not await asyncio.to_thread(another.wait, 1.0)
     assert len(started) == 1

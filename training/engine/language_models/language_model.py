@@ -25,7 +25,7 @@ from typing import Any
 import pydantic
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import rate_limits, tracing
+from training.engine.language_models import label_scoring, rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
@@ -56,12 +56,14 @@ __all__ = [
 
 @dataclass
 class RawCompletion:
-    """What a provider returned: text, token counts and cost (None when unknown)."""
+    """What a provider returned: text, token counts and cost (None when unknown); a label
+    scoring's ``scores`` (one per label, or None when the provider gave none)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    scores: list[float] | None = None
 
 
 #: The ways a call asks for structured output (``LanguageModel(structured_output=…)``).
@@ -173,6 +175,7 @@ class LanguageModel:
         )
         self.cache: ResponseCache | None = make_cache(cache)
         self._supports_schema: bool | None = None
+        self._can_score: bool | None = None
         if model.startswith("local/"):
             self._load_local_provider()
 
@@ -319,6 +322,130 @@ class LanguageModel:
             return output
         raise LanguageModelError(f"{self._describe()}: {last_error}")
 
+    # -- scoring labels --------------------------------------------------------------------
+    def can_score_labels(self) -> bool:
+        """Whether :meth:`score_labels` can score (else it returns None and callers sample):
+        a provider that registered a scorer, or one that returns log-probabilities."""
+        if self._can_score is None:
+            self._can_score = label_scoring.registered_scorer(
+                self.model
+            ) is not None or label_scoring.provider_supports_logprobs(self.model)
+        return self._can_score
+
+    async def score_labels(
+        self,
+        messages: list[dict[str, str]],
+        data_model: type[pydantic.BaseModel],
+        field: str,
+        labels: list[str],
+        context: dict[str, Any] | None = None,
+    ) -> label_scoring.LabelScoring | None:
+        """The log-probability of each of ``labels`` as the value of ``field`` (the one field
+        of ``data_model``), for the prompt ``messages``; None when this model gives no
+        scores (see :mod:`~training.engine.language_models.label_scoring`). A provider that
+        answered without log-probabilities gives its answer instead (``output``): the model
+        samples from then on, and that answer is not asked for twice.
+
+        One call like :meth:`__call__`'s: the same output note in the prompt, the same
+        concurrency, provider limits, budget, retries and timeout, counted in usage and
+        traced (the trace's response is the best-scored answer, with every label's score).
+        Deterministic, so cached like a call at temperature 0.
+        """
+        if not self.can_score_labels():
+            return None
+        schema = (
+            data_model.get_schema()
+            if hasattr(data_model, "get_schema")
+            else data_model.model_json_schema()
+        )
+        use_format = self.supports_response_schema()
+        messages = with_output_note(
+            messages,
+            output_note(
+                schema,
+                with_schema=not use_format or self.structured_output == "json_object",
+                key=data_model,
+            ),
+        )
+        meta = _new_meta() if tracing.active() else None
+        key = None
+        if self.cache is not None:
+            key = self._key(messages, {"score_labels": field, "labels": labels}, 0.0)
+            hit = self.cache.get(key)
+            if hit is not None and isinstance(hit.get("scores"), list):
+                usage_mod.record(usage_mod.UsageRecord(model=self.model, cache_hit=True))
+                if meta is not None:
+                    meta["cache_hit"] = True
+                    self._trace_scores(messages, meta, field, labels, hit["scores"], data_model)
+                return label_scoring.LabelScoring(scores=hit["scores"])
+        try:
+            raw = await self._complete_with_retries(
+                lambda: self._raw_scores(messages, schema if use_format else None, field, labels),
+                meta,
+                messages,
+            )
+        except LanguageModelError as exc:
+            if meta is not None:
+                self._trace(messages, meta, error=str(exc), failed=True)
+            raise
+        if raw.scores is None:
+            self._can_score = False  # the provider answered without log-probabilities
+            try:
+                output = parse_output(raw.text, data_model)
+            except OutputParseError as exc:
+                if meta is not None:
+                    self._trace(messages, meta, response=raw.text, error=str(exc), failed=True)
+                return None
+            if meta is not None:
+                self._trace(messages, meta, response=raw.text, parsed=output)
+            return label_scoring.LabelScoring(output=output)
+        if key is not None:
+            self.cache.set(key, {"scores": raw.scores})
+        if meta is not None:
+            self._trace_scores(messages, meta, field, labels, raw.scores, data_model)
+        return label_scoring.LabelScoring(scores=raw.scores)
+
+    def _trace_scores(
+        self, messages: list, meta: dict, field: str, labels: list, scores: list, data_model
+    ) -> None:
+        best = labels[max(range(len(labels)), key=lambda i: scores[i])]
+        self._trace(
+            messages,
+            meta,
+            response=label_scoring.answer(field, best),
+            parsed=data_model(**{field: best}),
+            label_scores={lab: round(float(v), 4) for lab, v in zip(labels, scores, strict=True)},
+        )
+
+    async def _raw_scores(
+        self, messages: list, schema: dict | None, field: str, labels: list[str]
+    ) -> RawCompletion:
+        """One scoring request: the registered scorer's, else a provider request with
+        log-probabilities (overridden by the testing fakes)."""
+        scorer = label_scoring.registered_scorer(self.model)
+        if scorer is not None:
+            scored = await scorer(
+                self.model,
+                messages,
+                label_scoring.opening(field),
+                [label_scoring.continuation(label) for label in labels],
+                self.timeout,
+            )
+            return RawCompletion(
+                text=label_scoring.answer(
+                    field, labels[max(range(len(labels)), key=lambda i: scored.scores[i])]
+                ),
+                prompt_tokens=scored.prompt_tokens,
+                completion_tokens=scored.completion_tokens,
+                cost=0.0,
+                scores=scored.scores,
+            )
+        raw, logprobs = await self._request(
+            messages, schema, 0.0, {"logprobs": True, "top_logprobs": label_scoring.TOP_LOGPROBS}
+        )
+        raw.scores = label_scoring.scores_from_logprobs(raw.text, logprobs or [], field, labels)
+        return raw
+
     def _trace(self, messages: list, meta: dict, **values: Any) -> None:
         # ``meta`` (this attempt's own dict) becomes the record: nothing copied on this path
         meta["kind"] = "completion"
@@ -456,6 +583,18 @@ class LanguageModel:
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
     ) -> RawCompletion:
         """One provider request through litellm (overridden by the testing fakes)."""
+        raw, _ = await self._request(messages, schema, temperature)
+        return raw
+
+    async def _request(
+        self,
+        messages: list,
+        schema: dict | None,
+        temperature: float,
+        extra: dict[str, Any] | None = None,
+    ) -> tuple[RawCompletion, Any]:
+        """One provider request through litellm: (what it returned, the answer's per-token
+        log-probabilities when ``extra`` asked for them, else None)."""
         litellm = get_litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -478,19 +617,27 @@ class LanguageModel:
                 "type": "json_schema",
                 "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": True},
             }
+        kwargs.update(extra or {})
         response = await litellm.acompletion(**kwargs)
-        text = response.choices[0].message.content or ""
+        choice = response.choices[0]
+        text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         try:
             cost = litellm.completion_cost(completion_response=response)
         except Exception:
             cost = None
-        return RawCompletion(
+        logprobs = getattr(choice, "logprobs", None)
+        if isinstance(logprobs, dict):
+            logprobs = logprobs.get("content")
+        elif logprobs is not None:
+            logprobs = getattr(logprobs, "content", None)
+        raw = RawCompletion(
             text=text,
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cost=cost,
         )
+        return raw, logprobs
 
 
 def _new_meta() -> dict[str, Any]:

@@ -19,6 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402  (the env var above must be set first)
 
+from training.engine.language_models.label_scoring import register_scorer  # noqa: E402
 from training.engine.local import minilm, smollm2  # noqa: E402
 from training.engine.local.errors import (  # noqa: E402
     INSTALL_COMMAND,
@@ -27,7 +28,7 @@ from training.engine.local.errors import (  # noqa: E402
     local_models_hint,
     unknown_model,
 )
-from training.engine.local.provider import PROVIDER, LocalProvider  # noqa: E402
+from training.engine.local.provider import PROVIDER, LocalProvider, score_labels  # noqa: E402
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -82,6 +83,7 @@ def register() -> None:
             ]
         if smollm2.MODEL_NAME not in litellm.model_cost:
             litellm.register_model(MODEL_INFO)
+        register_scorer(PROVIDER, score_labels)
 
 
 def is_local_model(model: str) -> bool:

@@ -20,6 +20,7 @@ from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
 from training.engine.language_models.concurrency import semaphore
+from training.engine.language_models.label_scoring import Scored
 from training.engine.local import minilm, smollm2
 from training.engine.local.errors import LocalModelError, unknown_model
 from training.engine.local.lazy_call import LazyCall
@@ -160,17 +161,76 @@ class CoreHandoff:
             self.slots.give_back_all(self.taken)
 
 
-def _run_chat_on_cores(
-    handoff: CoreHandoff, model: str, messages: list, optional_params: dict
-) -> dict | None:
-    """``_run_chat`` on the cores ``handoff`` holds, then give them back; None (nothing run)
-    when the awaiting call was cancelled before this thread started."""
+def _run_on_cores(handoff: CoreHandoff, work: Any, *args: Any) -> dict | None:
+    """``work(*args, cancelled=...)`` on the cores ``handoff`` holds, then give them back;
+    None (nothing run) when the awaiting call was cancelled before this thread started."""
     if not handoff.claim():
         return None
     try:
-        return _run_chat(model, messages, optional_params, cancelled=handoff.cancelled)
+        return work(*args, cancelled=handoff.cancelled)
     finally:
         handoff.give_back()
+
+
+async def _on_a_free_instance(work: Any, *args: Any) -> dict:
+    """``work(*args, cancelled=...)`` (blocking) in a worker thread, once a Llama instance and
+    the machine's cores for it are free.
+
+    Both waits happen here, where they can be cancelled, not in the worker thread, where they
+    cannot: an interrupted run would leave every queued call to run to its end before the
+    worker is free; and the other worker process's run may be decoding on the cores
+    (``core_slots.py``)."""
+    async with semaphore(("local-chat-instances",), smollm2.instance_count()):
+        slots = smollm2.core_slots()
+        waited = time.perf_counter()
+        taken = await slots.take_async(smollm2.threads_per_instance()) if slots else []
+        smollm2.add_core_wait(time.perf_counter() - waited)
+        handoff = CoreHandoff(slots, taken)
+        try:
+            return await asyncio.to_thread(_run_on_cores, handoff, work, *args)
+        except asyncio.CancelledError:
+            handoff.cancelled.set()
+            if handoff.claim():  # the thread never started: give the cores back here
+                handoff.give_back()
+            raise
+
+
+def _run_scoring(
+    model: str,
+    messages: list,
+    opening: str,
+    continuations: list,
+    cancelled: threading.Event | None = None,
+) -> dict:
+    """Blocking: validate the name, then score (``smollm2.score``)."""
+    if _short_name(model) not in CHAT_MODELS:
+        raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "chat"), 404)
+    try:
+        return smollm2.score(_chat_messages(messages), opening, continuations, cancelled=cancelled)
+    except LocalModelError as error:
+        raise _as_litellm_error(error) from error
+    except ValueError as error:
+        if "context window" in str(error):
+            raise litellm.ContextWindowExceededError(
+                message=f"{smollm2.MODEL_NAME}: {error}",
+                model=smollm2.MODEL_NAME,
+                llm_provider=PROVIDER,
+            ) from error
+        raise
+
+
+async def score_labels(
+    model: str, messages: list, opening: str, continuations: list, timeout: float | None
+) -> Scored:
+    """The label scorer of ``local/`` models (``label_scoring.register_scorer``): each
+    continuation's log-probability after the prompt and ``opening``, on a free instance."""
+    result = await _on_a_free_instance(_run_scoring, model, messages, opening, continuations)
+    usage = result.get("usage") or {}
+    return Scored(
+        scores=list(result["scores"]),
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+    )
 
 
 def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
@@ -210,26 +270,7 @@ class LocalProvider(CustomLLM):
         return LazyCall(self._acompletion, model, messages, model_response, optional_params)
 
     async def _acompletion(self, model, messages, model_response, optional_params):
-        # Wait for a free Llama instance here, where the wait can be cancelled, not in the
-        # worker thread (the pool's queue), where it cannot: an interrupted run would leave
-        # every queued call to generate to its end before the worker is free.
-        # Then for the machine's cores (core_slots.py), also where the wait can be cancelled:
-        # the other worker process's run may be decoding on them.
-        async with semaphore(("local-chat-instances",), smollm2.instance_count()):
-            slots = smollm2.core_slots()
-            waited = time.perf_counter()
-            taken = await slots.take_async(smollm2.threads_per_instance()) if slots else []
-            smollm2.add_core_wait(time.perf_counter() - waited)
-            handoff = CoreHandoff(slots, taken)
-            try:
-                result = await asyncio.to_thread(
-                    _run_chat_on_cores, handoff, model, messages, optional_params
-                )
-            except asyncio.CancelledError:
-                handoff.cancelled.set()
-                if handoff.claim():  # the thread never started: give the cores back here
-                    handoff.give_back()
-                raise
+        result = await _on_a_free_instance(_run_chat, model, messages, optional_params)
         return _fill_model_response(model_response, result)
 
     def embedding(self, model, input, model_response, **_unused):

@@ -350,6 +350,26 @@ def complete(
     return result
 
 
+def score(
+    messages: list[dict],
+    opening: str,
+    continuations: list[str],
+    cancelled: threading.Event | None = None,
+) -> dict:
+    """The log-probability of each of ``continuations`` after the prompt and ``opening``
+    (``Decoder.score``), blocking, on the pool's decoder that holds the most of the prompt.
+    Call it through `asyncio.to_thread` from async code."""
+    pool = _get_pool()
+    decoder = pool.take(messages)
+    try:
+        result = decoder.score(messages, opening, continuations, cancelled=cancelled)
+    finally:
+        pool.give_back(decoder)
+    timings = result.get("timings") or {}
+    _add_totals({**result["usage"], "prompt_ms": round(1000 * timings.get("prompt_seconds", 0.0))})
+    return result
+
+
 def _generate(
     decoder: Any,
     messages: list[dict],

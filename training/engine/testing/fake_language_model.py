@@ -91,6 +91,9 @@ class FakeLanguageModel(LanguageModel):
             default (the fake honours the schema).
         holds_to_schema: play a grammar-constrained model (the output bound then applies;
             the responder must keep to the schema's ``maxLength`` itself).
+        label_scorer: ``label_scorer(request, labels) -> [score per label]`` (sync or async;
+            a registered name is looked up): the model then scores label fields
+            (:meth:`LanguageModel.score_labels`) instead of only sampling them.
         **kwargs: the other :class:`LanguageModel` options.
 
     Example:
@@ -115,6 +118,7 @@ class FakeLanguageModel(LanguageModel):
         backoff: float = 0.0,
         structured_output: str = "response_format",
         holds_to_schema: bool = False,
+        label_scorer: Any = None,
         **kwargs: Any,
     ):
         super().__init__(
@@ -124,6 +128,9 @@ class FakeLanguageModel(LanguageModel):
             raise ValueError("failure must be 'error', 'garbage', 'unreachable' or 'fatal'")
         if isinstance(responder, str):
             responder = get_registered_object(responder)
+        if isinstance(label_scorer, str):
+            label_scorer = get_registered_object(label_scorer)
+        self.label_scorer = label_scorer
         #: plays a grammar-constrained model for ``output_bounds`` (the responder must then
         #: keep to the schema's maxLength itself)
         self._holds_to_schema = bool(holds_to_schema)
@@ -145,9 +152,14 @@ class FakeLanguageModel(LanguageModel):
         """A scripted call costs ``cost_per_call`` whatever its tokens."""
         return self.cost_per_call
 
-    async def _raw_complete(
+    def can_score_labels(self) -> bool:
+        return self.label_scorer is not None
+
+    async def _request_of(
         self, messages: list, schema: dict | None, temperature: float, context: dict | None
-    ) -> RawCompletion:
+    ) -> tuple[FakeRequest, RawCompletion | None]:
+        """The request a call makes, after its latency; with a garbage answer when the
+        simulated failure is one (a raised error for the others)."""
         self.calls += 1
         context = context or {}
         request = FakeRequest(
@@ -169,9 +181,36 @@ class FakeLanguageModel(LanguageModel):
                 raise ConnectionError(f"{self.model}: simulated connection refused")
             if self.failure == "fatal":
                 raise ValueError(f"{self.model}: simulated non-retryable failure (HTTP 400)")
-            return RawCompletion(
+            return request, RawCompletion(
                 text="Sorry, I cannot answer that.", prompt_tokens=self.prompt_tokens
             )
+        return request, None
+
+    async def _raw_scores(
+        self, messages: list, schema: dict | None, field: str, labels: list[str]
+    ) -> RawCompletion:
+        request, garbage = await self._request_of(messages, schema, 0.0, None)
+        if garbage is not None:
+            return garbage
+        scores = self.label_scorer(request, labels)
+        if inspect.isawaitable(scores):
+            scores = await scores
+        scores = [float(score) for score in scores]
+        best = labels[max(range(len(labels)), key=lambda i: scores[i])]
+        return RawCompletion(
+            text=json.dumps({field: best}),
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost=self.cost_per_call,
+            scores=scores,
+        )
+
+    async def _raw_complete(
+        self, messages: list, schema: dict | None, temperature: float, context: dict | None
+    ) -> RawCompletion:
+        request, garbage = await self._request_of(messages, schema, temperature, context)
+        if garbage is not None:
+            return garbage
         answer = await self._answer(request)
         if hasattr(answer, "get_json"):
             answer = answer.get_json()
@@ -225,11 +264,14 @@ class FakeLanguageModel(LanguageModel):
                 "cost_per_call": self.cost_per_call,
             }
         )
-        if self.responder is not None:
+        for key in ("responder", "label_scorer"):
+            function = getattr(self, key)
+            if function is None:
+                continue
             try:
-                config["responder"] = get_registered_name(self.responder)
+                config[key] = get_registered_name(function)
             except UnknownObjectError:
-                config["responder"] = None  # an unregistered function cannot be saved
+                config[key] = None  # an unregistered function cannot be saved
         return config
 
 
