@@ -12,6 +12,7 @@ shown like any other value (JSON only)::
         "k": 4,                          # examples put in each prompt (1..MAX_K)
         "embedding_model": "local/minilm",  # the model that made the vectors
         "vote": true,                    # also tell the LM what the neighbours answered
+        "in_prompt": true,               # false: the neighbours only vote (label_decision.py)
         "pool": [{"inputs": {...}, "outputs": {...}, "vector": "<base64 float16>"}],
     }
 
@@ -76,6 +77,7 @@ def retrieval_schema(inputs_schema: dict, outputs_schema: dict) -> dict[str, Any
             "k": {"type": "integer", "minimum": K.min, "maximum": K.max},
             "embedding_model": {"type": "string", "maxLength": 200},
             "vote": {"type": "boolean"},
+            "in_prompt": {"type": "boolean"},
             "pool": {
                 "type": "array",
                 "maxItems": MAX_POOL_SIZE,

@@ -1,12 +1,19 @@
 """Generator: one structured LM call, input JSON → output DataModel.
 
 Its trainable variable ``state`` holds ``{"instructions": str, "examples": [{"inputs",
-"outputs"}]}`` and, once ``NearestFewShot`` trained it, a ``retrieval`` pool
-(``example_retrieval.py``). The prompt is: a system message (fixed preamble, the instructions),
+"outputs"}]}`` and, once ``NearestFewShot`` or ``CalibratedLabels`` trained it, a
+``retrieval`` pool (``example_retrieval.py``) and a label ``decision``
+(``label_decision.py``). The prompt is: a system message (fixed preamble, the instructions),
 the few-shot examples as user/assistant turns, then the ``k`` pool examples nearest to the input
-(the nearest last, next to the input), then the input JSON. The LanguageModel appends the output
-fields (names, types, descriptions) to the system message on every call, and sends the schema
-as ``response_format`` or in the prompt (see LanguageModel and output_format.py).
+(the nearest last, next to the input; unless the pool is for the vote only), then the input
+JSON. The LanguageModel appends the output fields (names, types, descriptions) to the system
+message on every call, and sends the schema as ``response_format`` or in the prompt (see
+LanguageModel and output_format.py).
+
+An output that is one label field (a ``Literal``) is decided rather than sampled when the
+model can score labels (``LanguageModel.score_labels``): every label is scored, then the
+state's ``decision`` weighs those scores, a bias per label and the nearest pool examples'
+labels (``label_decision.py``). A model that cannot score samples the field as before.
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.data_model import DataModel, data_model_from_schema
+from training.engine.data_model import DataModel, data_model_from_schema, label_choices
 from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.language_models.language_model import LanguageModel
 from training.engine.modules import example_retrieval as retrieval
+from training.engine.modules import label_decision
 from training.engine.modules.module import TRACE, Module, field_list
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.trainers import output_bounds
@@ -81,6 +89,8 @@ class Generator(Module):
         description: What the module is for (shown in summaries and to OMEGA's mutations).
         trainable: Whether optimizers may change its variable.
         embedding_model: The ``EmbeddingModel`` used to retrieve pool examples (see above).
+        score_labels: Decide an output that is one label field from every label's score when
+            the model can score them (True), or always sample it (False).
 
     Example:
 
@@ -104,6 +114,7 @@ class Generator(Module):
         description: str | None = None,
         trainable: bool = True,
         embedding_model: Any = None,
+        score_labels: bool = True,
     ):
         super().__init__(name=name, description=description, trainable=trainable)
         if data_model is None:
@@ -121,6 +132,7 @@ class Generator(Module):
         self.data_model = data_model
         self.language_model = language_model
         self.embedding_model = embedding_model
+        self.score_labels = bool(score_labels)
         self.temperature = temperature
         self.initial_instructions = instructions or ""
         self.initial_examples = [self._normalize_example(e) for e in (examples or [])]
@@ -169,8 +181,9 @@ class Generator(Module):
                         "required": ["inputs", "outputs"],
                     },
                 },
-                # optional: only a NearestFewShot-trained state has one
+                # optional: only a NearestFewShot- or CalibratedLabels-trained state has one
                 "retrieval": retrieval.retrieval_schema(inputs_schema, outputs_schema),
+                "decision": label_decision.decision_schema((self.label_field() or (None, None))[1]),
             },
             "required": ["instructions", "examples"],
         }
@@ -298,6 +311,13 @@ class Generator(Module):
         return examples, hint
 
     # -- run -------------------------------------------------------------------------------
+    def label_field(self) -> tuple[str, list[str]] | None:
+        """(name, labels) when the output is one label field (a ``Literal`` of strings): what
+        is decided from label scores rather than sampled; else None."""
+        fields = self.output_data_model.model_fields
+        labels = label_choices(next(iter(fields.values())).annotation) if len(fields) == 1 else None
+        return (next(iter(fields)), labels) if labels else None
+
     async def call(self, inputs: Any, training: bool = False) -> DataModel | None:
         input_json = _merge_inputs(inputs)
         if input_json is None:
@@ -312,22 +332,77 @@ class Generator(Module):
             retrieved, hint = await self.retrieve(
                 input_json, leave_out_own_row=training or retrieval.leave_out_active()
             )
-        messages = self.format_messages(input_json, retrieved, hint)
-        if retrieved:  # what the prompt shows, in its order (a scripted fake LM reads it)
-            state = {
+        shown = retrieved if (state.get("retrieval") or {}).get("in_prompt", True) else []
+        messages = self.format_messages(input_json, shown, hint if shown else "")
+        context_state = state
+        if shown:  # what the prompt shows, in its order (a scripted fake LM reads it)
+            context_state = {
                 "instructions": state.get("instructions", ""),
-                "examples": [*state.get("examples", []), *reversed(retrieved)],
+                "examples": [*state.get("examples", []), *reversed(shown)],
             }
+        context = {"module": self.name, "inputs": input_json, "state": context_state}
+        label = self.label_field() if self.score_labels else None
+        if label is not None and self.language_model.can_score_labels():
+            decided = await self._decide(messages, label, state, retrieved, context, input_json)
+            if decided is not None:
+                return decided
         output = await self.language_model(
             messages,
             # within fit, at most OUTPUT_LENGTH_FACTOR × the longest target (output_bounds.py)
             output_bounds.bounded(self, self.output_data_model),
             temperature=self.temperature,
-            context={"module": self.name, "inputs": input_json, "state": state},
+            context=context,
         )
         trace = TRACE.get()
         if trace is not None:
             trace.append({"module": self.name, "inputs": input_json, "outputs": output.get_json()})
+        return output
+
+    async def _decide(
+        self,
+        messages: list[dict[str, str]],
+        label: tuple[str, list[str]],
+        state: dict[str, Any],
+        retrieved: list[dict[str, Any]],
+        context: dict[str, Any],
+        input_json: dict[str, Any],
+    ) -> DataModel | None:
+        """The label field decided from every label's score (None: the model gave none)."""
+        field, labels = label
+        scoring = await self.language_model.score_labels(
+            messages, self.output_data_model, field, labels, context=context
+        )
+        if scoring is None:
+            return None
+        trace = TRACE.get()
+        if scoring.scores is None:  # the provider sampled instead: its answer stands
+            if trace is not None:
+                trace.append(
+                    {
+                        "module": self.name,
+                        "inputs": input_json,
+                        "outputs": scoring.output.get_json(),
+                    }
+                )
+            return scoring.output
+        scores = scoring.scores
+        counts = label_decision.neighbour_counts(
+            labels, [(example.get("outputs") or {}).get(field) for example in retrieved]
+        )
+        index, _ = label_decision.decide(
+            scores, labels, state.get("decision"), counts, len(retrieved)
+        )
+        output = self.output_data_model(**{field: labels[index]})
+        if trace is not None:
+            trace.append(
+                {
+                    "module": self.name,
+                    "inputs": input_json,
+                    "outputs": output.get_json(),
+                    # the LM's own scores, before the decision: what CalibratedLabels learns from
+                    "label_scores": {"field": field, "labels": labels, "scores": list(scores)},
+                }
+            )
         return output
 
     @property
@@ -351,6 +426,8 @@ class Generator(Module):
         )
         if self.embedding_model is not None:  # only when used: older documents unchanged
             config["embedding_model"] = serialize(self.embedding_model)
+        if not self.score_labels:  # the default is left out: older documents unchanged
+            config["score_labels"] = False
         return config
 
     @classmethod

@@ -25,8 +25,9 @@ from training.engine.language_models.tracing import trace_context
 from training.engine.modules.chain_of_thought import THINKING_DESCRIPTION, ChainOfThought
 
 #: Fields the LM never writes (see the module docstring); ``retrieval`` is NearestFewShot's
-#: pool of embedded training examples, kept as the parent had it.
-FROZEN_FIELDS = ("examples", "retrieval")
+#: pool of embedded training examples and ``decision`` CalibratedLabels' fitted weights, kept
+#: as the parent had them.
+FROZEN_FIELDS = ("examples", "retrieval", "decision")
 #: The LM sees the worst few batch items (the mistakes teach the most), each field clipped:
 #: a 135M local model has a 4096-token context and reads a short prompt far better.
 MAX_BATCH_ITEMS = 4

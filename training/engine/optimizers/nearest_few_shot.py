@@ -90,10 +90,14 @@ class NearestFewShot(Optimizer):
                 "NearestFewShot needs embedding_model=... to find the training examples "
                 'nearest to each input (e.g. EmbeddingModel(model="local/minilm"))'
             )
-        self.embedding_model = embedding_model
         self.k = int(k)
-        self.pool_size = int(pool_size)
         self.vote = bool(vote)
+        self._init_pool(embedding_model, pool_size)
+
+    def _init_pool(self, embedding_model: Any, pool_size: int) -> None:
+        """The pool's settings and the fit's embeddings (shared with ``CalibratedLabels``)."""
+        self.embedding_model = embedding_model
+        self.pool_size = int(pool_size)
         #: {(embedding model, text): encoded vector}: each text embedded once per fit.
         self._vectors: dict[tuple[str, str], str] = {}
         #: Texts sent to the embedding model (the pool's), over this optimizer's life.
