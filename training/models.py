@@ -274,7 +274,7 @@ class Run(models.Model):
     active_seconds = models.FloatField(default=0.0)
     # The optimizer's last selection, per variable: {variable: {"candidates", "beat_seed",
     # "margin", "seed_reward", "champion_id", "champion_reward", "epoch"}} (its ``selection``
-    # event): how many candidates beat the seed by more than a tie.
+    # event): how many candidates beat the seed beyond noise.
     selection = models.JSONField(default=dict, blank=True)
     # What the optimizer refused before scoring (OMEGA's junk rewrites, its
     # ``candidate_refused`` events), bounded: {"count", "rules": {rule: {"reason", "count",

@@ -270,7 +270,8 @@ async def test_a_pool_bigger_than_pool_size_keeps_every_label():
     program = await program_on(copier(), optimizer)
     x, y = arrays(TRAIN)
     await program.fit(x, y, epochs=1, batch_size=4, seed=0)
-    pool = program.trainable_variables[0].value["retrieval"]["pool"]
+    [proposed] = [c for c in program.trainable_variables[0].candidates if c["operation"] != "seed"]
+    pool = proposed["value"]["retrieval"]["pool"]
     assert sorted(e["outputs"]["team"] for e in pool) == ["box", "bug", "money"]
 
 

@@ -56,7 +56,9 @@ def run_with_failing_mutations(user, dataset, epochs: int) -> Run:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_omega_run_persists_its_evolution_and_learns(client_user, user, demo_dataset):
+def test_omega_run_persists_its_evolution_and_keeps_its_seed_without_evidence(
+    client_user, user, demo_dataset
+):
     run = run_task(omega_run(user, demo_dataset))
     assert run.status == Run.SUCCEEDED, run.error
 
@@ -78,13 +80,15 @@ def test_omega_run_persists_its_evolution_and_learns(client_user, user, demo_dat
     mutations = [c for c in candidates if c.operation == "mutation"]
     assert any("By default, answer team=" in c.value["instructions"] for c in mutations)
 
-    # it learnt: the best candidate beats the seed, and the trained program uses it
+    # fake/rules learns two of the nine validation rows: a higher mean, within noise, so the
+    # run keeps its seed (never a program no better than its start beyond noise)
     seed = next(c for c in candidates if c.operation == "seed")
     best = next(c for c in candidates if c.status == "best")
-    assert best.reward > seed.reward
-    assert run.final_reward > run.baseline_reward
+    assert max(c.reward for c in candidates) > seed.reward
+    assert best.candidate_id == seed.candidate_id
+    assert run.final_reward == run.baseline_reward
     trained = program_from_json(run.trained_program_json)
-    assert trained.get_variables()["generator/state"]["instructions"] == best.value["instructions"]
+    assert trained.get_variables()["generator/state"]["instructions"] == seed.value["instructions"]
     # OMEGA's mutation calls and DNS embeddings are in the run's usage
     assert run.usage["by_model"]["fake/rules"]["calls"] > 0
     assert run.usage["by_model"]["fake/embedding"]["calls"] > 0

@@ -76,7 +76,7 @@ def run_advice(run: Run) -> dict[str, Any] | None:
     return {
         "sentence": (
             f"No candidate beat the starting program: none of the {candidates} scored "
-            "better than the seed by more than a tie, so the run kept its starting prompt."
+            "better than the seed beyond noise, so the run kept its starting prompt."
         ),
         "steps": steps,
     }

@@ -5,8 +5,8 @@ the best one keeps, partly, the one that got lucky on it (the winner's curse; us
 ask for exactly this held-out selection). With ``fit(selection_split=...)`` the top ``TOP_K``
 candidates on validation (and the seed, always) are scored once more on rows no candidate was
 chosen on, and the final program is the best of them there, by the same one rule as on
-validation (``selection.champion``): the seed unless a contender beats it by one selection
-example's worth.
+validation (``selection.champion``): the seed unless a contender beats it beyond noise on
+the selection rows.
 
 Pure functions over candidate dicts (``id``, ``operation``, ``reward``,
 ``selection_reward``); ``Optimizer.on_train_end`` does the scoring.
@@ -44,6 +44,16 @@ def choose(contenders_: Sequence[dict[str, Any]], margin: float) -> dict[str, An
     scored = [c for c in contenders_ if c.get("selection_reward") is not None]
     if not scored:
         return None
-    proxies = [{**c, "reward": c["selection_reward"], "_original": c} for c in scored]
+    # each contender judged on its selection rows alone (its validation evidence left out)
+    proxies = [
+        {
+            "id": c.get("id"),
+            "operation": c.get("operation"),
+            "reward": c["selection_reward"],
+            "example_rewards": c.get("selection_example_rewards"),
+            "_original": c,
+        }
+        for c in scored
+    ]
     best = sel.champion(proxies, margin)
     return None if best is None else best["_original"]

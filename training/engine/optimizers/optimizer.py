@@ -26,10 +26,10 @@ state (``get_state``: sha256 digests, tagged with the scoring set's key), so a f
 from it (after a pause) does not score them again on the same scoring set.
 
 Which candidate a variable takes (``select`` at each epoch end, ``on_train_end``) is
-``selection.champion``: the seed (the starting value) unless a candidate beats it by at least
-one validation example's worth (``tie_margin``, set from the scoring set's size at ``attach``),
-so a run never ends below its start on validation. After each selection a ``selection`` event
-says, per variable, how many candidates beat the seed.
+``selection.champion``: the seed (the starting value) unless a candidate beats it beyond noise
+(the paired interval of its gain over the seed on the same scored examples lies above 0; each
+scored candidate keeps its per-example rewards, ``example_rewards``, for it). After each
+selection a ``selection`` event says, per variable, how many candidates beat the seed.
 
 With a selection split (``fit(selection_split=...)``, ``attach_selection``), ``on_train_end``
 scores the top validation candidates on it (``final_selection``) and the variable takes the
@@ -314,6 +314,8 @@ class Optimizer:
         for variable, candidate in group:
             candidate["reward"] = reward
             candidate["status"] = "scored"
+            if "example_rewards" in extra:  # the evidence the champion rule pairs up
+                candidate["example_rewards"] = extra["example_rewards"]
             await self.emit_candidate(variable, candidate, **extra)
         return reward
 
@@ -442,6 +444,7 @@ class Optimizer:
             with trace_context(candidate_id=candidate["id"]):
                 details = await scorer.score_examples({variable.name: candidate["value"]})
             candidate["selection_reward"] = details.reward
+            candidate["selection_example_rewards"] = details.event_fields()["example_rewards"]
             await self.emit_candidate(
                 variable,
                 candidate,

@@ -9,13 +9,18 @@ All functions take a ``random.Random`` so a seeded fit is reproducible.
 - few-shot examples: how many is uniform in ``nb_min..nb_max``; which ones is a softmax at
   ``sampling_temperature`` over each example's weight (OMEGA weighs by how hard the input was);
 - the champion (the value a variable takes at each epoch end and after fit): the **seed** — the
-  value fit started from — unless a candidate *beats* it: scores at least one validation
-  example's worth above it (``tie_margin``: 1/n of the reward's 0..1 range on an n-example
-  validation set). Closer scores are a tie: on 6 examples every score moves in steps of 1/6,
-  and a candidate that differs by less than one example going from wrong to right is no
-  evidence of anything. Among the candidates that beat the seed the highest reward wins, ties
-  to the earliest. The champion's validation reward is never below the seed's, so a run never
-  ends below its start on validation. ``count_beating`` says how many candidates beat it.
+  value fit started from — unless a candidate *beats* it **beyond noise**: the paired
+  bootstrap interval (:data:`CONFIDENCE`, :data:`RESAMPLES`; the interval the dashboard draws)
+  of its gain over the seed, on the same scored examples, lies above 0 (:func:`verdict`). A
+  higher mean on a small validation split is not evidence: on 24 examples a candidate two
+  examples ahead is within noise, and adopting such candidates is how a trained program ends
+  below its seed on the test split. The evidence is each candidate's per-example rewards on
+  the scoring set (``example_rewards``) and, when its optimizer can score it on more held-out
+  examples without an LM call, those too (``held_out``: CalibratedLabels' cross-fitted
+  training rows). Candidates without per-example rewards (a scorer that gives only a mean)
+  must beat the seed by one example's worth (``tie_margin``: 1/n of the reward's range).
+  Among the candidates that beat the seed the highest reward wins, ties to the earliest;
+  ``count_beating`` says how many beat it.
 """
 
 from __future__ import annotations
@@ -126,6 +131,10 @@ def sample_examples(
 
 #: The margin when the scoring set's size is unknown: only float noise is a tie.
 MIN_TIE_MARGIN = 1e-9
+#: The paired interval a candidate's gain over the seed must clear, and how it is drawn
+#: (seeded: the same rewards give the same verdict here and on the dashboard).
+CONFIDENCE = 0.95
+RESAMPLES = 2000
 
 
 def tie_margin(examples: int | None) -> float:
@@ -145,28 +154,79 @@ def _seed(scored: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((c for c in scored if c.get("operation") == "seed"), None)
 
 
+def evidence(
+    seed: dict[str, Any], candidate: dict[str, Any]
+) -> tuple[list[float], list[float]] | None:
+    """(the seed's rewards, the candidate's) on the examples both were scored on: the scoring
+    set's, then the candidate's ``held_out`` ones; None without per-example rewards."""
+    before, after = seed.get("example_rewards"), candidate.get("example_rewards")
+    if not before or not after or len(before) != len(after):
+        return None
+    before, after = list(before), list(after)
+    held_out = candidate.get("held_out") or {}
+    if len(held_out.get("seed") or []) == len(held_out.get("candidate") or []):
+        before += list(held_out.get("seed") or [])
+        after += list(held_out.get("candidate") or [])
+    return before, after
+
+
+def verdict(seed: dict[str, Any], candidate: dict[str, Any]) -> Any:
+    """The paired bootstrap of ``candidate``'s gain over ``seed`` (:func:`evidence`), or None
+    without per-example rewards."""
+    from training.engine.utils.paired_bootstrap import paired_bootstrap
+
+    pairs = evidence(seed, candidate)
+    if pairs is None:
+        return None
+    return paired_bootstrap(*pairs, confidence=CONFIDENCE, resamples=RESAMPLES)
+
+
+def beats_seed(candidate: dict[str, Any], seed: dict[str, Any], margin: float) -> bool:
+    """Whether ``candidate`` beats ``seed`` beyond noise (its paired interval above 0), or,
+    without per-example rewards, by ``margin``. Remembered on the candidate (``gain``), so a
+    state saved and loaded keeps the verdict it had."""
+    if candidate is seed:
+        return False
+    gain = candidate.get("gain")
+    if not isinstance(gain, dict) or gain.get("seed_id") != seed.get("id"):
+        found = verdict(seed, candidate)
+        if found is None:
+            return beats(candidate["reward"], seed["reward"], margin)
+        gain = {
+            "seed_id": seed.get("id"),
+            "difference": round(found.difference, 6),
+            "low": round(found.low, 6),
+            "high": round(found.high, 6),
+            "n": found.n,
+        }
+        candidate["gain"] = gain
+    return float(gain["low"]) > 0.0
+
+
 def champion(candidates: Sequence[dict[str, Any]], margin: float) -> dict[str, Any] | None:
-    """The scored candidate a variable takes (see the module docstring): the seed unless one
-    beats it by ``margin``, then the best of those (ties to the earliest). Without a scored
-    seed, simply the best."""
+    """The scored candidate a variable takes (see the module docstring): the seed unless some
+    beat it beyond noise (:func:`beats_seed`), then the best of those (ties to the earliest).
+    Without a scored seed, simply the best."""
     scored = [c for c in candidates if c.get("reward") is not None]
     if not scored:
         return None
-    best = max(enumerate(scored), key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
     seed = _seed(scored)
-    if seed is None or beats(best["reward"], seed["reward"], margin):
-        return best
-    return seed
+    if seed is None:
+        return max(enumerate(scored), key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
+    winners = [(i, c) for i, c in enumerate(scored) if beats_seed(c, seed, margin)]
+    if not winners:
+        return seed
+    return max(winners, key=lambda pair: (pair[1]["reward"], -pair[0]))[1]
 
 
 def count_beating(candidates: Sequence[dict[str, Any]], margin: float) -> tuple[int, int]:
-    """(scored candidates other than the seed, how many of them beat the seed by ``margin``)."""
+    """(scored candidates other than the seed, how many of them beat it: :func:`beats_seed`)."""
     scored = [c for c in candidates if c.get("reward") is not None]
     seed = _seed(scored)
     others = [c for c in scored if c is not seed]
     if seed is None:
         return len(others), 0
-    return len(others), sum(beats(c["reward"], seed["reward"], margin) for c in others)
+    return len(others), sum(beats_seed(c, seed, margin) for c in others)
 
 
 def mean(values: Sequence[float]) -> float:
