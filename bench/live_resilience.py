@@ -1,4 +1,4 @@
-"""Live socket and /healthz resilience on a private stack (issues 12.1, 12.2, 18.2, 18.5).
+"""Live socket and /healthz resilience on a private stack.
 
 Starts a private Trainboard stack (daphne + Celery worker, the way ``make run`` does, in a
 temp var/ dir; its own embedded Redis unless REDIS_URL is set), opens a run page in headless

@@ -22,7 +22,7 @@
    3 epochs, batch 8, validation split 0.2) and a 1-epoch OMEGA fit (few-shot learning on, the
    dashboard's default) on the same data; and the demo fit again with the demo program's output
    as ``bootstrap_demo`` builds it today, ``team`` a label set (the data's teams, an ``enum``
-   in the schema; when issue 25 was filed the demo answered free text, as the first fit does;
+   in the schema; an older demo answered free text, as the first fit does;
    8ddcc4c's fit makes 57 calls on it where this tree's makes 86, so compare its lines per call).
    OMEGA's own LM (its mutations and crossovers) is the one the dashboard gives it: the program's model without the program's 24-token cap (the
    cap would cut every mutation's JSON short), so the local provider's default cap

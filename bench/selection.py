@@ -1,4 +1,4 @@
-"""Does a held-out selection split pick a program that does better on test? (issue 31)
+"""Does a held-out selection split pick a program that does better on test?
 
 Question: OMEGA scores many candidates on one small validation set and keeps the best there,
 partly the luckiest. With ``fit(selection_split=...)`` the top ``final_selection.TOP_K``

@@ -1,4 +1,4 @@
-"""Steering in the browser (issue 17): branch from a candidate with an edited instruction and a
+"""Steering in the browser: branch from a candidate with an edited instruction and a
 pinned example; mark three predictions, publish them as a new dataset version, and train on
 it with "judge by people". Fast: the scripted ``fake/fewshot`` model of tests/support.
 

@@ -1,4 +1,4 @@
-"""A newcomer is led (issue 27.7), in Chromium: a new user's home page shows the first run
+"""A newcomer is led, in Chromium: a new user's home page shows the first run
 (the demo's quick try, its forecast's time, what to look at next); one click starts it and
 opens its run page; "Launch a run" opens a form with the program chosen.
 

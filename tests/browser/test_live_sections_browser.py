@@ -58,7 +58,7 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     rows = page.locator("#eval-table tr.eval-row").count()
     assert rows > 0  # the per-example table came live, not with a reload
     assert page.locator("#trace-summary").count() == 1
-    # The legend draws each curve as a flat swatch with the curve's own dash (issue 27.8).
+    # The legend draws each curve as a flat swatch with the curve's own dash.
     legend = page.evaluate(
         "() => { const c = Chart.getChart('history-chart'); return {height:"
         " c.options.plugins.legend.labels.boxHeight, items: c.legend.legendItems.map("

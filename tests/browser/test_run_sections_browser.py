@@ -1,4 +1,4 @@
-"""The run page's section outline (issue 27.9): five anchors (overview, examples, candidates and
+"""The run page's section outline: five anchors (overview, examples, candidates and
 evolution, calls and spend, steer) that work without JavaScript, stay on screen while the page
 scrolls, and leave every live section in the page; at 390 px a table wider than its box says
 it scrolls, and the correction buttons in it can be pressed.

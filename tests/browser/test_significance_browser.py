@@ -1,4 +1,4 @@
-"""Significance everywhere (issue 27.3), in Chromium: on the home page, the runs list and
+"""Significance everywhere, in Chromium: on the home page, the runs list and
 Compare, a change within noise reads in the text's own colour beside its interval, and only
 a change beyond noise is green; the pages still fit 390 px."""
 

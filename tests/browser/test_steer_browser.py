@@ -1,4 +1,4 @@
-"""Steering in Chromium against the real server and worker (issue 30): corrections made in the
+"""Steering in Chromium against the real server and worker: corrections made in the
 per-example table (a label picked from the label set, marks before and after, undo) are
 counted at once and publish v2 of the same dataset, which a new run uses by default; the
 first run re-scored on v2 from its stored predictions, no LM call; a run that judged by people lists the examples people judged; a paused run (after the batch under way) frees its worker

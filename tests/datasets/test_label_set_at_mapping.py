@@ -1,4 +1,4 @@
-"""The label set comes at the mapping step (issue 27.6): the upload's profile finds a target
+"""The label set comes at the mapping step: the upload's profile finds a target
 column with few distinct values, the mapping step offers and chooses "label set", the schema
 table shows it as one, and the default split of a label target is stratified."""
 

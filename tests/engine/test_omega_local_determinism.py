@@ -1,4 +1,4 @@
-"""Same seed, same run (issue 25 item 6): an OMEGA fit on the offline models, run twice with the
+"""Same seed, same run: an OMEGA fit on the offline models, run twice with the
 same program, data and seed, makes the same chat calls, gets the same answers, and ends with
 the same candidates and rewards, whatever the instances held and however the calls were
 scheduled. (Before, a seedless sampled call took its seed from the instance's previous call,

@@ -1,4 +1,4 @@
-"""Compare's configuration table (issue 27.8): a setting left null in one run and empty in the
+"""Compare's configuration table: a setting left null in one run and empty in the
 other is no difference, and the program version each run trained is a row of its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Correcting any example where the per-example table shows it (issue 30): each row's
+"""Correcting any example where the per-example table shows it: each row's
 prediction before and after training marked right or wrong, or the row given its right answer
 (a label field offers the label set); saved at once, undoable, counted above the table, and
 published as the next version of the same dataset; the examples a "judge by people" run's

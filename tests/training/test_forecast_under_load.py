@@ -1,6 +1,6 @@
 """The time forecast of a local model on a machine other processes share: the pace is kept
 for an idle machine (a calibration and each run normalised by the contention they met,
-``cpu_meter``) and the forecast applies the load there is now (issue 28.4). The machine is
+``cpu_meter``) and the forecast applies the load there is now. The machine is
 a fake (``tests/support/fake_cpu.py``): its load is what the test says, not the real one."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""A program import naming a class this server does not have says so in the user's terms
-(issue 27.8), not "register it with @synalinks.saving.register_synalinks_serializable()"."""
+"""A program import naming a class this server does not have says so in the user's terms, not "register it with @synalinks.saving.register_synalinks_serializable()"."""
 
 from __future__ import annotations
 

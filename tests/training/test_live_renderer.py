@@ -1,4 +1,4 @@
-"""The live stream's renderer (issue 27.10): the training loop never waits on a render, a
+"""The live stream's renderer: the training loop never waits on a render, a
 fragment is rendered once per change whatever came meanwhile, and a state change's inline
 send never goes before what the renderer still owes the run."""
 

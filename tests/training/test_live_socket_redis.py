@@ -1,4 +1,4 @@
-"""The run page's socket against Redis as it really behaves (issues 12.1 and 18.5).
+"""The run page's socket against Redis as it really behaves.
 
 * Idle: the channel layer's blocking pop (5 s) must not trip the Redis socket timeout, so a
   receive on a quiet channel waits instead of raising (the socket died every 5 s).

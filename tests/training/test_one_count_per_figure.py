@@ -1,4 +1,4 @@
-"""One page, one figure per fact (issue 27.2): the forecast's "actual so far" and the LM usage
+"""One page, one figure per fact: the forecast's "actual so far" and the LM usage
 are sent at the same moments, a reward is rounded one way on the whole page, and a time
 summed over concurrent calls says so."""
 

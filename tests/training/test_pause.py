@@ -1,4 +1,4 @@
-"""Pause and resume (issue 30): Pause stops a running run after its current batch (the
+"""Pause and resume: Pause stops a running run after its current batch (the
 checkpoint saved there with the engine's pause point; OMEGA's step under way finished), ends
 the attempt "paused" so the worker is free, and Resume goes on from exactly that batch with
 the same candidates, optimizer state and random draws, to the same result as a run never

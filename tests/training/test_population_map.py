@@ -253,7 +253,7 @@ def test_an_active_run_never_asks_the_page_to_embed(user, demo_dataset):
     url = reverse("training:run-population-embed", args=[run.pk])
     assert f'hx-post="{url}"' not in live.render_parts(run, ("population",), oob=True)
     # Nor the page itself: the web process's first embedding loads the local embedding model
-    # on a thread of its own and held the event loop of every live page (issue 27.10).
+    # on a thread of its own and held the event loop of every live page.
     assert live.page_context(run)["needs_embedding"] is False
     run.status = Run.SUCCEEDED  # the run's last update (its end) asks once more
     assert f'hx-post="{url}"' in live.render_parts(run, ("population",), oob=True)

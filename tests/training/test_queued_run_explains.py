@@ -1,4 +1,4 @@
-"""A queued run says why it waits (issue 27.5): the workers are busy (with which runs), its
+"""A queued run says why it waits: the workers are busy (with which runs), its
 position in the queue, or that no worker is running at all."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Re-scoring a finished run without re-running it (issue 30, item 3): every scored
+"""Re-scoring a finished run without re-running it: every scored
 candidate keeps its validation predictions (bounded), and a finished run's before/after and
 candidates are scored again from them on a new dataset version or with another reward, with
 no program call (the LMCallTrace count stays); a judge re-score goes to a worker after its

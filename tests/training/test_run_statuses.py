@@ -1,4 +1,4 @@
-"""What a run's status says about its failed predictions (issue 12.3).
+"""What a run's status says about its failed predictions.
 
 Every prediction of an evaluation or of an epoch failed: the run fails with the first error.
 Some failed: it succeeds and says "N of M predictions failed", with each distinct error and

@@ -1,4 +1,4 @@
-"""A listener that must never see the server key (issues 18.1 and 29).
+"""A listener that must never see the server key.
 
 The worker holds ``OPENAI_API_KEY``; a program on a saved endpoint (a real HTTP listener on
 loopback) runs end to end and the listener sees the endpoint's own key or no credential at

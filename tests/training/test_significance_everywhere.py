@@ -1,4 +1,4 @@
-"""Significance everywhere (issue 27.3): every before → after — home page, runs list, compare,
+"""Significance everywhere: every before → after — home page, runs list, compare,
 run page — shows the paired bootstrap interval the run page computes and colours the change
 only beyond noise; the before/after PNG says "test" and prints "mean ± std" only over
 several evaluations."""

@@ -1,4 +1,4 @@
-"""Every broker operation of a request is bounded (issues 18.2 and 18.5).
+"""Every broker operation of a request is bounded.
 
 A Celery app configured exactly as settings configure it (``project.redis_config.derive``),
 on a private Redis that the test stalls with SIGSTOP: publishing a task and pinging the

@@ -1,4 +1,4 @@
-"""The site has an icon (issue 27.8): /favicon.ico is no 404, for anyone, and pages link it."""
+"""The site has an icon: /favicon.ico is no 404, for anyone, and pages link it."""
 
 from __future__ import annotations
 

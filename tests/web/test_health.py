@@ -1,4 +1,4 @@
-"""/healthz under the conditions of issues 12.2 and 18.5 (in-process, real Redis).
+"""/healthz while pages are open and Redis misbehaves (in-process, real Redis).
 
 * An open run page (a consumer receiving on the process's channel layer) must not make the
   channel-layer check fail.

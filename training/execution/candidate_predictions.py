@@ -1,4 +1,4 @@
-"""Keeping each scored candidate's per-example predictions, bounded per run (issue 30).
+"""Keeping each scored candidate's per-example predictions, bounded per run.
 
 Why: a finished run's candidates can only be re-scored without calling the program again
 (corrections published as a new dataset version, another reward) if what each candidate

@@ -23,7 +23,7 @@ import time
 from typing import Any, Protocol
 
 #: Every fragment of the run page (the names of its ``training/partials/run_<part>.html``):
-#: each section of the page is one, so each is live (issue 27.1).
+#: each section of the page is one, so each is live.
 ALL_PARTS = (
     "status",
     "actions",

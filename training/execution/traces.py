@@ -8,8 +8,8 @@ same transaction as the run's usage totals, from one snapshot taken on the event
 (``TraceWriter.usage``, the persistence callback's ``usage_fields``): at every batch and
 epoch end and evaluation (``PersistenceCallback.store_traces``), every :data:`FLUSH_RECORDS`
 records (a bound on what waits in memory) and when the attempt ends. So a page read at any
-moment shows as many LM calls traced as the usage counts (issue 27.2: a timer of its own
-made the traced count trail the usage mid-run).
+moment shows as many LM calls traced as the usage counts (a timer of its own would make
+the traced count trail the usage mid-run).
 
 The run's cap (``TRAINBOARD_TRACE_MAX_CALLS``) holds over all its attempts: a resumed attempt
 records what the earlier ones left of it, and every call past the cap is only counted in

@@ -1,4 +1,4 @@
-"""One-click ablation of a part of the final prompt (issue 31): does this sentence, this
+"""One-click ablation of a part of the final prompt: does this sentence, this
 few-shot example, actually help?
 
 For a finished run, each part the provenance lists (``training.insight.provenance``) can be

@@ -1,4 +1,4 @@
-"""People's corrections in the run page's per-example table (issue 30).
+"""People's corrections in the run page's per-example table.
 
 The table's rows come from ``eval_table.example_rows`` (which imports this module for the
 page's corrections; callers pass the rows in).

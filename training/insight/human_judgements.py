@@ -1,4 +1,4 @@
-"""Which of a run's test predictions people judged (issue 30): a run launched with "judge by
+"""Which of a run's test predictions people judged: a run launched with "judge by
 people" scored a prediction by a person's mark when its dataset version held one for that
 example and prediction (``engine.rewards.HumanMarks``), by its own reward otherwise.
 

@@ -1,7 +1,7 @@
 """Why a queued run waits: the workers' state, the runs they hold, its place in the queue.
 
 Why: a queued run's page said "Queued · Not started yet." for minutes while two other runs
-held both workers (issue 27.5). A person needs to know it is waiting its turn (and behind
+held both workers. A person needs to know it is waiting its turn (and behind
 what), or that no worker is running at all.
 
 Example:

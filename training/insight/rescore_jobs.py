@@ -1,4 +1,4 @@
-"""A judge re-score of a finished run, in a worker (issue 30).
+"""A judge re-score of a finished run, in a worker.
 
 Why: re-scoring with ``LMAsJudge`` calls the judge once per stored prediction (the test
 examples before/after training and every stored candidate's): that can take minutes, so it

@@ -1,5 +1,4 @@
-"""Re-score a finished run from the predictions already stored, with no program call
-(issue 30, "re-score without re-running").
+"""Re-score a finished run from the predictions already stored, with no program call.
 
 When corrections are published (a typed answer changes a row's expected value, a mark says
 a prediction was right or wrong: the next version of the dataset) or the reward is changed

@@ -1,4 +1,4 @@
-"""Few-shot examples written by hand (issue 30, "a candidate by hand edits examples too").
+"""Few-shot examples written by hand.
 
 A person edits an example of the candidate they start from, or adds one, as two JSON
 objects: its ``inputs`` and its ``outputs``. Both are untrusted text: each is bounded before it

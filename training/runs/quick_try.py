@@ -1,5 +1,5 @@
 """The home page's first run: the launch form's "Quick try" preset, launched in one click, and
-its forecast (issue 27.7).
+its forecast.
 
 Why: a newcomer should press one button and watch a run learn, and every time the dashboard
 promises must come from the forecast, not from a sentence written once. So the quick try is

