@@ -163,6 +163,15 @@ FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 # --- Trainboard -----------------------------------------------------------------------
 TRAINBOARD_LM = os.environ.get("TRAINBOARD_LM", "local/smollm2")
 TRAINBOARD_EMBEDDING_MODEL = os.environ.get("TRAINBOARD_EMBEDDING_MODEL", "local/minilm")
+# The optimizers the launch form offers, in its order: each an engine Optimizer class with a
+# card (training/engine/optimizers/card.py). Offering another is one more line here
+# (training/optimizer_registry.py reads this, as Django's PASSWORD_HASHERS).
+TRAINBOARD_OPTIMIZERS = [
+    "training.engine.optimizers.CalibratedLabels",
+    "training.engine.optimizers.RandomFewShot",
+    "training.engine.optimizers.NearestFewShot",
+    "training.engine.optimizers.OMEGA",
+]
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
 # Django's default (1000), raised if ever needed so that the mapping form of the widest
 # file accepted (plus the settings fields) parses.

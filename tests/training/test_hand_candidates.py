@@ -1,4 +1,4 @@
-"""Your own candidate in a live population (issue 30): on a paused (or running) OMEGA or
+"""Your own candidate in a live population: on a paused (or running) OMEGA or
 RandomFewShot run, a candidate's instructions edited by hand join the population at the
 worker's next batch end, are scored like any other and shown "by hand" in the leaderboard
 and the lineage. Runs execute in-process on the scripted fake LMs."""
@@ -97,7 +97,10 @@ def test_only_live_omega_or_random_few_shot_runs_take_one_and_only_their_owner(
         hand_candidates.submit(run, start, Edits(instructions=start.value["instructions"]))
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
-    with pytest.raises(hand_candidates.HandCandidateError, match="paused OMEGA or RandomFewShot"):
+    with pytest.raises(
+        hand_candidates.HandCandidateError,
+        match="paused run whose optimizer takes candidates by hand",
+    ):
         hand_candidates.submit(run, start, Edits(instructions=HAND))
     client.force_login(other_user)
     url = reverse("training:hand-candidate", args=[run.pk, start.pk])

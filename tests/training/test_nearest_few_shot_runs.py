@@ -72,7 +72,7 @@ def test_launch_form_offers_nearest_few_shot_with_its_bounded_fields(client_user
     assert f'value="{django_settings.TRAINBOARD_EMBEDDING_MODEL}"' in embedding
     # the help says when to pick it
     assert "the training examples most like the input" in html
-    assert "Pick it for label tasks and small models" in html
+    assert "The one to pick when the program answers a label set" in html  # CalibratedLabels
     # its fields are in their own box, hidden while another optimizer is chosen
     assert re.search(r'class="optimizer-params" data-optimizer="NearestFewShot" hidden', html)
 
@@ -228,43 +228,61 @@ def test_a_refused_text_is_kept_clipped_bounded_and_shown_escaped(client_user, u
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_where_no_candidate_beat_the_seed_says_why_and_links_to_the_next_steps(
+def test_a_run_that_kept_its_seed_says_so_with_its_evidence_and_the_next_steps(
     client_user, user, demo_dataset
 ):
     # fake/echo leaves the answer empty whatever the examples: no candidate can beat the seed
     run = executed(user, demo_dataset, model="fake/echo", epochs=2)
     entry = run.selection["generator/state"]
     assert entry["candidates"] > 0 and entry["beat_seed"] == 0
+    assert run.outcome == Run.NO_BETTER
     html = client_user.get(run.get_absolute_url()).content.decode()
+    assert 'data-outcome="no_better">No better than the seed</span>' in html  # not "Succeeded"
     steps = html[html.index('id="run-next-steps"') :]
-    assert f"none of the {entry['candidates']} scored better than the seed" in steps
+    assert (
+        f"None of the {entry['candidates']} candidates scored better than the starting "
+        "program beyond noise, so the run kept it" in steps
+    )
     keys = re.findall(r'<li data-step="([a-z_]+)">', steps)
-    # `team` takes three values the program does not declare: the label set, then retrieval
-    assert keys[:3] == ["label_set", "nearest_few_shot", "more_epochs"]
-
-    found = re.findall(r'data-step-link="([a-z_]+)" href="([^"]+)"', steps)
+    # `team` takes three values the program does not declare; 9 validation rows are few;
+    # RandomFewShot draws new examples each epoch
+    assert keys == ["label_set", "more_rows", "more_epochs"]
     links = {}
-    for key, href in found:
-        links.setdefault(key, href)  # each step's first link
-    nearest = html_lib.unescape(links["nearest_few_shot"])
-    assert nearest.startswith(reverse("training:run-create") + "?")
-    form = client_user.get(nearest).content.decode()
-    assert '<option value="NearestFewShot" selected>NearestFewShot</option>' in form
-    assert re.search(rf'<option value="{run.program_id}" selected>', form)
-    assert 'value="1"' in field_tag(form, "epochs")
-
-    longer = client_user.get(html_lib.unescape(links["more_epochs"])).content
-    assert 'value="4"' in field_tag(longer.decode(), "epochs")  # twice the run's 2
-    label = html_lib.unescape(links["label_set"])
-    assert label == reverse("training:program-create") + f"?dataset={demo_dataset.pk}"
+    for key, href in re.findall(r'data-step-link="([a-z_]+)" href="([^"]+)"', steps):
+        links.setdefault(key, html_lib.unescape(href))  # each step's first link
+    assert links["label_set"] == reverse("training:program-create") + f"?dataset={demo_dataset.pk}"
+    assert links["more_rows"] == reverse("datasets:detail", args=[demo_dataset.pk])
+    assert "About 116 rows tell a gain of 0.10" in steps
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_that_learned_shows_no_next_steps(client_user, user, demo_dataset):
+def test_a_label_task_that_kept_its_seed_is_offered_the_labels_decided_from_scores(
+    client_user, user, demo_dataset
+):
+    program = ensure_demo_program(user, model="fake/echo")  # `team` declared a label set
+    run = make_run(user, program, demo_dataset, run_config(model="fake/echo", epochs=1))
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    run.refresh_from_db()
+    html = client_user.get(run.get_absolute_url()).content.decode()
+    steps = html[html.index('id="run-next-steps"') :]
+    found = dict(re.findall(r'data-step-link="([a-z_]+)" href="([^"]+)"', steps))
+    form = client_user.get(html_lib.unescape(found["decide_labels"])).content.decode()
+    assert '<option value="CalibratedLabels" selected>CalibratedLabels</option>' in form
+    assert re.search(rf'<option value="{program.pk}" selected>', form)
+    assert 'value="1"' in field_tag(form, "epochs")  # its card: one epoch suffices
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_learned_says_so_and_offers_no_next_steps(client_user, user, demo_dataset):
     run = executed(user, demo_dataset, **NEAREST)
     assert run.selection["generator/state"]["beat_seed"] >= 1
+    assert run.outcome == Run.IMPROVED  # 0.000 -> 0.417 on 12 test rows, beyond noise
     html = client_user.get(run.get_absolute_url()).content.decode()
-    assert 'id="run-leaderboard"' in html and 'id="run-next-steps"' not in html
+    assert 'data-outcome="improved">Improved</span>' in html
+    advice = html[html.index('id="run-next-steps"') : html.index('id="run-next-steps"') + 1500]
+    assert "Training helped: the trained program scored 0.000 → 0.417" in advice
+    assert "Test: +0.417 (95% interval" in advice
+    assert "What to try next" not in advice
 
 
 @pytest.mark.django_db
@@ -301,5 +319,6 @@ def test_the_demo_program_declares_its_label_set_and_the_home_page_offers_a_quic
     quick = re.search(r'<a class="button quick-try" href="([^"]+)"', html)
     assert quick
     form = client_user.get(html_lib.unescape(quick.group(1))).content.decode()
-    assert '<option value="NearestFewShot" selected>NearestFewShot</option>' in form
+    # a label set: the labels decided from their scores, for one epoch
+    assert '<option value="CalibratedLabels" selected>CalibratedLabels</option>' in form
     assert re.search(rf'<option value="{program.pk}" selected>', form)

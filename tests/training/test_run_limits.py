@@ -10,12 +10,10 @@ import re
 import pytest
 from django.urls import reverse
 
+from training import optimizer_registry
 from training.engine import bounds
 from training.engine.optimizers import dns
 from training.execution.run_config import (
-    DASHBOARD_OPTIMIZER_DEFAULTS,
-    FIELD_PREFIXES,
-    OPTIMIZER_CLASSES,
     TRAINING,
     TRAINING_DEFAULTS,
     RunConfigError,
@@ -33,10 +31,10 @@ pytestmark = pytest.mark.django_db
 def _bounded_fields():
     """(form field name, engine bound) of every number on the launch form."""
     pairs = [(key, bound) for key, bound in TRAINING.items()]
-    for name, prefix in FIELD_PREFIXES.items():
+    for name in optimizer_registry.names():
         for key, (_default, bound) in optimizer_parameters(name).items():
             if isinstance(bound, bounds.IntRange | bounds.FloatRange):
-                pairs.append((prefix + key, bound))
+                pairs.append((optimizer_registry.field_name(name, key), bound))
     return pairs
 
 
@@ -62,6 +60,7 @@ def test_every_engine_parameter_bound_is_on_the_form():
         "omega_population_size",
         "nfs_k",
         "nfs_pool_size",
+        "cal_pool_size",
         "epochs",
         "batch_size",
         "validation_split",
@@ -71,7 +70,7 @@ def test_every_engine_parameter_bound_is_on_the_form():
         "evaluations_after",
     } == names
     assert TRAINING["validation_split"] is bounds.VALIDATION_SPLIT
-    assert OPTIMIZER_CLASSES["OMEGA"].PARAMETERS["population_size"] is dns.POPULATION_SIZE
+    assert optimizer_registry.get("OMEGA").PARAMETERS["population_size"] is dns.POPULATION_SIZE
 
 
 @pytest.mark.parametrize(("field", "bound"), _bounded_fields())
@@ -100,24 +99,24 @@ def test_initial_values_are_the_dashboard_training_defaults_and_the_optimizer_si
         <= TRAINING_DEFAULTS["validation_split"]
         <= bounds.VALIDATION_SPLIT.max
     )
-    for name, prefix in FIELD_PREFIXES.items():
-        signature = inspect.signature(OPTIMIZER_CLASSES[name]).parameters
+    for name, cls in optimizer_registry.classes().items():
+        signature = inspect.signature(cls).parameters
         for key in optimizer_parameters(name):
             if key in ("language_model", "embedding_model", "instructions"):
                 continue  # blank on the form: "the program's model" / the settings' default
-            default = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {}).get(key, signature[key].default)
+            default = cls.CARD.defaults.get(key, signature[key].default)
             # a parameter that cannot change what the optimizer does is shown as it acts
-            default = getattr(OPTIMIZER_CLASSES[name], "FIXED", {}).get(key, default)
-            assert form.fields[prefix + key].initial == default, key
+            default = getattr(cls, "FIXED", {}).get(key, default)
+            assert form.fields[optimizer_registry.field_name(name, key)].initial == default, key
 
 
 def test_dashboard_omega_defaults_carry_few_shot_examples_from_one_place():
     """The guide's OMEGA default is few_shot_learning=False; the dashboard's is True (label
-    tasks, see run_config): the form's initial value, a configuration without the field and
+    tasks, see its card): the form's initial value, a configuration without the field and
     the optimizer a run builds all agree."""
-    assert DASHBOARD_OPTIMIZER_DEFAULTS["OMEGA"] == {"few_shot_learning": True}
+    assert optimizer_registry.card("OMEGA").defaults == {"few_shot_learning": True}
     assert (
-        inspect.signature(OPTIMIZER_CLASSES["OMEGA"]).parameters["few_shot_learning"].default
+        inspect.signature(optimizer_registry.get("OMEGA")).parameters["few_shot_learning"].default
         is False
     )
     assert RunForm().fields["omega_few_shot_learning"].initial is True

@@ -19,13 +19,14 @@ its data, and a range where it depends on what the model answers:
 - OMEGA makes one mutation or crossover call per training batch (when a variable can be
   edited) and scores the new candidate at once, unless the call failed or gave a value
   already in the population (``low``: no step scored; ``high``: every step scored).
-- NearestFewShot proposes one candidate (the pool of embedded training examples) at the first
-  epoch end and makes no LM call of its own; a later epoch proposes the same pool, never
-  scored again, so at most one epoch starts under a new best. Its embedding calls (the
-  ``embeddings`` part, not LM calls): the pool once per fit, batched ``embedding_batch_size``
-  texts a request; then one per distinct input predicted with the pool, each remembered by
-  the Generator (the scoring set, the training inputs of an epoch under the pool, the test
-  inputs after fit — ``low``: the pool is not kept, no test query).
+- NearestFewShot and CalibratedLabels (cards proposing ``once``) propose one candidate (a
+  value built from the training data) at the first epoch end and make no LM call of their
+  own; a later epoch proposes the same value, never scored again, so at most one epoch starts
+  under a new best. A card that embeds a pool adds embedding calls (the ``embeddings`` part,
+  not LM calls): the pool once per fit, batched ``embedding_batch_size`` texts a request; then
+  one per distinct input predicted with the pool, each remembered by the Generator (the
+  scoring set, the training inputs of an epoch under the pool, the test inputs after fit —
+  ``low``: the pool is not kept, no test query).
 - The test evaluations (``evaluations_before`` / ``evaluations_after`` passes over the
   test split) and the trained program's sample answers are outside ``fit``: no memo.
 - A selection split (``fit(selection_split=...)``, cut off the end before the validation
@@ -56,13 +57,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from training.engine.optimizers.card import DRAWS, ONCE, Card, card_of
 from training.engine.optimizers.final_selection import TOP_K
 
 #: Share of the epochs after the first that start under a new best candidate (``expected``).
 EXPECTED_BEST_CHANGE = 0.5
 #: Share of OMEGA's steps whose new candidate is scored (not failed, not a duplicate).
 EXPECTED_STEP_SCORED = 0.8
-OPTIMIZERS = ("RandomFewShot", "OMEGA", "NearestFewShot")
 
 
 def canonical(item: Any) -> str:
@@ -88,7 +89,8 @@ class RunShape:
             objects or DataModels; duplicates matter (the memo).
         test_size: rows of the test split (each evaluation predicts all of them).
         epochs, batch_size, validation_split, selection_split: ``fit``'s arguments.
-        optimizer: ``"RandomFewShot"``, ``"OMEGA"`` or ``"NearestFewShot"``.
+        optimizer: the optimizer's class name; its card (``optimizers/card.py``) says how
+            it proposes candidates and whether it embeds a pool.
         nb_candidates: RandomFewShot's candidates per epoch.
         nb_min_examples, nb_max_examples: how many examples a candidate samples.
         proposes: RandomFewShot has examples to sample (a variable with ``examples`` and
@@ -101,8 +103,8 @@ class RunShape:
         evaluations_before, evaluations_after: test passes around ``fit``.
         samples: answers of the trained program shown on the run page (predictions).
         judge_calls: LM calls per reward scored (1 for ``LMAsJudge``, else 0).
-        pool_size: NearestFewShot's most pooled examples.
-        embedding_batch_size: texts per request of NearestFewShot's embedding model.
+        pool_size: most pooled examples (an optimizer whose card embeds a pool).
+        embedding_batch_size: texts per request of that pool's embedding model.
 
     Example:
 
@@ -233,15 +235,14 @@ def count_calls(
     forecast.total.expected
     ```
     """
-    if shape.optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {shape.optimizer!r}")
+    card = card_of(shape.optimizer)
     train, val, scoring, selection_rows = _fit_sets(shape)
     epochs = max(0, int(shape.epochs))
     steps = math.ceil(len(train) / shape.batch_size) if train else 0
-    candidates, optimizer_calls = _new_candidates(shape, train, epochs, steps)
+    candidates, optimizer_calls = _new_candidates(shape, card, train, epochs, steps)
     if scored is not None:
         candidates = Span.exact(scored)
-    changes = _best_changes(shape, epochs, candidates)
+    changes = _best_changes(card, epochs, candidates)
     if best_changes is not None:
         changes = Span.exact(best_changes)
     predictions, under_candidates = _fit_predictions(
@@ -263,8 +264,8 @@ def count_calls(
         shape, train, val, scoring, epochs, candidates, contenders, selection_rows
     )
     embeddings = Span.exact(0)
-    if shape.optimizer == "NearestFewShot":
-        embeddings = _nearest_embeddings(shape, train, scoring, candidates, changes)
+    if card.embeds_pool:
+        embeddings = _pool_embeddings(shape, train, scoring, candidates, changes)
     return CallForecast(
         predictions=predictions,
         optimizer=optimizer_calls,
@@ -296,9 +297,11 @@ def _fit_sets(shape: RunShape) -> tuple[list, list, list, list]:
     return train, val, val or train, selection_rows
 
 
-def _new_candidates(shape: RunShape, train: list, epochs: int, steps: int) -> tuple[Span, Span]:
+def _new_candidates(
+    shape: RunShape, card: Card, train: list, epochs: int, steps: int
+) -> tuple[Span, Span]:
     """(new candidates scored over the whole fit, the optimizer's own LM calls)."""
-    if shape.optimizer == "RandomFewShot":
+    if card.proposes == DRAWS:
         proposed = epochs * shape.nb_candidates if shape.proposes else 0
         distinct = float(proposed)  # without memo, each draw is scored
         if shape.deterministic:
@@ -310,17 +313,17 @@ def _new_candidates(shape: RunShape, train: list, epochs: int, steps: int) -> tu
         if not shape.proposes_certain:
             low = 0
         return Span(low, distinct, proposed), Span.exact(0)
-    if shape.optimizer == "NearestFewShot":
+    if card.proposes == ONCE:
         proposed = 1 if shape.proposes and epochs and train else 0
         return Span(proposed if shape.proposes_certain else 0, proposed, proposed), Span.exact(0)
     stepped = epochs * steps if shape.proposes else 0
     return Span(0, stepped * EXPECTED_STEP_SCORED, stepped), Span.exact(stepped)
 
 
-def _best_changes(shape: RunShape, epochs: int, candidates: Span) -> Span:
+def _best_changes(card: Card, epochs: int, candidates: Span) -> Span:
     """Epochs (after the first) that may start under a new best: only after a candidate."""
     later = max(0, epochs - 1)
-    if shape.optimizer == "NearestFewShot":  # one pool, proposed once: at most one change
+    if card.proposes == ONCE:  # one value, proposed once: at most one change
         later = min(1, later)
     return Span(
         0,
@@ -426,10 +429,10 @@ def _selection_predictions(
     )
 
 
-def _nearest_embeddings(
+def _pool_embeddings(
     shape: RunShape, train: list, scoring: list, candidates: Span, changes: Span
 ) -> Span:
-    """NearestFewShot's embedding requests (see the module docstring)."""
+    """The embedding requests of an optimizer that embeds a pool (the module docstring)."""
     train_keys = {canonical(item) for item in train}
     scoring_keys = {canonical(item) for item in scoring}
     pool = min(len(train_keys), shape.pool_size)

@@ -39,13 +39,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from datasets.services import get_split
-from training import conf
+from training import conf, optimizer_registry
 from training.engine import forecast as engine_forecast
 from training.engine.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
+from training.engine.optimizers.card import DRAWS, EDITABLE, EXAMPLES, INSTRUCTIONS, NEAREST
 from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
+from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, calibration, cpu_meter, run_config
 from training.execution.run_config import judge_model, optimizer_model
 from training.models import Run
@@ -96,16 +98,15 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
     lm_modules = [m for m in engine.modules if getattr(m, "language_model", None) is not None]
     optimizer = config["optimizer"]["name"]
     params = config["optimizer"].get("params") or {}
+    card = optimizer_registry.card(optimizer)
     variables = [v.value for v in engine.trainable_variables]
-    if optimizer == "RandomFewShot":
-        proposes = int(params.get("nb_max_examples", 3)) > 0 and any(
-            "examples" in value for value in variables
-        )
-    elif optimizer == "NearestFewShot":  # a pool for each Generator state (with examples)
-        proposes = any("examples" in value for value in variables)
-    else:  # OMEGA: an LM call per step when a variable has fields its LM may write
+    if card.proposes_for == EDITABLE:  # an LM call per step when its LM may write a field
         proposes = any(set(value) - {"examples"} for value in variables)
-    nearest = _nearest_shape(params) if optimizer == "NearestFewShot" else {}
+    else:  # a value for each state with examples (and examples to draw, when it draws them)
+        proposes = any("examples" in value for value in variables)
+        if card.proposes == DRAWS:
+            proposes = proposes and int(params.get("nb_max_examples", 3)) > 0
+    pool = _pool_shape(params) if card.embeds_pool else {}
     return engine_forecast.RunShape(
         train_inputs=_inputs(engine, train_rows),
         test_size=len(test_rows),
@@ -126,13 +127,13 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         evaluations_after=int(config["evaluations_after"]) if test_rows else 0,
         samples=min(int(conf.get("TRAINBOARD_SAMPLE_PREDICTIONS")), len(test_rows)),
         judge_calls=run_config.judge_calls(config),
-        **nearest,
+        **pool,
     )
 
 
-def _nearest_shape(params: dict[str, Any]) -> dict[str, int]:
-    """NearestFewShot's part of the shape: its pool's size and its embedding model's batch
-    (texts a request), which the engine counts the embedding requests by."""
+def _pool_shape(params: dict[str, Any]) -> dict[str, int]:
+    """The part of the shape of an optimizer that embeds a pool: its size and its embedding
+    model's batch (texts a request), which the engine counts the embedding requests by."""
     shape = {"pool_size": int(params.get("pool_size") or engine_forecast.RunShape.pool_size)}
     try:
         model = make_embedding_model(params.get("embedding_model") or "")
@@ -210,20 +211,20 @@ def call_sizes(
     lm_count = max(1, len(generators))
     example_tokens = _tokens(example_chars, 2, pace) * lm_count
     params = config["optimizer"].get("params") or {}
-    name = config["optimizer"]["name"]
+    grows = optimizer_registry.card(config["optimizer"]["name"]).grows_prompt
     extra = 0.0
-    if name == "RandomFewShot":
+    if grows == EXAMPLES:
         low = int(params.get("nb_min_examples", 1))
         high = min(int(params.get("nb_max_examples", 3)), max(1, len(train_rows)))
         extra = example_tokens * (max(0, low) + max(0, high)) / 2
-    elif name == "NearestFewShot":
+    elif grows == NEAREST:
         extra = example_tokens * int(params.get("k") or 3)
     batch = int(config["batch_size"])
     # the evolver shows its LM the worst MAX_BATCH_ITEMS of the batch
     shown = min(batch, MAX_BATCH_ITEMS)
     mutation_chars = MUTATION_PROMPT_CHARS + shown * REPORT_ITEM_SHARE * example_chars
     mutation = learned_or_assumed(learned, "mutation", mutation_chars, pace, assumptions)
-    if name == "OMEGA":  # its candidates carry rewritten instructions
+    if grows == INSTRUCTIONS:  # its candidates carry rewritten instructions
         instructions = max(
             (len((v.value.get("instructions") or "")) for v in engine.trainable_variables),
             default=0,
@@ -441,6 +442,7 @@ def forecast(
         "message": failed,
         "missing": missing,
         "batch_size": int(config["batch_size"]),
+        "tells": split_tells(dataset, config),
     }
     if not missing:
         result.update(_measured(program_row, dataset, config, calls, paces, learned, local))
@@ -452,6 +454,22 @@ def forecast(
     result["summary"] = summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
+
+
+def split_tells(dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """What the run's splits can tell (``detectable_gain``, the paired 95% interval): its test
+    split a change of the program, its validation split a candidate's gain over the program
+    (what a candidate needs to replace it)."""
+    train, test = int(dataset.train_count), int(dataset.test_count)
+    validation = train - engine_forecast.validation_cut(
+        train, float(config.get("validation_split") or 0)
+    )
+    return {
+        "test_rows": test,
+        "test": detectable_gain(test),
+        "validation_rows": validation,
+        "validation": detectable_gain(validation),
+    }
 
 
 def _measured(

@@ -17,6 +17,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from training import optimizer_registry
 from training.engine.local import preload
 from training.execution import events, run_state
 
@@ -31,7 +32,12 @@ def models_of(config: dict[str, Any]) -> list[str]:
     params = (config.get("optimizer") or {}).get("params") or {}
     reward = config.get("reward") or {}
     models = [config.get("model"), params.get("language_model"), params.get("embedding_model")]
-    if (config.get("optimizer") or {}).get("name") == "OMEGA" and not params.get("embedding_model"):
+    name = (config.get("optimizer") or {}).get("name")
+    if (
+        not params.get("embedding_model")
+        and optimizer_registry.offered(name)
+        and optimizer_registry.get(name).uses_embedding_model(params)
+    ):  # the dashboard's default embedding model (run_config.build_optimizer)
         models.append(settings.TRAINBOARD_EMBEDDING_MODEL)
     models += [reward.get("language_model"), reward.get("embedding_model")]
     return [str(model) for model in models if model]

@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 import training.engine as synalinks
+from training import optimizer_registry
 from training.engine import bounds
 from training.execution import budget
 from training.programs.lm import (
@@ -33,23 +34,6 @@ from training.programs.lm import (
 
 REWARDS = ("ExactMatch", "CosineSimilarity", "LMAsJudge")
 METRICS = ("F1Score", "Precision", "Recall")
-OPTIMIZER_CLASSES = {
-    "RandomFewShot": synalinks.optimizers.RandomFewShot,
-    "OMEGA": synalinks.optimizers.OMEGA,
-    "NearestFewShot": synalinks.optimizers.NearestFewShot,
-}
-OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
-#: Prefix of each optimizer's parameters among the launch form's fields.
-FIELD_PREFIXES = {"RandomFewShot": "rfs_", "OMEGA": "omega_", "NearestFewShot": "nfs_"}
-#: When to pick each optimizer, in words (the launch form's help under its choice).
-OPTIMIZER_HELP = {
-    "RandomFewShot": "samples a few training examples into the prompt (no extra LM calls).",
-    "OMEGA": "also rewrites the instructions with LM mutations and crossovers (more calls; "
-    "best with a strong language_model).",
-    "NearestFewShot": "puts in each prompt the training examples most like the input, found "
-    "by an embedding model (no extra LM calls). Pick it for label tasks and small models: "
-    "they learn most from the examples nearest to the input.",
-}
 #: Constructor parameters a run does not take from the user: the run's own seed is passed,
 #: the name is the class's, and a distance function is code.
 NOT_OFFERED = ("seed", "name", "distance_function")
@@ -91,64 +75,61 @@ TRAINING_DEFAULTS = {
 }
 
 
-#: The launch form's presets: values for its fields (a preset leaves the others as they are).
-#: Each value is within its field's bound (tests/training/test_launch_form_help.py checks).
-PRESETS = {
-    "quick": {
-        "label": "Quick try",
-        "help": (
-            "NearestFewShot, one epoch, one evaluation each side: a first look that learns "
-            "even on the small local model (the forecast says how long)."
-        ),
-        "values": {
-            "optimizer": "NearestFewShot",
-            "nfs_k": 4,
-            "epochs": 1,
-            "batch_size": 8,
-            "validation_split": 0.2,
-            "evaluations_before": 1,
-            "evaluations_after": 1,
-            "rfs_nb_max_examples": 3,
-            "rfs_nb_candidates": 1,
-            "omega_population_size": 4,
+def presets(label_task: bool) -> dict[str, dict[str, Any]]:
+    """The launch form's presets for a program (``label_task``: it answers a label set):
+    values for its fields (a preset leaves the others as they are), each named by what it
+    launches. Both train with the optimizer the registry recommends for such a program; the
+    quick one for as many epochs as that optimizer needs (its card's, else one). Each value is
+    within its field's bound (tests/training/test_launch_form_help.py checks)."""
+    name = optimizer_registry.recommended(label_task)
+    card = optimizer_registry.card(name)
+    quick_epochs = card.epochs or 1
+    thorough_epochs = card.epochs or 5
+    shared = {"optimizer": name, "batch_size": 8}
+    return {
+        "quick": {
+            "label": f"Quick try: {name}, {quick_epochs} epoch{'s' if quick_epochs > 1 else ''}",
+            "help": (
+                f"{name}, {quick_epochs} epoch{'s' if quick_epochs > 1 else ''}, one test "
+                "evaluation each side: a first look (the forecast says how long)."
+            ),
+            "values": {
+                **shared,
+                "epochs": quick_epochs,
+                "validation_split": 0.2,
+                "evaluations_before": 1,
+                "evaluations_after": 1,
+            },
         },
-    },
-    "thorough": {
-        "label": "Thorough",
-        "help": "More epochs and candidates, repeated evaluations: slower, steadier figures.",
-        "values": {
-            "epochs": 5,
-            "batch_size": 8,
-            "validation_split": 0.25,
-            "evaluations_before": 2,
-            "evaluations_after": 2,
-            "rfs_nb_max_examples": 5,
-            "rfs_nb_candidates": 4,
-            "omega_population_size": 10,
-            "omega_few_shot_learning": True,
+        "thorough": {
+            "label": (
+                f"Thorough: {name}, {thorough_epochs} epoch{'s' if thorough_epochs > 1 else ''}, "
+                "2 evaluations each side"
+            ),
+            "help": (
+                "More epochs (where they add candidates), a larger validation split and repeated "
+                "evaluations: slower, steadier figures."
+            ),
+            "values": {
+                **shared,
+                "epochs": thorough_epochs,
+                "validation_split": 0.25,
+                "evaluations_before": 2,
+                "evaluations_after": 2,
+            },
         },
-    },
-}
-
-
-#: Where the dashboard's default differs from the engine's signature (the guide's), and why.
-#: OMEGA with ``few_shot_learning=False`` (the guide's default) only rewrites instructions; on
-#: label tasks a small model learns the label set from a few demonstrations far better than
-#: from rewritten instructions, and RandomFewShot (always examples) then beats it on the same
-#: budget (bench/omega_speed.py, the label-task comparison). Demonstrations also make the
-#: model's answers short, which makes every validation scoring cheaper.
-DASHBOARD_OPTIMIZER_DEFAULTS: dict[str, dict[str, Any]] = {"OMEGA": {"few_shot_learning": True}}
+    }
 
 
 def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
     """``{parameter: (default, bound or None)}`` of the parameters a run offers for ``name``,
-    in the constructor's order; the defaults are the signature's unless
-    :data:`DASHBOARD_OPTIMIZER_DEFAULTS` says otherwise (None as "" for strings: the JSON a Run
+    in the constructor's order; the defaults are the signature's unless the optimizer's card
+    says otherwise (``Card.defaults``; None as "" for strings: the JSON a Run
     stores keeps "" for "the program's model" / "no instructions"). The launch form's initial
     values and a configuration's missing parameters both come from here."""
-    cls = OPTIMIZER_CLASSES[name]
+    cls = optimizer_registry.get(name)
     fixed = getattr(cls, "FIXED", {})
-    overrides = DASHBOARD_OPTIMIZER_DEFAULTS.get(name, {})
+    overrides = cls.CARD.defaults
     result = {}
     for key, default in bounds.defaults(cls).items():
         if key in NOT_OFFERED:
@@ -163,12 +144,12 @@ def optimizer_parameters(name: str) -> dict[str, tuple[Any, Any]]:
 
 def optimizer_help(name: str, key: str) -> str:
     """The one-line help the optimizer declares next to ``key``'s bound (``PARAMETERS``)."""
-    return bounds.help_text(OPTIMIZER_CLASSES[name].PARAMETERS, key)
+    return bounds.help_text(optimizer_registry.get(name).PARAMETERS, key)
 
 
 def optimizer_fixed(name: str) -> dict[str, Any]:
     """Parameters whose value does not change what optimizer ``name`` does (shown fixed)."""
-    return dict(getattr(OPTIMIZER_CLASSES[name], "FIXED", {}))
+    return dict(getattr(optimizer_registry.get(name), "FIXED", {}))
 
 
 class RunConfigError(ValueError):
@@ -277,11 +258,13 @@ def validate_run_config(
         config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
 
     # Optimizer: its constructor checks its parameters (the bounds it declares).
-    name = data.get("optimizer") or "RandomFewShot"
-    if name not in OPTIMIZERS:
-        errors["optimizer"] = f"must be one of {', '.join(OPTIMIZERS)}, got {name!r}"
-        name = "RandomFewShot"
-    prefix = FIELD_PREFIXES[name]
+    name = data.get("optimizer") or optimizer_registry.names()[0]
+    if not optimizer_registry.offered(name):
+        errors["optimizer"] = (
+            f"must be one of {', '.join(optimizer_registry.names())}, got {name!r}"
+        )
+        name = optimizer_registry.names()[0]
+    prefix = optimizer_registry.card(name).prefix
     config["optimizer"] = {
         "name": name,
         "params": {
@@ -289,20 +272,13 @@ def validate_run_config(
             for key, (default, _bound) in optimizer_parameters(name).items()
         },
     }
-    if name == "OMEGA":
-        for key in ("language_model", "embedding_model"):
-            _check_model(data.get(prefix + key), prefix + key, key, errors)
-    if name == "NearestFewShot":  # the run records the model its pool's vectors come from
-        _check_model(
-            data.get(prefix + "embedding_model"),
-            prefix + "embedding_model",
-            "embedding model",
-            errors,
-        )
-        params = config["optimizer"]["params"]
-        params["embedding_model"] = params["embedding_model"] or (
-            settings.TRAINBOARD_EMBEDDING_MODEL
-        )
+    params = config["optimizer"]["params"]
+    for key, kind in (("language_model", "language model"), ("embedding_model", "embedding model")):
+        if key in params:  # a model the optimizer calls: checked on its own field
+            _check_model(data.get(prefix + key), prefix + key, kind, errors)
+    if "embedding_model" in params and optimizer_registry.card(name).embeds_pool:
+        # the run records the model its pool's vectors come from
+        params["embedding_model"] = params["embedding_model"] or settings.TRAINBOARD_EMBEDDING_MODEL
     if not any(field.startswith(prefix) for field in errors):
         _build("optimizer", lambda: build_optimizer(config, _unconnected(config)), errors, prefix)
 
@@ -468,23 +444,25 @@ def build_metrics(config: dict[str, Any]) -> list[Any]:
 
 
 def build_optimizer(config: dict[str, Any], program_model: Any = None) -> Any:
-    """The run's optimizer; OMEGA's mutation model: :func:`helper_model`."""
+    """The run's optimizer (the registry's class, its stored parameters); a parameter that
+    is a model is built here: ``language_model`` by :func:`helper_model`, ``embedding_model``
+    from its string (the dashboard's default when the optimizer uses one and names none); a
+    string parameter left "" whose default is None is None."""
     spec = config["optimizer"]
+    cls = optimizer_registry.get(spec["name"])
     params = dict(spec["params"])
-    if spec["name"] == "RandomFewShot":
-        return synalinks.optimizers.RandomFewShot(seed=config.get("seed"), **params)
-    if spec["name"] == "NearestFewShot":
-        params["embedding_model"] = make_embedding_model(
-            params.get("embedding_model") or settings.TRAINBOARD_EMBEDDING_MODEL
-        )
-        return synalinks.optimizers.NearestFewShot(seed=config.get("seed"), **params)
-    params["language_model"] = helper_model(params["language_model"], config, program_model)
-    embedding = params["embedding_model"]
-    if not embedding and params.get("algorithm") != "ga":  # GA has no competition to embed for
-        embedding = settings.TRAINBOARD_EMBEDDING_MODEL
-    params["embedding_model"] = make_embedding_model(embedding) if embedding else None
-    params["instructions"] = params["instructions"] or None
-    return synalinks.optimizers.OMEGA(seed=config.get("seed"), **params)
+    signature = bounds.defaults(cls)
+    for key, value in params.items():
+        if value == "" and signature.get(key) is None:
+            params[key] = None
+    if "language_model" in params:
+        params["language_model"] = helper_model(params["language_model"], config, program_model)
+    if "embedding_model" in params:
+        embedding = params["embedding_model"]
+        if not embedding and cls.uses_embedding_model(params):
+            embedding = settings.TRAINBOARD_EMBEDDING_MODEL
+        params["embedding_model"] = make_embedding_model(embedding) if embedding else None
+    return cls(seed=config.get("seed"), **params)
 
 
 def judge_model(config: dict[str, Any]) -> str:
@@ -496,8 +474,10 @@ def judge_model(config: dict[str, Any]) -> str:
 
 
 def optimizer_model(config: dict[str, Any]) -> str:
-    """The model whose calls an OMEGA run's mutations make ("" for RandomFewShot: none)."""
+    """The model whose calls the run's optimizer makes itself (OMEGA's mutations): its
+    ``language_model``, else the program's; "" for an optimizer that calls none."""
     spec = config.get("optimizer") or {}
-    if spec.get("name") != "OMEGA":
+    params = spec.get("params") or {}
+    if "language_model" not in optimizer_registry.get(spec.get("name")).PARAMETERS:
         return ""
-    return (spec.get("params") or {}).get("language_model") or config.get("model") or ""
+    return params.get("language_model") or config.get("model") or ""

@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
+from training import optimizer_registry
+from training.engine.optimizers.card import STEPS
 from training.engine.optimizers.mutation import canonical
 from training.engine.optimizers.omega import embedding_text
 from training.engine.utils.projection import compact_embedding, pca_2d
@@ -58,10 +60,15 @@ class MapUnavailable(Exception):
 
 
 def embeds_itself(run: Run) -> bool:
-    """Whether the run's optimizer embeds its candidates (OMEGA with DNS) while it runs."""
+    """Whether the run's optimizer embeds its candidates while it runs (OMEGA with DNS: its
+    card's candidates compete by step, and it uses its embedding model)."""
     optimizer = run.config.get("optimizer") or {}
     params = optimizer.get("params") or {}
-    return optimizer.get("name") == "OMEGA" and params.get("algorithm", "dns") != "ga"
+    name = optimizer.get("name")
+    if not optimizer_registry.offered(name):
+        return False
+    cls = optimizer_registry.get(name)
+    return cls.CARD.proposes == STEPS and cls.uses_embedding_model(params)
 
 
 def embedding_model_name(run: Run) -> str:
@@ -94,8 +101,8 @@ def run_map(run: Run, ask: bool = True) -> dict[str, Any]:
             than a web process embeds them (each update asking again queued one request per
             candidate event), and the first embedding of a web process loads the local
             embedding model on a thread of that process, which held its event loop ~1 s at a
-            time: every live page it served saw the run's epochs seconds late (issue 27.10,
-            ``bench/stream_latency.py``). A finished run's page asks once, and the run's last
+            time: every live page it served saw the run's epochs seconds late
+            (``bench/stream_latency.py``). A finished run's page asks once, and the run's last
             update (its end) asks.
     """
     rows = rows_of(run)

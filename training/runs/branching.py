@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db import transaction
 
-from training.execution.run_config import FIELD_PREFIXES
+from training import optimizer_registry
 from training.models import Candidate, Program, Run
 from training.programs.programs import ProgramError, program_from_json, summarize
 from training.runs import launch as runs
@@ -207,9 +207,9 @@ def initial_from_config(run: Run) -> dict[str, Any]:
         if key in config:
             initial[key] = config[key]
     optimizer = config.get("optimizer") or {}
-    name = optimizer.get("name", "RandomFewShot")
+    name = optimizer.get("name") or optimizer_registry.names()[0]
     initial["optimizer"] = name
-    prefix = FIELD_PREFIXES.get(name, "")
+    prefix = optimizer_registry.card(name).prefix if optimizer_registry.offered(name) else ""
     for key, value in (optimizer.get("params") or {}).items():
         initial[prefix + key] = value
     return initial

@@ -20,14 +20,11 @@ from django.conf import settings
 from datasets import selectors as dataset_selectors
 from datasets import versions
 from datasets.models import Dataset
+from training import optimizer_registry
 from training.engine import bounds
 from training.execution import budget
 from training.execution.run_config import (
-    FIELD_PREFIXES,
     METRICS,
-    OPTIMIZER_HELP,
-    OPTIMIZERS,
-    PRESETS,
     REWARDS,
     TRAINING,
     TRAINING_DEFAULTS,
@@ -36,6 +33,7 @@ from training.execution.run_config import (
     optimizer_fixed,
     optimizer_help,
     optimizer_parameters,
+    presets,
     validate_run_config,
 )
 from training.models import Candidate, Program, Run
@@ -85,7 +83,8 @@ def bounded_field(bound, initial=None, **kwargs) -> forms.Field:
 def _optimizer_fields() -> dict[str, forms.Field]:
     """Every offered parameter of every optimizer, as ``rfs_nb_min_examples`` etc."""
     fields: dict[str, forms.Field] = {}
-    for name, prefix in FIELD_PREFIXES.items():
+    for name in optimizer_registry.names():
+        prefix = optimizer_registry.card(name).prefix
         fixed = optimizer_fixed(name)
         for key, (default, bound) in optimizer_parameters(name).items():
             if bound is not None:
@@ -98,10 +97,12 @@ def _optimizer_fields() -> dict[str, forms.Field]:
             else:
                 field = forms.CharField(required=False, initial=default)
             field.label = key  # the guide's argument names, which users know from code
+            if key == "language_model":
+                field.label = "language_model (default: the program's)"
             field.help_text = optimizer_help(name, key)
+            if key == "embedding_model":
+                field.initial = settings.TRAINBOARD_EMBEDDING_MODEL
             fields[prefix + key] = field
-    fields["omega_language_model"].label = "language_model (default: the program's)"
-    fields["nfs_embedding_model"].label = "embedding_model"
     return fields
 
 
@@ -197,12 +198,14 @@ class RunForm(forms.Form):
     )
     # Optimizer (its parameters and the training loop's fields are added below the class)
     optimizer = forms.ChoiceField(
-        choices=[(name, name) for name in OPTIMIZERS],
-        initial="RandomFewShot",
-        help_text=" ".join(f"{name} {text}" for name, text in OPTIMIZER_HELP.items()),
+        choices=[(name, name) for name in optimizer_registry.names()],
+        initial=optimizer_registry.recommended(label_task=False),
+        help_text=" ".join(
+            f"{name} {optimizer_registry.card(name).help}" for name in optimizer_registry.names()
+        ),
     )
     #: The form's fieldsets (``partials/run_form_fields.html``), in order; each optimizer's
-    #: parameters have a fieldset of their own (by prefix, ``rfs_``/``omega_``/``nfs_``).
+    #: parameters have a fieldset of their own (``optimizer_sections``).
     GROUPS = {
         "basics": (
             "program",
@@ -233,24 +236,17 @@ class RunForm(forms.Form):
         ),
         "budget": ("budget_calls", "budget_cost", "budget_minutes"),
     }
-    #: Shown first; the rest of the form (but the budget) sits under "Advanced settings".
-    BASIC = (
-        *GROUPS["basics"],
-        "rfs_nb_max_examples",
-        "omega_instructions",
-        "nfs_k",
-        *GROUPS["budget"],
-    )
+    #: Shown first, with each optimizer's primary parameter (its card's); the rest of the
+    #: form (but the budget) sits under "Advanced settings".
+    BASIC = (*GROUPS["basics"], *GROUPS["budget"])
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["program"].queryset = Program.objects.filter(owner=user)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
         self._dataset_lines(user)
-        self.fields["omega_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
-        self.fields["nfs_embedding_model"].initial = settings.TRAINBOARD_EMBEDDING_MODEL
         self.run_config = None
-        self.presets = PRESETS
+        self.presets = presets(selectors.answers_labels(self.initial.get("program")))
         self.version = None
 
     def _dataset_lines(self, user) -> None:
@@ -270,13 +266,38 @@ class RunForm(forms.Form):
         ]
 
     @cached_property
+    def optimizer_sections(self) -> list[dict]:
+        """Each offered optimizer's fields (``partials/run_form_fields.html``): its primary
+        parameter (shown with the basics) and the others (under advanced settings), and
+        whether it is the one chosen now."""
+        chosen = self["optimizer"].value()
+        sections = []
+        for name in optimizer_registry.names():
+            card = optimizer_registry.card(name)
+            mine = [f for f in self if f.name.startswith(card.prefix)]
+            sections.append(
+                {
+                    "name": name,
+                    "chosen": chosen == name,
+                    "primary": [f for f in mine if f.name == card.prefix + card.primary],
+                    "others": [f for f in mine if f.name != card.prefix + card.primary],
+                }
+            )
+        return sections
+
+    @cached_property
     def groups(self) -> dict[str, list]:
         """Bound fields of each of ``GROUPS`` (templates loop over ``form.groups.<name>``)."""
         return {name: [self[field] for field in fields] for name, fields in self.GROUPS.items()}
 
     def advanced_has_errors(self) -> bool:
         """Open "Advanced settings" when a field inside it needs correcting."""
-        return any(name not in self.BASIC for name in self.errors if name != "__all__")
+        primaries = {
+            optimizer_registry.field_name(name, optimizer_registry.card(name).primary)
+            for name in optimizer_registry.names()
+        }
+        basic = {*self.BASIC, *primaries}
+        return any(name not in basic for name in self.errors if name != "__all__")
 
     def clean(self):
         data = super().clean()

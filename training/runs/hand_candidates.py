@@ -1,4 +1,4 @@
-"""Your own candidate in a live population (issue 30): on a running or paused OMEGA or
+"""Your own candidate in a live population: on a running or paused OMEGA or
 RandomFewShot run, a person starts from any of its candidates, edits the instructions and
 the few-shot examples (keeps, removes or rewrites each, adds one: inputs and outputs as JSON
 checked against the program's data models, ``example_edits``; applied as when branching:
@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from core.bounded_json import refuse_constant
+from training import optimizer_registry
 from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS, by_hand_size
 from training.execution import events
 from training.execution.hand_candidates import QUEUED
@@ -27,8 +28,6 @@ from training.models import Candidate, Run
 from training.runs import example_edits
 from training.runs.branching import BranchError, Edits, edited_value
 
-#: Optimizers whose population takes a candidate by hand.
-OPTIMIZERS = ("OMEGA", "RandomFewShot")
 #: Candidates by hand one run may hold (queued and added together).
 MAX_PER_RUN = 20
 
@@ -39,7 +38,7 @@ class HandCandidateError(ValueError):
 
 def accepts(run: Run) -> bool:
     """Whether ``run``'s population can take a candidate by hand now."""
-    return run.optimizer_name in OPTIMIZERS and run.status in (*Run.ACTIVE, Run.PAUSED)
+    return run.takes_candidates_by_hand and run.status in (*Run.ACTIVE, Run.PAUSED)
 
 
 def preview(candidate: Candidate, edits: Edits) -> dict[str, Any]:
@@ -122,7 +121,11 @@ def submit(run: Run, candidate: Candidate, edits: Edits) -> dict[str, Any]:
     """Queue the edited candidate for the run's live population; the entry queued."""
     if not accepts(run):
         raise HandCandidateError(
-            "Only a queued, running or paused OMEGA or RandomFewShot run takes a candidate by hand."
+            "Only a queued, running or paused run whose optimizer takes candidates by hand ("
+            + ", ".join(
+                n for n in optimizer_registry.names() if optimizer_registry.card(n).takes_by_hand
+            )
+            + ") takes one."
         )
     value = preview(candidate, edits)
     with transaction.atomic():

@@ -16,8 +16,8 @@ from __future__ import annotations
 from django.db.models import ExpressionWrapper, F, FloatField, Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from training import optimizer_registry
 from training.execution import summaries
-from training.execution.run_config import OPTIMIZERS
 from training.models import (
     Candidate,
     EpochLog,
@@ -121,7 +121,7 @@ def runs_for(user, params) -> tuple[list[Run], dict[str, str]]:
         runs = runs.filter(status=status)
         applied["status"] = status
     optimizer = params.get("optimizer", "")
-    if optimizer in OPTIMIZERS:
+    if optimizer_registry.offered(optimizer):
         runs = runs.filter(config__optimizer__name=optimizer)
         applied["optimizer"] = optimizer
     for key in ("program", "dataset"):

@@ -41,6 +41,7 @@ import numpy as np
 from training.engine.bounds import Flag, check_parameters
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.modules import label_decision
+from training.engine.optimizers.card import ONCE, Card
 from training.engine.optimizers.nearest_few_shot import NearestFewShot
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
@@ -77,6 +78,19 @@ class CalibratedLabels(NearestFewShot):
     ```
     """
 
+    CARD = Card(
+        prefix="cal_",
+        help=(
+            "scores every label, then learns a bias per label and how much the labels of the "
+            "nearest training examples count, from the training rows (no extra LM calls). The "
+            "one to pick when the program answers a label set."
+        ),
+        primary="vote",
+        proposes=ONCE,
+        embeds_pool=True,
+        label_tasks=True,
+        epochs=1,
+    )
     PARAMETERS = {
         "embedding_model": Flag(
             help="Embeds training inputs and each new input to find the nearest examples."
@@ -111,6 +125,10 @@ class CalibratedLabels(NearestFewShot):
         self.scored_rows: dict[str, dict[str, dict[str, Any]]] = {}
         #: {variable name: the last fit's FittedDecision} (what the page and tests read).
         self.fits: dict[str, Any] = {}
+
+    @classmethod
+    def uses_embedding_model(cls, params: dict[str, Any]) -> bool:
+        return bool(params.get("vote", True))
 
     # -- collecting --------------------------------------------------------------------------
     def collect_examples(self, x, y, y_pred, rewards, traces) -> None:

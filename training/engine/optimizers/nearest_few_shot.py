@@ -31,6 +31,7 @@ from typing import Any
 from training.engine.bounds import Flag, check_parameters
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers import label_balance
+from training.engine.optimizers.card import NEAREST, ONCE, Card
 from training.engine.optimizers.mutation import canonical
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
@@ -65,6 +66,17 @@ class NearestFewShot(Optimizer):
     ```
     """
 
+    CARD = Card(
+        prefix="nfs_",
+        help=(
+            "puts in each prompt the training examples most like the input, found by an "
+            "embedding model (no extra LM calls)."
+        ),
+        primary="k",
+        proposes=ONCE,
+        grows_prompt=NEAREST,
+        embeds_pool=True,
+    )
     PARAMETERS = {
         "embedding_model": Flag(
             help="Embeds training inputs and each new input to find the nearest examples."

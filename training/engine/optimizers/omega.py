@@ -44,6 +44,7 @@ from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, w
 from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import candidate_checks, dns, label_balance
 from training.engine.optimizers import selection as sel
+from training.engine.optimizers.card import EDITABLE, INSTRUCTIONS, STEPS, Card
 from training.engine.optimizers.mutation import (
     FROZEN_FIELDS,
     VariableEvolver,
@@ -141,6 +142,22 @@ class OMEGA(Optimizer):
     ```
     """
 
+    CARD = Card(
+        prefix="omega_",
+        help=(
+            "also rewrites the instructions with LM mutations and crossovers (more calls; "
+            "best with a strong language_model)."
+        ),
+        primary="instructions",
+        proposes=STEPS,
+        grows_prompt=INSTRUCTIONS,
+        proposes_for=EDITABLE,
+        takes_by_hand=True,
+        # With few_shot_learning off (the guide's default) it only rewrites instructions; on
+        # label tasks a small model learns the label set from a few demonstrations far better,
+        # and RandomFewShot then beats it on the same budget (bench/omega_speed.py).
+        defaults={"few_shot_learning": True},
+    )
     PARAMETERS = {
         **Optimizer.PARAMETERS,
         "language_model": Flag(
@@ -177,6 +194,10 @@ class OMEGA(Optimizer):
         ),
         "instructions": Flag(help="Task-specific guidance for the mutations, in plain words."),
     }
+
+    @classmethod
+    def uses_embedding_model(cls, params: dict[str, Any]) -> bool:
+        return params.get("algorithm", "dns") != "ga"  # GA has no competition to embed for
 
     def __init__(
         self,

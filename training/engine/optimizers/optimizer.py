@@ -54,6 +54,7 @@ from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, ch
 from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import final_selection, label_balance
 from training.engine.optimizers import selection as sel
+from training.engine.optimizers.card import Card
 from training.engine.saving import register_synalinks_serializable
 from training.engine.trainers.candidate_scores import (
     MAX_SAVED_SCORES,
@@ -90,6 +91,9 @@ class Optimizer:
         seed: Seeds the optimizer's own random draws, so a seed fixes its choices.
         name: The optimizer's name (the class name in lower case when None).
     """
+
+    #: What a tool offering this optimizer needs to know (``card.py``); None: not offered.
+    CARD: Card | None = None
 
     PARAMETERS = {
         "few_shot_learning": Flag(
@@ -157,6 +161,12 @@ class Optimizer:
         self._details: dict[str, Any] = {}
         #: Scores candidates on the selection split (None: choose on validation alone).
         self._selection_scorer: Callable | None = None
+
+    @classmethod
+    def uses_embedding_model(cls, params: dict[str, Any]) -> bool:
+        """Whether an instance built with ``params`` calls its ``embedding_model`` (a tool
+        gives it the default one then, and loads it before the run)."""
+        return "embedding_model" in cls.PARAMETERS
 
     # -- wiring (trainer) ------------------------------------------------------------------
     def attach(
@@ -379,6 +389,15 @@ class Optimizer:
         }
 
     @property
+    def kept_seed(self) -> bool:
+        """Whether every trainable variable holds its seed's value (no candidate replaced it)."""
+        for variable in self.trainable_variables:
+            seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
+            if seed is not None and variable.value != seed["value"]:
+                return False
+        return True
+
+    @property
     def candidates_beating_seed(self) -> int:
         """How many candidates (all variables) beat their seed by the tie margin."""
         return sum(beating for _, beating in self.beating_seed().values())
@@ -393,12 +412,20 @@ class Optimizer:
 
     async def emit_selection(self) -> None:
         """One ``selection`` event per variable: candidates scored besides the seed, how many
-        beat it (``beat_seed``), the margin, the seed's and the champion's rewards."""
+        beat it (``beat_seed``), the margin, the seed's and the champion's rewards, and the
+        best-scored other candidate's gain over the seed (``best_gain``: its paired interval,
+        the evidence the rule weighed; None when there is none)."""
         counts = self.beating_seed()
         for variable in self.trainable_variables:
             scored, beating = counts[variable.name]
             seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
             best = self.champion(variable)
+            others = [
+                c
+                for c in variable.candidates
+                if c is not seed and c.get("reward") is not None and c.get("gain")
+            ]
+            top = max(others, key=lambda c: c["reward"], default=None)
             await self.emit(
                 {
                     "type": "selection",
@@ -410,6 +437,7 @@ class Optimizer:
                     "seed_reward": None if seed is None else seed.get("reward"),
                     "champion_id": None if best is None else best["id"],
                     "champion_reward": None if best is None else best["reward"],
+                    "best_gain": None if top is None else dict(top["gain"], id=top["id"]),
                 }
             )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, check_parameters
+from training.engine.optimizers.card import DRAWS, EXAMPLES, Card
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import register_synalinks_serializable
 
@@ -61,6 +62,14 @@ class RandomFewShot(Optimizer):
     }
     #: Parameters whose value does not change what this optimizer does (forms show them fixed).
     FIXED = {"few_shot_learning": True}
+    CARD = Card(
+        prefix="rfs_",
+        help="samples a few training examples into the prompt (no extra LM calls).",
+        primary="nb_max_examples",
+        proposes=DRAWS,
+        grows_prompt=EXAMPLES,
+        takes_by_hand=True,
+    )
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.redirects import page_redirect
 from datasets import selectors as dataset_selectors
+from training import optimizer_registry
 from training.models import Run
 from training.programs import selectors as program_selectors
 from training.runs import launch as run_services
@@ -36,6 +37,7 @@ def run_list(request):
             "runs": runs,
             "applied": applied,
             "statuses": Run.STATUS_CHOICES,
+            "optimizers": optimizer_registry.names(),
             "sorts": selectors.SORTS,
             "tags": selectors.tags_of(request.user),
             "programs": program_selectors.program_choices(request.user),
