@@ -191,6 +191,18 @@ class Run(models.Model):
     ACTIVE = (QUEUED, RUNNING)
     FINISHED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
     RESUMABLE = (FAILED, CANCELLED, STOPPED, PAUSED)
+    # What a finished run's training came to (``summaries.run_outcome``): the trained program
+    # against its seed, on the test split's paired interval; "" before it is known.
+    IMPROVED = "improved"
+    NO_BETTER = "no_better"  # no candidate beat the seed beyond noise: the seed is the result
+    WITHIN_NOISE = "within_noise"  # the program changed; the test split cannot tell
+    WORSE = "worse"  # lower than the seed on test beyond noise
+    OUTCOME_CHOICES = [
+        (IMPROVED, "Improved"),
+        (NO_BETTER, "No better than the seed"),
+        (WITHIN_NOISE, "Changed, within noise on test"),
+        (WORSE, "Worse than the seed"),
+    ]
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
@@ -208,6 +220,7 @@ class Run(models.Model):
     # Validated launch configuration (see training.execution.run_config).
     config = models.JSONField()
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    outcome = models.CharField(max_length=12, choices=OUTCOME_CHOICES, blank=True)
     error = models.TextField(blank=True)
     # Which phase the worker is in: "baseline", "training", "final", "" (not started / done).
     phase = models.CharField(max_length=20, blank=True)
@@ -228,7 +241,7 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # The run's working clock (issue 27.5): this attempt's start less the working seconds of
+    # The run's working clock: this attempt's start less the working seconds of
     # the earlier ones (``active_seconds`` when it was claimed), so ``duration`` counts the
     # attempts' running time only, never the time a run waited stopped, paused or queued.
     clock_started_at = models.DateTimeField(null=True, blank=True)
@@ -338,6 +351,14 @@ class Run(models.Model):
         return (self.config.get("optimizer") or {}).get("name", "")
 
     @property
+    def takes_candidates_by_hand(self) -> bool:
+        """Whether the run's optimizer lets a person add a candidate (its card says)."""
+        from training import optimizer_registry
+
+        name = self.optimizer_name
+        return optimizer_registry.offered(name) and optimizer_registry.card(name).takes_by_hand
+
+    @property
     def model_name(self) -> str:
         return self.config.get("model") or self.program.model
 
@@ -385,6 +406,14 @@ class Run(models.Model):
             return timedelta(seconds=max(0.0, float(self.active_seconds or 0.0)))
         end = self.finished_at or now
         return max(timedelta(0), end - self.clock_started_at)
+
+    @property
+    def status_label(self) -> str:
+        """What a status badge says: a succeeded run's outcome when it has one (a run that
+        got worse, or kept its seed, never reads as a plain success)."""
+        if self.status == self.SUCCEEDED and self.outcome:
+            return self.get_outcome_display()
+        return self.get_status_display()
 
     @property
     def improvement(self) -> float | None:

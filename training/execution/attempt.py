@@ -211,7 +211,7 @@ async def _train(
     superseded = superseded if superseded is not None else threading.Event()
     with synalinks.usage.track() as tracker:
         steps = Steps(run, data, program, tracker, superseded)
-        if writer is not None:  # traces and usage are written together (issue 27.2)
+        if writer is not None:  # traces and usage are written together
             steps.callback.traces = writer
             writer.usage = steps.callback.usage_fields
         watch = asyncio.ensure_future(steps.interrupt_on_cancel())
@@ -333,6 +333,7 @@ class Steps:
             return self.stopped(await self.results())
         samples = await _samples(self.program, self.x_test, self.y_test)
         fields = await self.results()  # the samples' calls too
+        fields["outcome"] = await sync_to_async(persistence.outcome)(self.run_id, self.program)
         return Run.SUCCEEDED, {**fields, "samples": samples}
 
     async def wait_for_models(self) -> bool:

@@ -130,7 +130,7 @@ class PersistenceCallback(Callback):
     async def store_traces(self) -> dict[str, Any]:
         """Write the traces that wait with a usage snapshot taken now (on the event loop) and
         return that snapshot: the caller stores the same figures, so the run's LM call count
-        and its traced calls agree on every page read (issue 27.2)."""
+        and its traced calls agree on every page read."""
         fields = self.usage_fields()
         if self.traces is not None:
             await self.traces.flush(fields)
@@ -272,6 +272,7 @@ class PersistenceCallback(Callback):
         seed (kept per variable, the latest epoch's)."""
         fields = ("epoch", "candidates", "beat_seed", "margin", "seed_reward", "champion_id")
         entry = {key: event.get(key) for key in (*fields, "champion_reward")}
+        entry["best_gain"] = _gain(event.get("best_gain"))
         variable = str(event.get("variable") or "")[:200]
         with transaction.atomic():
             current = (
@@ -393,8 +394,29 @@ def results(run_id: int, program: Any, callback: PersistenceCallback) -> dict[st
     }
 
 
+def outcome(run_id: int, program: Any) -> str:
+    """The run's ``outcome`` once its evaluations after training are stored
+    (``summaries.outcome``): whether its program kept its seed, and the test verdict."""
+    optimizer = getattr(program, "optimizer", None)
+    kept = optimizer.kept_seed if optimizer is not None else True
+    return summaries.outcome(Evaluation.objects.filter(run_id=run_id), kept)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _gain(value: Any) -> dict[str, Any] | None:
+    """A selection's ``best_gain`` as stored: its numbers and candidate id, checked."""
+    if not isinstance(value, dict):
+        return None
+    keys = ("difference", "low", "high")
+    if not all(_number(value.get(key)) for key in keys) or not _number(value.get("n")):
+        return None
+    gain = {key: float(value[key]) for key in keys}
+    gain["n"] = int(value["n"])
+    gain["id"] = str(value.get("id") or "")[:40]
+    return gain
 
 
 def event_fields(event: dict[str, Any]) -> dict[str, Any]:

@@ -67,5 +67,5 @@ def rows(stored: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def counts(stored: dict[str, Any] | None) -> dict[str, int]:
-    """``{rule: count}``: what ``utils.next_steps`` takes as ``refusals``."""
+    """``{rule: count}``: how many rewrites each rule refused (the run advice counts them)."""
     return {row["rule"]: int(row.get("count") or 0) for row in rows(stored)}

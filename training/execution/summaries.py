@@ -81,6 +81,19 @@ def _bootstrap(before: tuple[float, ...], after: tuple[float, ...]) -> tuple:
     return tuple(paired_bootstrap(before, after).to_dict().items())
 
 
+def outcome(evaluations: Iterable[Any], kept_seed: bool) -> str:
+    """What a finished training came to (``Run.OUTCOME_CHOICES``): ``no_better`` when the
+    trained program is its seed (no candidate beat it beyond noise on validation), else the
+    test split's verdict on after − before (:func:`paired_test_difference`): ``improved``
+    above 0, ``worse`` below, ``within_noise`` across it or without a test split."""
+    if kept_seed:
+        return "no_better"
+    interval = paired_test_difference(evaluations)
+    if interval is None or interval["within_noise"]:
+        return "within_noise"
+    return "improved" if interval["low"] > 0 else "worse"
+
+
 def before_after(evaluations: Iterable[Any]) -> list[dict[str, Any]]:
     """One row per metric: before/after mean, std, n and the difference of the means.
 

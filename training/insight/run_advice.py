@@ -1,30 +1,39 @@
-"""A run that says why: when no candidate beat the seed, one sentence and the next steps.
+"""A run that says what happened: its outcome in plain words, and the next steps that apply.
 
-Why: "0 of 8 candidates beat the seed" leaves a new user stuck. The engine's
-``utils.next_steps`` decides which changes usually help (a label set, retrieved examples,
-more rows, a bigger validation split, a stronger optimizer model); this module gathers what
-it needs from a finished run (its selection, dataset, program, refusals, test rewards) and
-turns each suggestion into a link that opens the launch form (or the program form, for a
-label set) with the change already made (``training.runs.prefill``). Nothing is shown for a
-run that is still going, or where some candidate beat the seed.
+Why: a finished run's figures (a before → after, "0 of 8 candidates beat the seed", intervals)
+leave a new user to work out whether training helped and what to change. The run's outcome
+(``Run.outcome``: improved, no better than the seed, changed within noise, worse) decides the
+sentence, with the evidence behind it: the test split's paired interval, the best candidate's
+gain on validation and how large a gain those rows could tell (``detectable_gain``). The steps
+that apply come from what the run knows (its dataset's rows and targets, its program's label
+fields, its optimizer's card, what OMEGA refused), each a link that opens the launch form (or
+the program form, for a label set) with the change already made (``training.runs.prefill``).
+
+Rules, one named function a step, most useful first (``_steps``): declare the label set;
+decide the labels from their scores (the registry's optimizer for label tasks); add rows;
+a larger test split; a larger validation split; a stronger optimizer model; train longer.
 
 Example:
 
-    advice = run_advice(run)      # None, or {"sentence": ..., "steps": [...]}
+    advice = run_advice(run)      # None, or {"outcome", "sentence", "evidence", "steps"}
     advice["steps"][0]            # {"key", "title", "detail", "links": [{"label", "url"}]}
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from django.urls import reverse
 
+from training import optimizer_registry
 from training.engine.forecast import validation_cut
 from training.engine.optimizers import label_balance
-from training.engine.utils import next_steps as engine_next_steps
+from training.engine.optimizers.card import ONCE
+from training.engine.utils.paired_bootstrap import detectable_gain, rows_to_detect
 from training.execution import refusals as run_refusals
+from training.execution import summaries
 from training.execution.run_config import TRAINING
 from training.models import Run
 from training.programs.programs import ProgramError, program_from_json
@@ -34,52 +43,316 @@ from training.runs.prefill import launch_url
 TARGET_ROWS = 2_000
 #: The epochs a "train longer" link proposes: this many times the run's (within the bound).
 LONGER_FACTOR = 2
+#: The gain the rows a step asks for should be able to tell from noise.
+WANTED_GAIN = 0.10
+#: A target field looks like a label set with at most this many distinct values, each at
+#: most LABEL_CHARS long, and some value repeating.
+MAX_LABELS = 12
+LABEL_CHARS = 40
+
+
+def label_like(values: Sequence[Any]) -> list[str] | None:
+    """The sorted distinct values of a target field when they look like a label set (few,
+    short strings, some repeating), else None."""
+    if not values or not all(isinstance(v, str) for v in values):
+        return None
+    distinct = sorted(set(values))
+    if len(distinct) > MAX_LABELS or len(distinct) >= len(values):
+        return None
+    if any(len(v) > LABEL_CHARS or not v.strip() for v in distinct):
+        return None
+    return distinct
 
 
 def beat_seed_totals(run: Run) -> tuple[int, int]:
     """(candidates scored, how many beat the seed), summed over the run's variables."""
-    entries = [entry for entry in (run.selection or {}).values() if isinstance(entry, dict)]
+    entries = _selections(run)
     candidates = sum(int(entry.get("candidates") or 0) for entry in entries)
     beat = sum(int(entry.get("beat_seed") or 0) for entry in entries)
     return candidates, beat
 
 
+def _selections(run: Run) -> list[dict[str, Any]]:
+    return [entry for entry in (run.selection or {}).values() if isinstance(entry, dict)]
+
+
 def run_advice(run: Run) -> dict[str, Any] | None:
-    """The run page's "why it did not learn": None unless the run finished, scored some
-    candidates and none beat the seed."""
-    if run.status not in (Run.SUCCEEDED, Run.STOPPED):
+    """What the run came to and what to try next; None until it finished with an outcome."""
+    if run.status != Run.SUCCEEDED or not run.outcome:
         return None
-    candidates, beat = beat_seed_totals(run)
-    if candidates == 0 or beat > 0:
-        return None
-    train_rows = int(run.dataset.train_count)
-    scoring = validation_cut(train_rows, float(run.config.get("validation_split") or 0))
-    scoring_rows = train_rows - scoring if scoring < train_rows else train_rows
-    suggestions = engine_next_steps.next_steps(
-        optimizer=run.optimizer_name,
-        train_rows=train_rows,
-        candidates=candidates,
-        beat_seed=beat,
-        scoring_rows=scoring_rows,
-        targets=_targets(run),
-        label_fields=_label_fields(run),
-        refusals=run_refusals.counts(run.refusals),
-        before=run.baseline_reward,
-        after=run.final_reward,
-    )
-    steps = []
-    for suggestion in suggestions:
-        if suggestion.key == "no_candidate_beat_seed":  # the sentence says it: its changes
-            steps += _instead_of_no_candidate(run, suggestions)
-        else:
-            steps.append({**suggestion.to_dict(), "links": _links(run, suggestion, train_rows)})
+    facts = _Facts(run)
     return {
-        "sentence": (
-            f"No candidate beat the starting program: none of the {candidates} scored "
-            "better than the seed beyond noise, so the run kept its starting prompt."
-        ),
-        "steps": steps,
+        "outcome": run.outcome,
+        "sentence": _sentence(facts),
+        "evidence": _evidence(facts),
+        "steps": _steps(facts),
     }
+
+
+class _Facts:
+    """What the advice reads of a finished run, each read once."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.train_rows = int(run.dataset.train_count)
+        self.test_rows = int(run.dataset.test_count)
+        cut = validation_cut(self.train_rows, float(run.config.get("validation_split") or 0))
+        self.scoring_rows = self.train_rows - cut if cut < self.train_rows else self.train_rows
+        self.test = summaries.paired_test_difference(run.evaluations.all())
+        self.candidates, self.beat = beat_seed_totals(run)
+        gains = [e["best_gain"] for e in _selections(run) if isinstance(e.get("best_gain"), dict)]
+        self.gain = max(gains, key=lambda g: g["difference"], default=None)
+        self.card = (
+            optimizer_registry.card(run.optimizer_name)
+            if optimizer_registry.offered(run.optimizer_name)
+            else None
+        )
+        self.label_fields = _label_fields(run)
+        self.undeclared = {
+            name: labels
+            for name, values in _targets(run).items()
+            if name not in self.label_fields and (labels := label_like(values)) is not None
+        }
+        self.refused = sum(run_refusals.counts(run.refusals).values())
+
+
+def _num(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}"
+
+
+def _sentence(facts: _Facts) -> str:
+    run, test = facts.run, facts.test
+    if run.outcome == Run.IMPROVED:
+        return (
+            f"Training helped: the trained program scored {_num(run.baseline_reward)} → "
+            f"{_num(run.final_reward)} on the {facts.test_rows} test rows, a gain beyond noise."
+        )
+    if run.outcome == Run.NO_BETTER:
+        if not facts.candidates:
+            return (
+                "No candidate was scored, so the run kept its starting program: its test "
+                "reward is unchanged."
+            )
+        return (
+            f"None of the {facts.candidates} candidates scored better than the starting "
+            "program beyond noise, so the run kept it: its test reward is unchanged."
+        )
+    if run.outcome == Run.WORSE:
+        return (
+            "The trained program beat the starting one on validation but scored lower on the "
+            f"test split ({_num(run.baseline_reward)} → {_num(run.final_reward)}, beyond "
+            "noise): the validation rows did not stand for the test rows. Keep the starting "
+            "program (it is not replaced unless you save this one)."
+        )
+    smallest = detectable_gain(facts.test_rows)
+    change = "" if test is None else f" ({test['difference']:+.3f})"
+    return (
+        f"The trained program changed{change}, but {facts.test_rows} test rows cannot tell "
+        f"a difference smaller than about ±{smallest or 0:.2f} from noise."
+    )
+
+
+def _evidence(facts: _Facts) -> list[str]:
+    """The figures behind the sentence, each with its interval."""
+    found = []
+    if facts.test is not None:
+        found.append(
+            f"Test: {facts.test['difference']:+.3f} (95% interval {facts.test['low']:+.3f} to "
+            f"{facts.test['high']:+.3f}, {facts.test['n']} rows)."
+        )
+    gain = facts.gain
+    if gain is not None:
+        smallest = detectable_gain(gain["n"])
+        found.append(
+            f"Best candidate on validation: {gain['difference']:+.3f} over the starting program "
+            f"(95% interval {gain['low']:+.3f} to {gain['high']:+.3f}, {gain['n']} rows; those "
+            f"rows tell gains above about {smallest or 0:.2f})."
+        )
+    return found
+
+
+# -- the next steps ---------------------------------------------------------------------------
+
+
+def _steps(facts: _Facts) -> list[dict[str, Any]]:
+    if facts.run.outcome == Run.IMPROVED:
+        return []
+    found = [
+        *_label_sets(facts),
+        _decide_labels(facts),
+        _more_rows(facts),
+        _larger_test(facts),
+        _larger_validation(facts),
+        _stronger_model(facts),
+        _more_epochs(facts),
+    ]
+    return [step for step in found if step is not None]
+
+
+def _base(run: Run) -> dict[str, Any]:
+    """What every launch link keeps of the run: its program (version), dataset and loop."""
+    config = run.config or {}
+    return {
+        "program": run.program_id,
+        "version": run.program_version.number if run.program_version_id else None,
+        "dataset": run.dataset_id,
+        "reward": (config.get("reward") or {}).get("name"),
+        "optimizer": run.optimizer_name,
+        "epochs": config.get("epochs"),
+        "batch_size": config.get("batch_size"),
+        "validation_split": config.get("validation_split"),
+    }
+
+
+def _step(key: str, title: str, detail: str, links: list[dict[str, str]]) -> dict[str, Any]:
+    return {"key": key, "title": title, "detail": detail, "links": links}
+
+
+def _dataset_link(run: Run, label: str) -> dict[str, str]:
+    return {"label": label, "url": reverse("datasets:detail", args=[run.dataset_id])}
+
+
+def _label_sets(facts: _Facts) -> list[dict[str, Any]]:
+    run = facts.run
+    return [
+        _step(
+            "label_set",
+            f"Declare `{name}` a label set",
+            f"Its targets take {len(labels)} values ({', '.join(labels[:6])}"
+            f"{', ...' if len(labels) > 6 else ''}). As a label set every label is scored and "
+            "the model can only answer one of them; a small model gains the most from this.",
+            [
+                {
+                    "label": f"New program with `{name}` as a label set",
+                    "url": f"{reverse('training:program-create')}?dataset={run.dataset_id}",
+                },
+                _dataset_link(run, "Declare it on the dataset's page"),
+            ],
+        )
+        for name, labels in facts.undeclared.items()
+    ]
+
+
+def _decide_labels(facts: _Facts) -> dict[str, Any] | None:
+    if not facts.label_fields or (facts.card is not None and facts.card.label_tasks):
+        return None
+    name = optimizer_registry.recommended(label_task=True)
+    card = optimizer_registry.card(name)
+    values = {**_base(facts.run), "optimizer": name, "epochs": card.epochs}
+    return _step(
+        "decide_labels",
+        f"Decide the labels from their scores ({name})",
+        "It scores every label and learns, from the training rows, a bias per label and how "
+        "much the nearest training examples' labels count: on label tasks it does better "
+        "than examples or rewritten instructions in the prompt of a small model.",
+        [{"label": f"Launch with {name}", "url": launch_url(**values)}],
+    )
+
+
+def _more_rows(facts: _Facts) -> dict[str, Any] | None:
+    if facts.run.outcome not in (Run.NO_BETTER, Run.WITHIN_NOISE):
+        return None
+    needed = rows_to_detect(WANTED_GAIN)
+    if facts.scoring_rows >= needed:
+        return None
+    smallest = detectable_gain(facts.scoring_rows) or 1.0
+    return _step(
+        "more_rows",
+        "Add labelled rows",
+        f"A candidate is kept only when it beats the starting program beyond noise; on "
+        f"{facts.scoring_rows} validation rows that takes a gain of about {smallest:.2f}. "
+        f"About {needed} rows tell a gain of {WANTED_GAIN:.2f}.",
+        [_dataset_link(facts.run, "Add rows to the dataset")],
+    )
+
+
+def _larger_test(facts: _Facts) -> dict[str, Any] | None:
+    needed = rows_to_detect(WANTED_GAIN)
+    if facts.run.outcome != Run.WITHIN_NOISE or facts.test_rows >= needed:
+        return None
+    total = facts.train_rows + facts.test_rows
+    share = min(0.5, needed / max(total, 1))
+    return _step(
+        "larger_test",
+        "Give the test split more rows",
+        f"{facts.test_rows} test rows tell differences above about "
+        f"{detectable_gain(facts.test_rows) or 1.0:.2f}; {needed} rows tell {WANTED_GAIN:.2f}. "
+        f"Import the data again with a test share of {share:.0%} (the split step says what "
+        "each share can tell).",
+        [_dataset_link(facts.run, "Open the dataset")],
+    )
+
+
+def _larger_validation(facts: _Facts) -> dict[str, Any] | None:
+    run = facts.run
+    if run.outcome != Run.NO_BETTER or facts.gain is None or facts.gain["difference"] <= 0:
+        return None
+    needed = rows_to_detect(max(facts.gain["difference"], WANTED_GAIN))
+    if facts.scoring_rows >= needed or facts.train_rows < 2 * needed:
+        return None
+    split = math.ceil(100 * needed / max(facts.train_rows, 1)) / 100
+    split = min(split, TRAINING["validation_split"].max)
+    return _step(
+        "larger_validation",
+        "Score candidates on more rows",
+        f"The best candidate gained {facts.gain['difference']:+.3f}, within noise on "
+        f"{facts.gain['n']} rows; with a validation split of {split:.2f} a gain like it "
+        "can be told apart.",
+        [
+            {
+                "label": f"Launch with validation_split {split:.2f}",
+                "url": launch_url(**{**_base(run), "validation_split": split}),
+            }
+        ],
+    )
+
+
+def _stronger_model(facts: _Facts) -> dict[str, Any] | None:
+    run = facts.run
+    name = run.optimizer_name
+    if not optimizer_registry.offered(name):
+        return None
+    if "language_model" not in optimizer_registry.get(name).PARAMETERS:
+        return None
+    field = optimizer_registry.field_name(name, "language_model")
+    detail = (
+        f"{facts.refused} rewrite(s) were refused as junk (empty, repeated, invented labels). "
+        if facts.refused
+        else ""
+    )
+    return _step(
+        "stronger_model",
+        f"Give {name} a stronger language_model",
+        detail + "Its rewrites are only as good as the model that writes them; a larger "
+        "model than the program's writes instructions worth keeping.",
+        [
+            {
+                "label": f"Launch {name} with a stronger language_model",
+                "url": launch_url(**_base(run)) + f"#field-{field}",
+            }
+        ],
+    )
+
+
+def _more_epochs(facts: _Facts) -> dict[str, Any] | None:
+    run = facts.run
+    if run.outcome != Run.NO_BETTER or facts.card is None or facts.card.proposes == ONCE:
+        return None  # a value built once from the data: more epochs propose the same
+    epochs = min(run.epochs * LONGER_FACTOR, TRAINING["epochs"].max)
+    if epochs <= run.epochs:
+        return None
+    return _step(
+        "more_epochs",
+        "Train longer",
+        f"{run.epochs} epoch{'s' if run.epochs != 1 else ''} gave the optimizer few "
+        "candidates to try; more epochs try more.",
+        [
+            {
+                "label": f"Launch with {epochs} epochs",
+                "url": launch_url(**{**_base(run), "epochs": epochs}),
+            }
+        ],
+    )
 
 
 def _targets(run: Run) -> dict[str, list[Any]]:
@@ -107,112 +380,6 @@ def _label_fields(run: Run) -> dict[str, list[str]]:
     for module in getattr(program, "modules", None) or []:
         found.update(label_balance.label_fields(getattr(module, "output_data_model", None)))
     return found
-
-
-def _base(run: Run) -> dict[str, Any]:
-    """What every launch link keeps of the run: its program (version), dataset and loop."""
-    config = run.config or {}
-    return {
-        "program": run.program_id,
-        "version": run.program_version.number if run.program_version_id else None,
-        "dataset": run.dataset_id,
-        "reward": (config.get("reward") or {}).get("name"),
-        "epochs": config.get("epochs"),
-        "batch_size": config.get("batch_size"),
-        "validation_split": config.get("validation_split"),
-    }
-
-
-def _links(run: Run, suggestion: Any, train_rows: int) -> list[dict[str, str]]:
-    """The links that make ``suggestion``'s change (each ``{"label", "url"}``)."""
-    base = _base(run)
-    key = suggestion.key
-    if key == "label_set":
-        field = suggestion.change["label_set"]["field"]
-        return [
-            {
-                "label": f"New program with `{field}` as a label set",
-                "url": f"{reverse('training:program-create')}?dataset={run.dataset_id}",
-            },
-            {
-                "label": "Declare it on the dataset's page",
-                "url": reverse("datasets:detail", args=[run.dataset_id]),
-            },
-        ]
-    if key == "nearest_few_shot":
-        return [
-            {
-                "label": "Launch with NearestFewShot",
-                "url": launch_url(**{**base, "optimizer": "NearestFewShot", "epochs": 1}),
-            }
-        ]
-    if key == "more_rows":
-        return [
-            {
-                "label": "Add rows to the dataset",
-                "url": reverse("datasets:detail", args=[run.dataset_id]),
-            }
-        ]
-    if key == "bigger_validation":
-        needed = suggestion.change.get("min_scoring_rows", 0)
-        split = math.ceil(100 * needed / max(train_rows, 1)) / 100
-        split = min(split, TRAINING["validation_split"].max)
-        return [
-            {
-                "label": f"Launch with validation_split {split:.2f}",
-                "url": launch_url(
-                    **{**base, "optimizer": run.optimizer_name, "validation_split": split}
-                ),
-            }
-        ]
-    if key == "junk_rewrites":
-        return [_stronger_model(base)]
-    return []
-
-
-def _instead_of_no_candidate(run: Run, suggestions: list[Any]) -> list[dict[str, Any]]:
-    """What the engine's "none of N candidates beat the start" leads to, as steps with links
-    (the page's sentence already says it): train longer (not for NearestFewShot: it proposes
-    one pool, more epochs add nothing) and, for OMEGA, a stronger model for its rewrites
-    (unless the junk-rewrites step already offers it)."""
-    base = _base(run)
-    steps = []
-    epochs = min(run.epochs * LONGER_FACTOR, TRAINING["epochs"].max)
-    if run.optimizer_name != "NearestFewShot" and epochs > run.epochs:
-        steps.append(
-            {
-                "key": "more_epochs",
-                "title": "Train longer",
-                "detail": f"{run.epochs} epoch{'s' if run.epochs != 1 else ''} gave the "
-                "optimizer few candidates to try; more epochs try more.",
-                "links": [
-                    {
-                        "label": f"Launch with {epochs} epochs",
-                        "url": launch_url(
-                            **{**base, "optimizer": run.optimizer_name, "epochs": epochs}
-                        ),
-                    }
-                ],
-            }
-        )
-    if run.optimizer_name == "OMEGA" and not any(s.key == "junk_rewrites" for s in suggestions):
-        steps.append(
-            {
-                "key": "stronger_model",
-                "title": "Give OMEGA a stronger language_model",
-                "detail": "Its rewrites are only as good as the model that writes them; a "
-                "larger model than the program's writes instructions worth keeping.",
-                "links": [_stronger_model(base)],
-            }
-        )
-    return steps
-
-
-def _stronger_model(base: dict[str, Any]) -> dict[str, str]:
-    return {
-        "label": "Launch OMEGA with a stronger language_model",
-        "url": launch_url(**{**base, "optimizer": "OMEGA"}) + "#field-omega_language_model",
-    }
 
 
 def refusal_rows(run: Run) -> list[dict[str, Any]]:
