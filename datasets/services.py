@@ -26,7 +26,12 @@ from datasets.ingest import DatasetError, detect_format, iter_records
 from datasets.ingest.mapping import MappedRows, Mapping, validate_mapping
 from datasets.ingest.profile import profile_records
 from datasets.ingest.records import Record
-from datasets.ingest.splitting import check_split_settings, split_mask, stratified_split_mask
+from datasets.ingest.splitting import (
+    check_split_settings,
+    split_mask,
+    stratified_split_mask,
+    training_order,
+)
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.selectors import runs_using
 
@@ -365,17 +370,38 @@ def create_demo_dataset(user) -> Dataset:
 
 
 def get_split(dataset: Dataset, split: str) -> tuple[list[dict], list[dict]]:
-    """The stored split as (inputs, targets): parallel lists of dicts in row order."""
+    """The stored split as (inputs, targets): parallel lists of dicts, the test split in row
+    order, the training split in the order ``fit`` receives it (:func:`training_rows`)."""
     if split not in SPLITS:
         raise ValueError(f"split must be 'train' or 'test', not {split!r}")
     input_names, target_names = dataset.input_names, dataset.target_names
     inputs: list[dict] = []
     targets: list[dict] = []
-    rows = dataset.rows.filter(split=split).order_by("index").values_list("data", flat=True)
-    for data in rows.iterator(chunk_size=2000):
+    if split == DatasetRow.TRAIN:
+        rows = [data for _, data in training_rows(dataset)]
+    else:
+        rows = dataset.rows.filter(split=split).order_by("index").values_list("data", flat=True)
+        rows = rows.iterator(chunk_size=2000)
+    for data in rows:
         inputs.append({name: data.get(name) for name in input_names})
         targets.append({name: data.get(name) for name in target_names})
     return inputs, targets
+
+
+def training_rows(dataset: Dataset) -> list[tuple[int, dict]]:
+    """``(DatasetRow.index, data)`` of the training split in the order a run's ``fit``
+    receives them. With a label set (``stratify_by``), spread by label and seeded by the
+    dataset's seed (``splitting.training_order``): the validation split fit cuts off the end
+    holds every label in its share, whatever order the file was in. Without one, in file
+    order (the guide's rule: validation is the end of what fit is given). One order for the
+    run and for the pages that find its validation rows again."""
+    rows = list(
+        dataset.rows.filter(split=DatasetRow.TRAIN).order_by("index").values_list("index", "data")
+    )
+    if not dataset.stratify_by:
+        return rows
+    labels = [(data or {}).get(dataset.stratify_by) for _, data in rows]
+    return [rows[position] for position in training_order(labels, dataset.seed)]
 
 
 def iter_jsonl(dataset: Dataset, split: str | None = None) -> Iterator[bytes]:

@@ -88,3 +88,64 @@ def stratified_split_mask(labels: list, test_ratio: float, seed: int) -> np.ndar
         chosen = rng.permutation(len(rows))[: quotas[label]]
         mask[np.asarray(rows)[chosen]] = True
     return mask
+
+
+# -- what a split can tell ----------------------------------------------------------------------
+
+#: The difference a test split should be able to tell from noise when the data allows.
+WANTED_GAIN = 0.10
+#: The test shares a new dataset starts from: at least the usual 20%, more for a small file
+#: (so its test split can tell what a run changed), never more than 40% (training needs rows).
+SUGGESTED_RATIO_MIN = 0.2
+SUGGESTED_RATIO_MAX = 0.4
+
+
+def suggested_test_ratio(row_count: int) -> float:
+    """The test share a new dataset of ``row_count`` rows starts with: enough rows to tell a
+    difference of :data:`WANTED_GAIN` (``rows_to_detect``) where that is at most 40% of the
+    rows, rounded up to 5%; the usual 20% for a large file."""
+    from training.engine.utils.paired_bootstrap import rows_to_detect
+
+    if row_count <= 0:
+        return SUGGESTED_RATIO_MIN
+    wanted = rows_to_detect(WANTED_GAIN) / row_count
+    ratio = min(max(wanted, SUGGESTED_RATIO_MIN), SUGGESTED_RATIO_MAX)
+    return round(-(-ratio * 20 // 1) / 20, 2)
+
+
+def split_note(row_count: int, test_ratio: float) -> dict:
+    """What a split of ``row_count`` rows at ``test_ratio`` can tell, for the page: the test
+    rows, the smallest difference their paired 95% interval tells from noise, and the rows
+    that would tell :data:`WANTED_GAIN` (``detectable_gain``, ``rows_to_detect``)."""
+    from training.engine.utils.paired_bootstrap import detectable_gain, rows_to_detect
+
+    test = count_test_rows(row_count, test_ratio) if row_count >= 2 else 0
+    return {
+        "test_rows": test,
+        "train_rows": max(row_count - test, 0),
+        "detectable": detectable_gain(test),
+        "wanted_gain": WANTED_GAIN,
+        "wanted_rows": rows_to_detect(WANTED_GAIN),
+        "suggested_ratio": suggested_test_ratio(row_count),
+    }
+
+
+def training_order(labels: list, seed: int) -> list[int]:
+    """The order ``fit`` receives a training split's rows in (positions into ``labels``, one
+    label per row or None): a seeded interleave in which every label is spread evenly, so
+    any tail — the validation split ``fit`` cuts off the end — holds each label in its share.
+
+    Why: fit's validation split is the end of what it is given (the guide's and Keras's
+    rule). Given in file order, a file sorted by label put one label in it, and candidates
+    were chosen on rows that did not stand for the rest.
+    """
+    rng = np.random.default_rng(seed)
+    groups: dict = {}
+    for position, label in enumerate(labels):
+        groups.setdefault(label, []).append(position)
+    keyed = []
+    for order, rows in enumerate(groups.values()):
+        shuffled = [rows[i] for i in rng.permutation(len(rows))]
+        offset = rng.random()
+        keyed += [((rank + offset) / len(rows), order, row) for rank, row in enumerate(shuffled)]
+    return [row for *_, row in sorted(keyed)]

@@ -27,6 +27,7 @@ from datasets.forms import (
 from datasets.ingest import DatasetError
 from datasets.ingest.columns import MAX_COLUMNS
 from datasets.ingest.fieldtypes import display
+from datasets.ingest.splitting import check_test_ratio, split_note, suggested_test_ratio
 from datasets.models import Dataset, DatasetRow, Upload
 from datasets.upload_handler import SizeLimitUploadHandler
 from datasets.views.versions import versions_context
@@ -120,7 +121,10 @@ def _preview_context(pending: Upload, rows: list[dict], settings_form, error: st
 def upload_preview(request, pk):
     pending = selectors.owned_upload(request.user, pk)
     stem = pending.original_name.rsplit(".", 1)[0]
-    settings_form = DatasetSettingsForm(initial={"name": stem[:200], "test_ratio": 0.2, "seed": 42})
+    ratio = suggested_test_ratio(pending.profile["row_count"])  # a small file: enough to tell
+    settings_form = DatasetSettingsForm(
+        initial={"name": stem[:200], "test_ratio": ratio, "seed": 42}
+    )
     rows = default_mapping_rows(pending.profile["columns"])
     return render(request, "datasets/preview.html", _preview_context(pending, rows, settings_form))
 
@@ -130,7 +134,14 @@ def mapping_preview(request, pk):
     """htmx partial: the first rows as the current mapping would store them, or the error."""
     pending = selectors.owned_upload(request.user, pk)
     rows = mapping_rows_from_post(pending.profile["columns"], request.POST)
-    context = {"error": "", "inputs": [], "targets": [], "rows": []}
+    context = {"error": "", "inputs": [], "targets": [], "rows": [], "split": None}
+    try:
+        ratio = float(request.POST.get("test_ratio") or 0)
+        check_test_ratio(ratio)
+    except (ValueError, DatasetError):
+        ratio = None  # the settings form says what is wrong with it
+    if ratio is not None:
+        context["split"] = {**split_note(pending.profile["row_count"], ratio), "ratio": ratio}
     try:
         mapping, sample = services.preview_mapping(
             pending,

@@ -1,5 +1,5 @@
 """The validation examples of a run, with what the program predicted on them before and
-after training (issue 30: "correct any example, test and validation").
+after training.
 
 No pass over the validation split is made for this: the optimizer already scored every
 candidate on it, and each scored candidate keeps its predictions and rewards
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasets.models import DatasetRow
+from datasets.services import training_rows
 from training.engine.trainers.data_adapter import scoring_positions
 from training.models import Candidate, Run
 
@@ -30,11 +30,7 @@ from training.models import Candidate, Run
 def scoring_rows(run: Run) -> list[tuple[int, dict]]:
     """``(DatasetRow.index, data)`` of each row the run's optimizer scored candidates on, in
     the scoring set's order (a stored prediction's position is its place here)."""
-    train = list(
-        run.dataset.rows.filter(split=DatasetRow.TRAIN)
-        .order_by("index")
-        .values_list("index", "data")
-    )
+    train = training_rows(run.dataset)
     config = run.config
     positions = scoring_positions(
         len(train),
