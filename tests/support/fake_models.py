@@ -18,6 +18,10 @@ worker exactly like a real model:
                few-shot majority): reward rises as useful rules accumulate;
 * ``judge``    a judge (``LMAsJudge``): scores 1.0 when the prediction holds each value of the
                reference (case-insensitive), else 0.0;
+* ``scores``   scores every label like a biased small model (the first label listed far
+               ahead, the label whose words the input holds nudged up, not enough to win):
+               CalibratedLabels learns the bias that turns it right; it samples as
+               ``fewshot``;
 * ``xss``      answers every string field with a ``<script>`` tag (escaping tests);
 * ``unreachable`` refuses every connection (fails the run fast).
 """
@@ -159,7 +163,26 @@ def judge_responder(request: FakeRequest) -> dict[str, Any]:
     }
 
 
+#: The words that nudge the ``scores`` model towards a label (the demo's teams and a few more).
+LABEL_WORDS = {
+    "money": ("charge", "refund", "invoice", "payment", "fee", "bill", "card", "receipt", "price"),
+    "bug": ("crash", "error", "log in", "login", "button", "page", "broken", "slow", "sync"),
+    "box": ("package", "parcel", "delivery", "deliver", "courier", "shipping", "box", "tracking"),
+}
+
+
+@register_synalinks_serializable(package="trainboard")
+def biased_label_scores(request: FakeRequest, labels: list[str]) -> list[float]:
+    text = _text_of(request.inputs).lower()
+    scores = []
+    for position, label in enumerate(labels):
+        nudge = 1.5 if any(word in text for word in LABEL_WORDS.get(label, ())) else 0.0
+        scores.append((-0.2 if position == 0 else -3.0 - 0.5 * position) + nudge)
+    return scores
+
+
 FAKE_BEHAVIOURS = {
+    "scores": fewshot_responder,
     "echo": None,
     "fewshot": fewshot_responder,
     "rules": rules_responder,
@@ -195,6 +218,8 @@ def parse_fake(model: str) -> dict[str, Any]:
             raise ModelStringError(f"fake model option {key}={value!r}: {exc}") from None
     if behaviour == "unreachable":
         kwargs.update(failure="unreachable", failure_rate=1.0)
+    if behaviour == "scores":
+        kwargs["label_scorer"] = biased_label_scores
     return kwargs
 
 

@@ -1,4 +1,4 @@
-"""A newcomer is led (issue 27.7): the home page's first run is the demo's quick try in one
+"""A newcomer is led: the home page's first run is the demo's quick try in one
 click, timed by the forecast (never a sentence written once), and the launch form opens with
 the only or newest program chosen."""
 
@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from training.execution import calibration
-from training.execution.run_config import PRESETS
+from training.execution.run_config import presets
 from training.management.commands.bootstrap_demo import ensure_demo_program
 from training.models import Run
 from training.runs import quick_try
@@ -58,11 +58,11 @@ def test_the_home_page_leads_a_newcomer_to_one_click_and_what_to_look_at(
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
     assert no_broker == [[run.pk, 1]]
-    quick = PRESETS["quick"]["values"]
+    quick = presets(label_task=True)["quick"]["values"]  # the demo answers a label set
     assert run.program_id == demo.pk and run.dataset_id == demo.dataset_id
-    assert run.config["optimizer"]["name"] == quick["optimizer"] == "NearestFewShot"
-    assert run.config["epochs"] == quick["epochs"]
-    assert run.config["optimizer"]["params"]["k"] == quick["nfs_k"]
+    assert run.config["optimizer"]["name"] == quick["optimizer"] == "CalibratedLabels"
+    assert run.config["epochs"] == quick["epochs"] == 1
+    assert run.config["optimizer"]["params"]["vote"] is True
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     html = client_user.get(reverse("training:home")).content.decode()
     assert 'id="first-run"' not in html  # led once: a succeeded run of theirs ends it

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from training.engine import bounds
 from training.engine.optimizers import OMEGA, RandomFewShot
-from training.execution.run_config import PRESETS, TRAINING
+from training.execution.run_config import TRAINING, presets
 from training.runs.forms import RunForm
 
 pytestmark = pytest.mark.django_db
@@ -40,12 +40,21 @@ def test_optimizer_help_is_declared_next_to_each_bound():
     assert OMEGA.PARAMETERS["mutation_temperature"] == OMEGA.PARAMETERS["sampling_temperature"]
 
 
-def test_presets_stay_within_every_bound():
+def test_presets_stay_within_every_bound_and_say_what_they_launch():
     form = RunForm(user=None)
-    for key, preset in PRESETS.items():
-        for name, value in preset["values"].items():
-            field = form.fields[name]
-            assert field.clean(value) == value, (key, name)
+    for label_task in (True, False):
+        for key, preset in presets(label_task).items():
+            for name, value in preset["values"].items():
+                field = form.fields[name]
+                assert field.clean(value) == value, (key, name)
+            values = preset["values"]
+            assert (
+                preset["label"]
+                .split(": ")[1]
+                .startswith(f"{values['optimizer']}, {values['epochs']} epoch")
+            )
+    assert presets(True)["quick"]["label"] == "Quick try: CalibratedLabels, 1 epoch"
+    assert presets(False)["quick"]["values"]["optimizer"] == "RandomFewShot"
 
 
 def test_random_few_shot_box_shows_what_the_optimizer_does(client_user, program):
@@ -58,7 +67,7 @@ def test_random_few_shot_box_shows_what_the_optimizer_does(client_user, program)
 def test_preset_get_param_fills_the_form(client_user, program):
     url = reverse("training:run-create") + f"?program={program.pk}&preset=thorough"
     html = client_user.get(url).content.decode()
-    values = PRESETS["thorough"]["values"]
+    values = presets(False)["thorough"]["values"]
     assert re.search(
         rf'id="id_epochs"[^>]*value="{values["epochs"]}"|value="{values["epochs"]}"[^>]*id="id_epochs"',
         html,

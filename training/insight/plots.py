@@ -62,7 +62,7 @@ def plot_for(run: Run, kind: str) -> Path:
     before = [e.metrics for e in run.evaluations.filter(phase=Evaluation.BEFORE)]
     after = [e.metrics for e in run.evaluations.filter(phase=Evaluation.AFTER)]
     # Every evaluation scores the test split; "mean ± std" only over several evaluations
-    # (over one, the std is no spread at all: the page says the same, issue 27.3).
+    # (over one, the std is no spread at all: the page says the same).
     ylabel = "Test score (mean ± std)" if max(len(before), len(after)) > 1 else "Test score"
     if before and after:
         return Path(

@@ -26,7 +26,7 @@ from typing import Any
 
 from training.models import Candidate
 
-LAID_OUT_KEYS = ("instructions", "examples", "retrieval")
+LAID_OUT_KEYS = ("instructions", "examples", "retrieval", "decision")
 #: Pooled examples listed on the candidate page (the rest are counted).
 POOL_ROWS_SHOWN = 5
 #: Pooled examples in the diff text (one line each; the rest are counted).
@@ -63,6 +63,7 @@ def describe(candidate: Candidate) -> dict[str, Any]:
             if isinstance(ex, dict)
         ],
         "retrieval": retrieval_summary(value.get("retrieval")),
+        "decision": decision_summary(value.get("decision")),
         "other": {k: v for k, v in value.items() if k not in LAID_OUT_KEYS},
     }
 
@@ -85,6 +86,7 @@ def retrieval_summary(retrieval: Any) -> dict[str, Any] | None:
         "size": len(pool),
         "k": retrieval.get("k"),
         "vote": bool(retrieval.get("vote")),
+        "in_prompt": retrieval.get("in_prompt", True) is not False,
         "embedding_model": str(retrieval.get("embedding_model") or ""),
         "outputs": answers.most_common() if len(answers) <= POOL_OUTPUTS_COUNTED else [],
         "rows": [
@@ -92,6 +94,28 @@ def retrieval_summary(retrieval: Any) -> dict[str, Any] | None:
             for e in pool[:POOL_ROWS_SHOWN]
         ],
         "more": max(0, len(pool) - POOL_ROWS_SHOWN),
+    }
+
+
+def decision_summary(decision: Any) -> dict[str, Any] | None:
+    """What a candidate page shows of a label ``decision`` (CalibratedLabels): the field, the
+    weights of the LM's scores and of the neighbours' vote, and each label's bias; one line of
+    text (``text``) is also what the diff shows. None when the value has none."""
+    if not isinstance(decision, dict):
+        return None
+    bias = decision.get("bias") if isinstance(decision.get("bias"), dict) else {}
+    numbers = {k: v for k, v in bias.items() if isinstance(v, int | float)}
+    lm, vote = decision.get("lm_weight"), decision.get("vote_weight")
+    parts = [f"LM scores × {lm:g}" if isinstance(lm, int | float) else "LM scores"]
+    if isinstance(vote, int | float) and vote:
+        parts.append(f"the nearest examples' vote × {vote:g}")
+    biases = ", ".join(f"{label} {value:+.2f}" for label, value in numbers.items())
+    return {
+        "field": str(decision.get("field") or ""),
+        "lm_weight": lm,
+        "vote_weight": vote,
+        "bias": numbers,
+        "text": f"{decision.get('field')}: " + " + ".join(parts) + f" + bias ({biases})",
     }
 
 
@@ -136,6 +160,9 @@ def as_text(value) -> str:
             )
         if len(pool) > POOL_ROWS_DIFFED:
             lines.append(f"... and {len(pool) - POOL_ROWS_DIFFED} more pooled examples")
+    decision = decision_summary(value.get("decision"))
+    if decision is not None:
+        lines += ["", "decision:", decision["text"]]
     for key, item in value.items():
         if key not in LAID_OUT_KEYS:
             lines += ["", f"{key}:", json.dumps(item, ensure_ascii=False, sort_keys=True, indent=1)]
@@ -143,8 +170,13 @@ def as_text(value) -> str:
 
 
 def _retrieval_settings(summary: dict[str, Any]) -> str:
-    vote = "with the neighbours' vote" if summary["vote"] else "no vote"
     model = summary["embedding_model"] or "its embedding model"
+    if not summary["in_prompt"]:
+        return (
+            f"{summary['k']} nearest of {summary['size']} pooled examples by {model} vote in "
+            "the decision (not in the prompt)"
+        )
+    vote = "with the neighbours' vote" if summary["vote"] else "no vote"
     return f"{summary['k']} nearest of {summary['size']} pooled examples by {model}, {vote}"
 
 

@@ -269,6 +269,15 @@ def connected_language_model(document: Any, owner) -> Any | None:
     return program_language_model(program)
 
 
+def answers_labels(program: Any) -> bool:
+    """Whether an engine program answers a label set: a generator whose output is one label
+    field (decided from label scores; the launch form recommends an optimizer for it)."""
+    return any(
+        callable(getattr(module, "label_field", None)) and module.label_field() is not None
+        for module in program.modules
+    )
+
+
 def summarize(program: Any) -> dict[str, Any]:
     """Module type, instructions, model, temperature of a program's first generator."""
     generator = first_generator(program)

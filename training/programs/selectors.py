@@ -21,6 +21,7 @@ from training.models import (
     ProgramVersion,
     Run,
 )
+from training.programs import programs
 
 PROGRAM_RUNS_SHOWN = 20
 
@@ -77,3 +78,15 @@ def version_of(program: Program, number) -> ProgramVersion | None:
 def latest_version(program: Program) -> ProgramVersion | None:
     """The program's highest-numbered version (None only for a program never saved)."""
     return program.versions.order_by("-number").first()
+
+
+def answers_labels(program_id) -> bool:
+    """Whether program ``program_id`` (a caller already checked it is the user's) answers a
+    label set (``programs.answers_labels``); False for none or one that cannot be read here."""
+    program = Program.objects.filter(pk=program_id).first() if program_id else None
+    if program is None:
+        return False
+    try:
+        return programs.answers_labels(programs.program_from_json(program.engine_json))
+    except programs.ProgramError:
+        return False

@@ -4,15 +4,14 @@ Why: a page that suggests what to try next (the run page's next steps, the home 
 "Quick try") links to the launch form with the change already made, so a new user presses
 Launch instead of finding the field. The address carries plain field names of
 :class:`~training.runs.forms.RunForm` (``optimizer``, ``epochs``, ``omega_language_model``,
-...) and a ``preset`` key (:data:`~training.execution.run_config.PRESETS`); they become the
+...) and a ``preset`` key (``run_config.presets``); they become the
 form's *initial* values only: what is posted is validated as ever, so an address cannot
 launch anything by itself, nor set a value the form would refuse.
 
 Example:
 
-    url = launch_url(program=run.program_id, dataset=run.dataset_id,
-                     optimizer="NearestFewShot")
-    # "/runs/new/?program=3&dataset=5&optimizer=NearestFewShot"
+    url = launch_url(program=run.program_id, dataset=run.dataset_id, epochs=2)
+    # "/runs/new/?program=3&dataset=5&epochs=2"
     initial = initial_from_query(request.user, request.GET)
 """
 
@@ -24,7 +23,8 @@ from urllib.parse import urlencode
 from django.forms import BooleanField, MultipleChoiceField
 from django.urls import reverse
 
-from training.execution.run_config import PRESETS
+from training import optimizer_registry
+from training.execution.run_config import presets
 from training.programs import selectors as program_selectors
 from training.runs.forms import RunForm
 
@@ -40,8 +40,9 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
 
     ``program`` (one of ``user``'s) brings its dataset and ``version`` (without one, the
     user's only or newest program is chosen: a form opened from "Launch a run" is ready to
-    launch); ``preset`` its values; then every other key naming a form field sets that field (last word).
-    Unknown keys and other users' programs are ignored.
+    launch) and the optimizer recommended for what it answers (a label set or not), with the
+    epochs that optimizer needs; ``preset`` its values; then every other key naming a form
+    field sets that field (last word). Unknown keys and other users' programs are ignored.
     """
     initial: dict[str, Any] = {}
     program_id = query.get("program", "")
@@ -51,11 +52,16 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
             initial = {"program": program.pk, "dataset": program.dataset_id}
             version = query.get("version", "")
             initial["version"] = int(version) if version.isdigit() else None
-    if not initial:  # no program asked for: the only or the newest one (issue 27.7)
+    if not initial:  # no program asked for: the only or the newest one
         newest = program_selectors.programs_of(user).order_by("-created", "-pk").first()
         if newest is not None:
             initial = {"program": newest.pk, "dataset": newest.dataset_id, "version": None}
-    preset = PRESETS.get(query.get("preset", ""))
+    labels = program_selectors.answers_labels(initial.get("program"))
+    name = optimizer_registry.recommended(labels)
+    initial["optimizer"] = name
+    if optimizer_registry.card(name).epochs:
+        initial["epochs"] = optimizer_registry.card(name).epochs
+    preset = presets(labels).get(query.get("preset", ""))
     if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
         initial.update(preset["values"])
     for name, field in RunForm.base_fields.items():

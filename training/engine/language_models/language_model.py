@@ -409,12 +409,13 @@ class LanguageModel:
         self, messages: list, meta: dict, field: str, labels: list, scores: list, data_model
     ) -> None:
         best = labels[max(range(len(labels)), key=lambda i: scores[i])]
+        shown = ", ".join(f"{lab} {v:.3f}" for lab, v in zip(labels, scores, strict=True))
         self._trace(
             messages,
             meta,
-            response=label_scoring.answer(field, best),
+            # what the model said: every label's log-probability (the best one as the answer)
+            response=f"{label_scoring.answer(field, best)}\nlabel log-probabilities: {shown}",
             parsed=data_model(**{field: best}),
-            label_scores={lab: round(float(v), 4) for lab, v in zip(labels, scores, strict=True)},
         )
 
     async def _raw_scores(

@@ -3,7 +3,7 @@
 Every prediction of a candidate program starts with the same prefix (the system message with
 its instructions, then its few-shot examples as turns); only the last user turn differs. When a
 new candidate's batch starts, its first two calls run at once, one on each instance, and each
-evaluated that prefix (~80-170 tokens, ~18 % of a local demo fit's prompt tokens, issue 25).
+evaluated that prefix (~80-170 tokens, ~18 % of a local demo fit's prompt tokens).
 Here the first decoder to reach a prefix *claims* it, evaluates it and saves llama.cpp's
 sequence state under it (``Decoder._save``); a decoder that reaches the same prefix meanwhile
 waits for it and restores that state into its own context instead of evaluating it again

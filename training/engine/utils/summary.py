@@ -56,6 +56,13 @@ def program_summary(program: Any, print_fn: Any = print) -> str:
             line += (
                 f", {retrieval.get('k')} nearest of {len(retrieval['pool'])} pooled example(s)"
                 f" by {retrieval.get('embedding_model') or 'its embedding model'}"
+                + (" (voting only)" if retrieval.get("in_prompt") is False else "")
+            )
+        decision = value.get("decision") or {}
+        if decision:  # CalibratedLabels' decision (modules/label_decision.py)
+            line += (
+                f", label decided from scores (LM × {decision.get('lm_weight')}, vote × "
+                f"{decision.get('vote_weight')}, a bias per label)"
             )
         lines.append(line)
     text = "\n".join(lines)
