@@ -61,7 +61,7 @@ def test_a_worse_run_reads_as_worse_everywhere_never_as_succeeded(
         assert badge in html and ">Succeeded</span>" not in html
     html = client_user.get(run.get_absolute_url()).content.decode()
     assert badge in html
-    advice = html[html.index('id="run-next-steps"') :]
+    advice = html[html.index('id="run-happened"') :]
     assert "scored lower on the test split (1.000 → 0.000, beyond noise)" in advice
     assert "Keep the starting program" in advice
 
@@ -73,7 +73,7 @@ def test_a_change_the_test_split_cannot_tell_asks_for_a_larger_test_split(
     run = finished(user, program, demo_dataset, Run.WITHIN_NOISE, [0.0, 1.0] * 6, [1.0] * 12)
     html = client_user.get(run.get_absolute_url()).content.decode()
     assert 'data-outcome="within_noise">Changed, within noise on test</span>' in html
-    advice = html[html.index('id="run-next-steps"') :]
+    advice = html[html.index('id="run-happened"') :]
     rows = demo_dataset.test_count
     assert f"The trained program changed (+0.500), but {rows} test rows cannot tell" in advice
     keys = re.findall(r'<li data-step="([a-z_]+)">', advice)

@@ -458,12 +458,15 @@ def forecast(
 
 def split_tells(dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
     """What the run's splits can tell (``detectable_gain``, the paired 95% interval): its test
-    split a change of the program, its validation split a candidate's gain over the program
-    (what a candidate needs to replace it)."""
+    split a change of the program, the rows a candidate is judged on a candidate's gain over
+    the program (what it needs to replace it): the validation split, or every training row
+    for an optimizer whose card cross-fits them."""
     train, test = int(dataset.train_count), int(dataset.test_count)
     validation = train - engine_forecast.validation_cut(
         train, float(config.get("validation_split") or 0)
     )
+    if optimizer_registry.card(config["optimizer"]["name"]).cross_fits:
+        validation = train
     return {
         "test_rows": test,
         "test": detectable_gain(test),

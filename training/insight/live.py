@@ -89,6 +89,8 @@ def part_context(
         context.update(lineage.run_lineage(run))
     if "status" in parts and run.status == Run.QUEUED:
         context["queue"] = queue_state(run)
+    if "status" in parts and run.outcome:
+        context["happened"] = run_advice.what_happened(run)
     if "examples" in parts:
         context.update(table_context(run, query if query is not None else {}))
     if "traces" in parts:
@@ -138,7 +140,7 @@ def leaderboard(run: Run) -> dict[str, Any]:
         "optimizer_errors": list(errors[:OPTIMIZER_ERRORS_SHOWN]),
         "optimizer_error_count": errors.count(),
         "refusal_rows": run_advice.refusal_rows(run),
-        "advice": run_advice.run_advice(run),
+        "next_steps": run_advice.next_steps(run),
     }
 
 

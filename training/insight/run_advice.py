@@ -13,6 +13,9 @@ Rules, one named function a step, most useful first (``_steps``): declare the la
 decide the labels from their scores (the registry's optimizer for label tasks); add rows;
 a larger test split; a larger validation split; a stronger optimizer model; train longer.
 
+The run page shows what happened with the run's status (``what_happened``) and the steps
+below its candidates (``next_steps``).
+
 Example:
 
     advice = run_advice(run)      # None, or {"outcome", "sentence", "evidence", "steps"}
@@ -81,11 +84,28 @@ def run_advice(run: Run) -> dict[str, Any] | None:
     if run.status != Run.SUCCEEDED or not run.outcome:
         return None
     facts = _Facts(run)
+    return {**_what_happened(facts), "steps": _steps(facts)}
+
+
+def what_happened(run: Run) -> dict[str, Any] | None:
+    """The outcome in a sentence and the evidence behind it (None before there is one)."""
+    if run.status != Run.SUCCEEDED or not run.outcome:
+        return None
+    return _what_happened(_Facts(run))
+
+
+def next_steps(run: Run) -> list[dict[str, Any]]:
+    """The steps that apply to a finished run ([] before it has an outcome)."""
+    if run.status != Run.SUCCEEDED or not run.outcome:
+        return []
+    return _steps(_Facts(run))
+
+
+def _what_happened(facts: _Facts) -> dict[str, Any]:
     return {
-        "outcome": run.outcome,
+        "outcome": facts.run.outcome,
         "sentence": _sentence(facts),
         "evidence": _evidence(facts),
-        "steps": _steps(facts),
     }
 
 

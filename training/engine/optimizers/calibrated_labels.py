@@ -89,6 +89,7 @@ class CalibratedLabels(NearestFewShot):
         proposes=ONCE,
         embeds_pool=True,
         label_tasks=True,
+        cross_fits=True,
         epochs=1,
     )
     PARAMETERS = {

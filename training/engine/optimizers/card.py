@@ -55,6 +55,8 @@ class Card:
             predicted with it (embedding requests the forecast counts).
         takes_by_hand: a person may add a candidate to its population while it runs.
         label_tasks: the optimizer to recommend when the program answers a label field.
+        cross_fits: its candidates are also judged on the training rows, each predicted
+            without itself (so every labelled row is evidence, not the validation rows alone).
         defaults: where a tool's default should differ from the constructor's, e.g. OMEGA's
             ``few_shot_learning`` (the reason in the optimizer's docstring).
         epochs: epochs that suffice (None: the tool's own default).
@@ -69,6 +71,7 @@ class Card:
     embeds_pool: bool = False
     takes_by_hand: bool = False
     label_tasks: bool = False
+    cross_fits: bool = False
     defaults: Mapping[str, Any] = field(default_factory=dict)
     epochs: int | None = None
 
