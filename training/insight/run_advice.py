@@ -184,9 +184,9 @@ def _evidence(facts: _Facts) -> list[str]:
     if gain is not None:
         smallest = detectable_gain(gain["n"])
         found.append(
-            f"Best candidate on validation: {gain['difference']:+.3f} over the starting program "
-            f"(95% interval {gain['low']:+.3f} to {gain['high']:+.3f}, {gain['n']} rows; those "
-            f"rows tell gains above about {smallest or 0:.2f})."
+            f"Best candidate: {gain['difference']:+.3f} over the starting program on the "
+            f"{gain['n']} held-out rows it was judged on (95% interval {gain['low']:+.3f} to "
+            f"{gain['high']:+.3f}; those rows tell gains above about {smallest or 0:.2f})."
         )
     return found
 
