@@ -20,7 +20,7 @@ from helpers_runs import (
 )
 from playwright.sync_api import expect
 
-from training.execution.run_config import PRESETS, TRAINING
+from training.execution.run_config import TRAINING, presets
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("TRAINBOARD_SHOTS", "/work/wt/shots/labels"))
@@ -41,20 +41,19 @@ def test_presets_fill_the_launch_form(logged_in_page, live_stack):
     program_id = create_program(live_stack, "Presets", "fake/fewshot", demo_dataset_id(live_stack))
     page.goto(f"/runs/new/?program={program_id}")
     expect(page.locator("#advanced-settings")).not_to_have_attribute("open", "")
+    shown = presets(label_task=False)  # the demo's free-text target, no label set
     for key in ("thorough", "quick"):
         page.click(f"#preset-{key}")
-        values = PRESETS[key]["values"]
+        values = shown[key]["values"]
         expect(page.locator("#id_epochs")).to_have_value(str(values["epochs"]))
         expect(page.locator("#id_evaluations_after")).to_have_value(
             str(values["evaluations_after"])
         )
-        expect(page.locator("#id_rfs_nb_candidates")).to_have_value(
-            str(values["rfs_nb_candidates"])
-        )
+        expect(page.locator("#id_optimizer")).to_have_value(values["optimizer"])
         expect(page.locator(f"#preset-{key}")).to_have_attribute("aria-pressed", "true")
     # the same preset as a GET parameter (the link without JS)
     page.goto(f"/runs/new/?program={program_id}&preset=thorough")
-    expect(page.locator("#id_epochs")).to_have_value(str(PRESETS["thorough"]["values"]["epochs"]))
+    expect(page.locator("#id_epochs")).to_have_value(str(shown["thorough"]["values"]["epochs"]))
     expect(page.locator("#id_rfs_few_shot_learning")).to_be_checked()
     expect(page.locator("#id_rfs_few_shot_learning")).to_be_disabled()
 

@@ -19,6 +19,7 @@ from helpers_runs import (
     launch_run,
     open_advanced,
     run_field,
+    shell,
     tiny_dataset_id,
 )
 
@@ -76,7 +77,14 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     reward_row = page.locator('#run-evaluations tr[data-metric="reward"]').inner_text()
     assert "(2 identical evaluations)" in reward_row and "±" not in reward_row
     assert "paired bootstrap over 12 test examples" in reward_row
-    assert "within noise" in reward_row or "beyond noise" in reward_row
+    run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    noise = shell(
+        live_stack,
+        "from training.execution.summaries import paired_test_difference as p;"
+        "from training.models import Evaluation as E;"
+        f"print(p(E.objects.filter(run_id={run_id}))['within_noise'])",
+    )
+    assert ("within noise" if noise == "True" else "beyond noise") in reward_row
     assert page.locator("#before-after-chart").count() == 1
     assert page.locator("#run-leaderboard tr.candidate").count() >= 2
     assert int(page.locator("#usage-calls").inner_text()) > 0

@@ -1,4 +1,4 @@
-"""Label scores on the real local model (``Decoder.score``): each label's whole continuation
+"""Label scores on the real local model (``local/label_scores.py``): each label's whole continuation
 scored after the prompt and the answer's opening, the prompt evaluated once.
 
 The reference evaluates the prompt, the opening and each label in one piece on a fresh
@@ -15,7 +15,7 @@ import pytest
 
 import training.engine as synalinks
 from training.engine.language_models import label_scoring
-from training.engine.local import smollm2
+from training.engine.local import label_scores, smollm2
 from training.engine.local.decoding import Decoder
 
 pytestmark = pytest.mark.slow
@@ -75,10 +75,10 @@ def test_each_labels_score_is_its_whole_continuations_log_probability(llamas):
     expected = reference_scores(reference, decoder)
     opening = label_scoring.opening("label")
     continuations = [label_scoring.continuation(label) for label in LABELS]
-    first = decoder.score(MESSAGES, opening, continuations)
-    again = decoder.score(MESSAGES, opening, continuations)  # the prompt held this time
+    first = label_scores.score(decoder, MESSAGES, opening, continuations)
+    again = label_scores.score(decoder, MESSAGES, opening, continuations)  # prompt held
     decoder.held = []
-    fresh = decoder.score(MESSAGES, opening, continuations)
+    fresh = label_scores.score(decoder, MESSAGES, opening, continuations)
     assert first["scores"] == again["scores"] == fresh["scores"]
     np.testing.assert_allclose(first["scores"], expected, atol=1e-4)
     assert again["usage"]["prompt_tokens_evaluated"] < first["usage"]["prompt_tokens_evaluated"]

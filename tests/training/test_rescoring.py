@@ -42,7 +42,7 @@ def test_every_scored_candidate_keeps_its_validation_predictions(user, demo_data
     for candidate in scored:
         predictions = candidate.example_predictions
         assert len(predictions) == min(len(candidate.example_rewards), MAX_EXAMPLE_PREDICTIONS)
-        assert all(p is None or set(p) >= {"team"} for p in predictions)
+        assert predictions and all(p is not None and set(p) >= {"team"} for p in predictions)
 
 
 @pytest.mark.django_db(transaction=True)

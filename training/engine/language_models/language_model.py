@@ -19,16 +19,16 @@ One object per model configuration. Each call:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import label_scoring, rate_limits, tracing
+from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
+from training.engine.language_models.completion import RawCompletion, new_meta
 from training.engine.language_models.endpoint_client import EndpointClients
 from training.engine.language_models.errors import (
     LanguageModelConfigError,
@@ -40,6 +40,7 @@ from training.engine.language_models.litellm_loader import get_litellm, load_loc
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.language_models.parsing import OutputParseError, parse_output
 from training.engine.language_models.retry import call_with_retries
+from training.engine.language_models.scoring import LabelScoring
 from training.engine.saving import register_synalinks_serializable
 
 #: Re-exported: callers (the trainer, the dashboard's services, tests) long imported these here.
@@ -54,24 +55,12 @@ __all__ = [
 ]
 
 
-@dataclass
-class RawCompletion:
-    """What a provider returned: text, token counts and cost (None when unknown); a label
-    scoring's ``scores`` (one per label, or None when the provider gave none)."""
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    scores: list[float] | None = None
-
-
 #: The ways a call asks for structured output (``LanguageModel(structured_output=…)``).
 STRUCTURED_OUTPUTS = ("auto", "response_format", "json_object", "prompt")
 
 
 @register_synalinks_serializable(package="synalinks")
-class LanguageModel:
+class LanguageModel(LabelScoring):
     """A chat model reached through litellm (``provider/name`` model strings).
 
     ``temperature`` defaults to 0 so calls are deterministic: only those are cached and memoised.
@@ -289,7 +278,7 @@ class LanguageModel:
         last_error: Exception | None = None
         for attempt_temperature in attempts:
             # What the trace of this call needs (None: no recorder listens, nothing is built).
-            meta = _new_meta() if tracing.active() else None
+            meta = new_meta() if tracing.active() else None
             try:
                 text = await self._complete_cached(
                     messages, schema if use_format else None, attempt_temperature, context, meta
@@ -321,131 +310,6 @@ class LanguageModel:
                 self._trace(messages, meta, response=text, parsed=output)
             return output
         raise LanguageModelError(f"{self._describe()}: {last_error}")
-
-    # -- scoring labels --------------------------------------------------------------------
-    def can_score_labels(self) -> bool:
-        """Whether :meth:`score_labels` can score (else it returns None and callers sample):
-        a provider that registered a scorer, or one that returns log-probabilities."""
-        if self._can_score is None:
-            self._can_score = label_scoring.registered_scorer(
-                self.model
-            ) is not None or label_scoring.provider_supports_logprobs(self.model)
-        return self._can_score
-
-    async def score_labels(
-        self,
-        messages: list[dict[str, str]],
-        data_model: type[pydantic.BaseModel],
-        field: str,
-        labels: list[str],
-        context: dict[str, Any] | None = None,
-    ) -> label_scoring.LabelScoring | None:
-        """The log-probability of each of ``labels`` as the value of ``field`` (the one field
-        of ``data_model``), for the prompt ``messages``; None when this model gives no
-        scores (see :mod:`~training.engine.language_models.label_scoring`). A provider that
-        answered without log-probabilities gives its answer instead (``output``): the model
-        samples from then on, and that answer is not asked for twice.
-
-        One call like :meth:`__call__`'s: the same output note in the prompt, the same
-        concurrency, provider limits, budget, retries and timeout, counted in usage and
-        traced (the trace's response is the best-scored answer, with every label's score).
-        Deterministic, so cached like a call at temperature 0.
-        """
-        if not self.can_score_labels():
-            return None
-        schema = (
-            data_model.get_schema()
-            if hasattr(data_model, "get_schema")
-            else data_model.model_json_schema()
-        )
-        use_format = self.supports_response_schema()
-        messages = with_output_note(
-            messages,
-            output_note(
-                schema,
-                with_schema=not use_format or self.structured_output == "json_object",
-                key=data_model,
-            ),
-        )
-        meta = _new_meta() if tracing.active() else None
-        key = None
-        if self.cache is not None:
-            key = self._key(messages, {"score_labels": field, "labels": labels}, 0.0)
-            hit = self.cache.get(key)
-            if hit is not None and isinstance(hit.get("scores"), list):
-                usage_mod.record(usage_mod.UsageRecord(model=self.model, cache_hit=True))
-                if meta is not None:
-                    meta["cache_hit"] = True
-                    self._trace_scores(messages, meta, field, labels, hit["scores"], data_model)
-                return label_scoring.LabelScoring(scores=hit["scores"])
-        try:
-            raw = await self._complete_with_retries(
-                lambda: self._raw_scores(messages, schema if use_format else None, field, labels),
-                meta,
-                messages,
-            )
-        except LanguageModelError as exc:
-            if meta is not None:
-                self._trace(messages, meta, error=str(exc), failed=True)
-            raise
-        if raw.scores is None:
-            self._can_score = False  # the provider answered without log-probabilities
-            try:
-                output = parse_output(raw.text, data_model)
-            except OutputParseError as exc:
-                if meta is not None:
-                    self._trace(messages, meta, response=raw.text, error=str(exc), failed=True)
-                return None
-            if meta is not None:
-                self._trace(messages, meta, response=raw.text, parsed=output)
-            return label_scoring.LabelScoring(output=output)
-        if key is not None:
-            self.cache.set(key, {"scores": raw.scores})
-        if meta is not None:
-            self._trace_scores(messages, meta, field, labels, raw.scores, data_model)
-        return label_scoring.LabelScoring(scores=raw.scores)
-
-    def _trace_scores(
-        self, messages: list, meta: dict, field: str, labels: list, scores: list, data_model
-    ) -> None:
-        best = labels[max(range(len(labels)), key=lambda i: scores[i])]
-        shown = ", ".join(f"{lab} {v:.3f}" for lab, v in zip(labels, scores, strict=True))
-        self._trace(
-            messages,
-            meta,
-            # what the model said: every label's log-probability (the best one as the answer)
-            response=f"{label_scoring.answer(field, best)}\nlabel log-probabilities: {shown}",
-            parsed=data_model(**{field: best}),
-        )
-
-    async def _raw_scores(
-        self, messages: list, schema: dict | None, field: str, labels: list[str]
-    ) -> RawCompletion:
-        """One scoring request: the registered scorer's, else a provider request with
-        log-probabilities (overridden by the testing fakes)."""
-        scorer = label_scoring.registered_scorer(self.model)
-        if scorer is not None:
-            scored = await scorer(
-                self.model,
-                messages,
-                label_scoring.opening(field),
-                [label_scoring.continuation(label) for label in labels],
-                self.timeout,
-            )
-            return RawCompletion(
-                text=label_scoring.answer(
-                    field, labels[max(range(len(labels)), key=lambda i: scored.scores[i])]
-                ),
-                prompt_tokens=scored.prompt_tokens,
-                completion_tokens=scored.completion_tokens,
-                cost=0.0,
-                scores=scored.scores,
-            )
-        raw, logprobs = await self._request(
-            messages, schema, 0.0, {"logprobs": True, "top_logprobs": label_scoring.TOP_LOGPROBS}
-        )
-        raw.scores = label_scoring.scores_from_logprobs(raw.text, logprobs or [], field, labels)
-        return raw
 
     def _trace(self, messages: list, meta: dict, **values: Any) -> None:
         # ``meta`` (this attempt's own dict) becomes the record: nothing copied on this path
@@ -639,18 +503,6 @@ class LanguageModel:
             cost=cost,
         )
         return raw, logprobs
-
-
-def _new_meta() -> dict[str, Any]:
-    """The per-call figures a trace carries, filled in by the retry hooks and the cache."""
-    return {
-        "latency": 0.0,
-        "attempts": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost": None,
-        "cache_hit": False,
-    }
 
 
 def _schema_name(schema: dict) -> str:

@@ -168,12 +168,6 @@ def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: s
     return int.from_bytes(digest.digest(), "little")
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    values = np.asarray(logits, dtype=np.float64)
-    shifted = values - values.max()
-    return shifted - np.log(np.exp(shifted).sum())
-
-
 def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
     """``[start, end)`` cut into batches of at most ``size`` tokens, none of one token."""
     bounds = [(i, min(i + size, end)) for i in range(start, end, size)]
@@ -545,84 +539,6 @@ class Decoder:
         lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_temp(temperature))
         lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_dist(seed))
         return chain
-
-    # -- scoring -----------------------------------------------------------------------------
-    def _continuation_logits(self, start: int, tokens: list[int]) -> np.ndarray:
-        """The logits after each of ``tokens``, evaluated in one batch at position ``start``
-        (what the instance held past it is dropped first): row i is the distribution of the
-        token that follows ``tokens[i]``."""
-        llama = self.llama
-        llama.n_tokens = start
-        llama._ctx.kv_cache_seq_rm(-1, start, -1)
-        llama._batch.set_batch(batch=tokens, n_past=start, logits_all=True)
-        llama._ctx.decode(llama._batch)
-        llama.n_tokens = start + len(tokens)
-        rows = [
-            np.ctypeslib.as_array(
-                self._lib.llama_get_logits_ith(llama._ctx.ctx, i), shape=(self._n_vocab,)
-            )
-            for i in range(len(tokens))
-        ]
-        return np.array(rows, dtype=np.float64)
-
-    def score(
-        self,
-        messages: list[dict],
-        opening: str,
-        continuations: list[str],
-        cancelled: threading.Event | None = None,
-    ) -> dict:
-        """The log-probability of each of ``continuations`` as the answer's text after
-        ``opening`` (the answer's start every continuation shares, e.g. ``{"label": "``).
-
-        The prompt and the opening are evaluated once (the held or saved prefix reused, as for
-        a completion); each continuation is then evaluated in one batch after them, and its
-        score is the sum of its tokens' log-probabilities. Nothing is sampled, so the result
-        depends only on the request (a continuation is always evaluated the same way after the
-        same prefix). Returns ``{"scores": [...], "usage": {...}}``; a call cancelled
-        meanwhile returns no scores.
-
-        Raises ValueError (naming the context window) when the prompt does not fit.
-        """
-        prompt = self.prompt_tokens(messages)
-        opening_tokens = self.llama.tokenize(opening.encode("utf-8"), add_bos=False, special=False)
-        pieces = [
-            self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-            for text in continuations
-        ]
-        longest = max((len(piece) for piece in pieces), default=0)
-        needed = len(prompt) + len(opening_tokens) + longest
-        if needed >= self.llama.n_ctx():
-            raise ValueError(
-                f"Requested tokens ({needed}) exceed context window of {self.llama.n_ctx()}"
-            )
-        started = time.perf_counter()
-        evaluated = self._evaluate_prompt(prompt, opening_tokens, cancelled)
-        first = _log_softmax(self._logits())
-        start = len(prompt) + len(opening_tokens)
-        scores: list[float] = []
-        evals = 0
-        for piece in pieces:
-            if cancelled is not None and cancelled.is_set():
-                return {"scores": [], "usage": {"prompt_tokens": len(prompt)}}
-            total = float(first[piece[0]]) if piece else 0.0
-            if len(piece) > 1:
-                rows = self._continuation_logits(start, piece[:-1])
-                evals += 1
-                for row, token in zip(rows, piece[1:], strict=True):
-                    total += float(_log_softmax(row)[token])
-            scores.append(total)
-        self.llama.n_tokens = len(prompt)  # only the prompt is held (see ``held``)
-        return {
-            "scores": scores,
-            "usage": {
-                "prompt_tokens": len(prompt),
-                "completion_tokens": sum(len(piece) for piece in pieces),
-                "prompt_tokens_evaluated": evaluated,
-                "generation_evals": evals,
-            },
-            "timings": {"prompt_seconds": time.perf_counter() - started},
-        }
 
     # -- the call ----------------------------------------------------------------------------
     def complete(

@@ -357,12 +357,15 @@ def score(
     cancelled: threading.Event | None = None,
 ) -> dict:
     """The log-probability of each of ``continuations`` after the prompt and ``opening``
-    (``Decoder.score``), blocking, on the pool's decoder that holds the most of the prompt.
+    (``label_scores.score``), blocking, on the pool's decoder that holds the most of the
+    prompt.
     Call it through `asyncio.to_thread` from async code."""
+    from training.engine.local import label_scores
+
     pool = _get_pool()
     decoder = pool.take(messages)
     try:
-        result = decoder.score(messages, opening, continuations, cancelled=cancelled)
+        result = label_scores.score(decoder, messages, opening, continuations, cancelled)
     finally:
         pool.give_back(decoder)
     timings = result.get("timings") or {}
