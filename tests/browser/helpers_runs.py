@@ -143,7 +143,7 @@ QUICK_OMEGA = {
     "omega_embedding_model": "fake/embedding",
     "omega_population_size": 4,
     "batch_size": 8,
-    "validation_split": 0.25,
+    "validation_split": 0.5,  # 18 rows: enough for its rules to beat the seed beyond noise
     "seed": 7,
 }
 

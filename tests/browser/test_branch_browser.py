@@ -36,7 +36,7 @@ RUN = {
     "rfs_nb_candidates": 2,
     "epochs": 1,
     "batch_size": 8,
-    "validation_split": 0.25,
+    "validation_split": 0.5,  # 18 rows: its examples beat the seed beyond noise
     "seed": 11,
     "evaluations_before": 1,
     "evaluations_after": 1,
@@ -193,7 +193,7 @@ def test_mark_three_predictions_publish_a_version_and_train_on_it(logged_in_page
     open_advanced(page)
     page.check("#id_reward_human_marks")
     fill_fields(page, rfs_nb_min_examples=2, rfs_nb_candidates=2, epochs=1, batch_size=8)
-    fill_fields(page, validation_split=0.25, seed=11, evaluations_before=1, evaluations_after=1)
+    fill_fields(page, validation_split=0.5, seed=11, evaluations_before=1, evaluations_after=1)
     new_run = launch_from_form(page)
     wait_status(page)
     rewards = query(

@@ -55,7 +55,7 @@ def test_a_newcomer_is_led_from_the_home_page_to_a_first_run(browser_page, live_
     page.click("#first-run-start")  # one click
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
-    assert "NearestFewShot" in page.locator(".page-header").inner_text()
+    assert "CalibratedLabels" in page.locator(".page-header").inner_text()  # a label set
     page.goto("/")
     assert page.locator("#first-run").count() == 0  # led once
     page.click(".page-header a.button:has-text('Launch a run')")

@@ -163,7 +163,17 @@ def test_tag_filter_and_archive_from_the_bulk_bar(logged_in_page, live_stack):
 def test_promote_a_finished_run_diff_and_launch_from_the_new_version(logged_in_page, live_stack):
     page = logged_in_page
     dataset, program = demo_program(live_stack, "Promoted router", "fake/fewshot")
-    config = dict(epochs=2, batch_size=9, evaluations_before=1, evaluations_after=1)
+    # 18 validation rows: enough for the examples' gain to be told from noise (the run keeps
+    # its seed, with nothing to promote, when it cannot be)
+    config = dict(
+        epochs=2,
+        batch_size=9,
+        evaluations_before=1,
+        evaluations_after=1,
+        validation_split=0.5,
+        seed=3,
+        rfs_nb_min_examples=2,
+    )
     run = launch_run(live_stack, program, dataset, **config)
     page.goto(f"/runs/{run}/")
     # The button arrives with the live update that finishes the run.

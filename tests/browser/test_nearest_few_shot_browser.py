@@ -39,7 +39,9 @@ def test_launch_nearest_few_shot_from_the_form_and_see_its_pool(logged_in_page, 
     assert "most like the input" in page.locator("#field-optimizer .hint").inner_text()
     page.fill("#id_nfs_k", "3")
     page.fill("#id_epochs", "1")
+    page.fill("#id_validation_split", "0.25")  # 9 rows: the pool's gain is told from noise
     open_advanced(page)
+    page.fill("#id_seed", "7")
     page.fill("#id_nfs_embedding_model", "fake/embedding")
     page.locator("#forecast-embeddings").wait_for(timeout=30_000)
     for width in WIDTHS:
@@ -78,26 +80,31 @@ def test_launch_nearest_few_shot_from_the_form_and_see_its_pool(logged_in_page, 
         screenshot(page, f"nearest-candidate-{width}")
 
 
-def test_a_run_that_did_not_learn_links_to_nearest_few_shot(logged_in_page, live_stack):
+def test_a_run_that_did_not_learn_says_so_and_links_to_the_next_steps(logged_in_page, live_stack):
     page = logged_in_page
     # fake/echo leaves the team empty whatever the examples: no candidate beats the seed
     config = {"optimizer": "RandomFewShot", "epochs": 2, "batch_size": 8, "seed": 7}
     run_id = launch_demo_run(live_stack, "Echo router", "fake/echo", evaluations=(1, 1), **config)
     page.goto(f"/runs/{run_id}/")
     wait_succeeded(page)
+    badge = page.locator("#run-status .status-badge")
+    assert badge.get_attribute("data-outcome") == "no_better"
+    assert badge.inner_text() == "No better than the seed"
+    happened = page.locator("#run-happened").inner_text()
+    assert "scored better than the starting program beyond noise, so the run kept it" in happened
     steps = page.locator("#run-next-steps")
     steps.wait_for()
-    assert "No candidate beat the starting program" in steps.inner_text()
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         page.reload()
         assert fits_the_width(page), width
+        scroll_to(page, "#run-status")
+        screenshot(page, f"run-happened-{width}")
         scroll_to(page, "#run-next-steps")
         screenshot(page, f"next-steps-{width}")
 
-    page.click('#run-next-steps a[data-step-link="nearest_few_shot"]')
+    page.click('#run-next-steps a[data-step-link="more_epochs"]')
     page.wait_for_url(re.compile(r"/runs/new/\?"))
-    assert page.locator("#id_optimizer").input_value() == "NearestFewShot"
-    assert page.locator("#id_nfs_k").is_visible()
-    assert page.locator("#id_epochs").input_value() == "1"
+    assert page.locator("#id_optimizer").input_value() == "RandomFewShot"
+    assert page.locator("#id_epochs").input_value() == "4"
     screenshot(page, "next-steps-prefilled-form")

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.browser
 def fill_launch_form(
     page, epochs: int, batch_size: int, evaluations: int = 2, validation_split: str = "0.25"
 ):
+    page.select_option("#id_optimizer", "RandomFewShot")  # a label set opens CalibratedLabels
     page.fill("#id_epochs", str(epochs))
     page.fill("#id_batch_size", str(batch_size))
     page.fill("#id_validation_split", validation_split)
@@ -56,7 +57,9 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     page.select_option("#id_dataset", str(dataset_id))
     page.select_option("#id_module", "Generator")
     page.fill("#id_instructions", "Route the message.")
-    page.fill("#id_model", "fake/fewshot?latency=0.15")
+    # a call takes 0.4 s: each epoch scores a new candidate, so epoch 2 comes a second or
+    # more after epoch 0 (its training predictions are memoised while the seed holds)
+    page.fill("#id_model", "fake/fewshot?latency=0.4")
     page.click("#program-form button[type=submit]")
     page.wait_for_url("**/programs/*/")
     assert page.locator("h1").inner_text() == "Browser router"

@@ -60,7 +60,7 @@ def test_intervals_verdicts_and_charts_of_an_omega_run(logged_in_page, live_stac
         "held out from training and validation"
     )
     fill_fields(page, omega_embedding_model="fake/embedding", omega_population_size=4)
-    fill_fields(page, epochs=3, batch_size=8, validation_split=0.25, selection_split=0.2, seed=7)
+    fill_fields(page, epochs=3, batch_size=8, validation_split=0.5, selection_split=0.2, seed=7)
     run_id = launch_from_form(page)
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
     assert run_field(live_stack, run_id, "config")["selection_split"] == 0.2

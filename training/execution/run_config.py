@@ -258,12 +258,12 @@ def validate_run_config(
         config[key] = _bounded(data, key, TRAINING[key], TRAINING_DEFAULTS[key], errors)
 
     # Optimizer: its constructor checks its parameters (the bounds it declares).
-    name = data.get("optimizer") or optimizer_registry.names()[0]
+    name = data.get("optimizer") or optimizer_registry.recommended(label_task=False)
     if not optimizer_registry.offered(name):
         errors["optimizer"] = (
             f"must be one of {', '.join(optimizer_registry.names())}, got {name!r}"
         )
-        name = optimizer_registry.names()[0]
+        name = optimizer_registry.recommended(label_task=False)
     prefix = optimizer_registry.card(name).prefix
     config["optimizer"] = {
         "name": name,

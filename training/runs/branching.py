@@ -207,7 +207,7 @@ def initial_from_config(run: Run) -> dict[str, Any]:
         if key in config:
             initial[key] = config[key]
     optimizer = config.get("optimizer") or {}
-    name = optimizer.get("name") or optimizer_registry.names()[0]
+    name = optimizer.get("name") or optimizer_registry.recommended(label_task=False)
     initial["optimizer"] = name
     prefix = optimizer_registry.card(name).prefix if optimizer_registry.offered(name) else ""
     for key, value in (optimizer.get("params") or {}).items():
