@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import unicodedata
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView
@@ -20,7 +21,11 @@ _PREFIX = "login-failures"
 
 
 def _key(kind: str, value: str) -> str:
-    digest = hashlib.sha256(value.strip().lower().encode("utf-8", "replace")).hexdigest()
+    """The counter of ``value``: NFKC-normalised as Django normalises usernames
+    (``AbstractBaseUser.normalize_username``) and case-folded, so ``ｃarol`` (a full-width c)
+    counts with ``carol``, the account it logs in to."""
+    canonical = unicodedata.normalize("NFKC", value).strip().casefold()
+    digest = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
     return f"{_PREFIX}:{kind}:{digest[:32]}"
 
 

@@ -17,6 +17,7 @@ from django.contrib import messages
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.ids import as_id
 from core.redirects import page_redirect
 from datasets import selectors, versions
 
@@ -57,7 +58,7 @@ def correct_row(request, pk: int, row_index: int):
                     kind,
                     answer=answer,
                     predicted=predicted,
-                    run_id=run_id if str(run_id or "").isdigit() else None,
+                    run_id=as_id(run_id),
                 )
         except versions.CorrectionError as exc:
             error = str(exc)

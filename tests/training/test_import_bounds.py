@@ -5,6 +5,7 @@ non-finite numbers and lone surrogates each get a clear 400, never a 500 or a mi
 from __future__ import annotations
 
 import copy
+import html
 import json
 import time
 
@@ -89,3 +90,14 @@ def test_an_ordinary_export_still_imports(client_user, program):
     response, _ = post_import(client_user, json.dumps(program.engine_json).encode())
     assert response.status_code == 302
     assert Program.objects.filter(source=Program.SOURCE_IMPORT).count() == 1
+
+
+@pytest.mark.parametrize(("key", "size"), [("name", 4 * 1024 * 1024), ("description", 6_000)])
+def test_a_name_or_description_past_its_bound_is_a_clear_400(client_user, program, key, size):
+    document = copy.deepcopy(program.engine_json)
+    document[key] = "n" * size
+    response, _ = post_import(client_user, json.dumps(document).encode())
+    assert response.status_code == 400
+    shown = html.unescape(response.content.decode())
+    assert f"the program's {key} is {size:,} characters long; at most" in shown
+    assert not Program.objects.filter(source=Program.SOURCE_IMPORT).exists()

@@ -64,6 +64,20 @@ def test_login_is_throttled_per_username_with_a_clear_message(client, django_use
     assert other.post("/accounts/login/", {"username": "erin", "password": "x"}).status_code == 429
 
 
+def test_a_username_spelt_another_unicode_way_shares_its_counter(
+    client, django_user_model, settings
+):
+    django_user_model.objects.create_user("carol", password="a-long-password-7")
+    for _ in range(settings.TRAINBOARD_LOGIN_FAILURES_PER_USER):
+        client.post("/accounts/login/", {"username": "carol", "password": "nope"})
+    # a full-width c: Django logs it in as carol (NFKC), so it is carol's counter too
+    other = Client(REMOTE_ADDR="10.0.0.8")
+    refused = other.post(
+        "/accounts/login/", {"username": "\uff43arol", "password": "a-long-password-7"}
+    )
+    assert refused.status_code == 429
+
+
 def test_login_is_throttled_per_address_across_usernames(client, django_user_model, settings):
     django_user_model.objects.create_user("frank", password="a-long-password-6")
     for index in range(settings.TRAINBOARD_LOGIN_FAILURES_PER_ADDRESS):

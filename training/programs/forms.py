@@ -13,6 +13,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+from core.ids import as_id
 from datasets import labels as dataset_labels
 from datasets.models import Dataset
 from training.models import Program
@@ -79,11 +80,8 @@ class ProgramForm(forms.Form):
         self.engine_program = None
         self.label_sets = {}
         chosen = self.initial.get("dataset")
-        dataset = (
-            self.fields["dataset"].queryset.filter(pk=chosen).first()
-            if str(chosen or "").isdigit()
-            else None
-        )
+        chosen = as_id(chosen)
+        dataset = self.fields["dataset"].queryset.filter(pk=chosen).first() if chosen else None
         if dataset is not None:  # "New program from this dataset": say which labels
             self.label_sets = dataset_labels.label_sets(dataset)
             if self.label_sets:

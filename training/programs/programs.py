@@ -36,6 +36,10 @@ from training.programs.model_nodes import model_nodes
 
 MODULES = {"Generator": synalinks.Generator, "ChainOfThought": synalinks.ChainOfThought}
 IMPORT_MAX_BYTES = 5 * 1024 * 1024
+#: The longest name and description an imported document may carry (the program row's name
+#: column holds 200 characters; a description is read on a page, not a document).
+NAME_MAX_CHARS = 200
+DESCRIPTION_MAX_CHARS = 5_000
 # Deepest JSON nesting of an imported program (saved programs nest about a dozen levels);
 # checked on the text, before json recurses into it.
 IMPORT_MAX_NESTING = 100
@@ -220,6 +224,12 @@ def parse_import(raw: bytes) -> tuple[dict, dict]:
         raise ProgramError(f"the JSON holds {describe_surrogate(bad)}")
     program = program_from_json(document)
     config = program.get_config()
+    for key, bound in (("name", NAME_MAX_CHARS), ("description", DESCRIPTION_MAX_CHARS)):
+        value = config.get(key)
+        if isinstance(value, str) and len(value) > bound:
+            raise ProgramError(
+                f"the program's {key} is {len(value):,} characters long; at most {bound:,}"
+            )
     where = non_finite_path(config)
     if where is not None:  # e.g. "nan" given for a number: no JSON column stores NaN
         raise ProgramError(f"{where} is not a finite number")

@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 from django.forms import BooleanField, MultipleChoiceField
 from django.urls import reverse
 
+from core.ids import as_id
 from training import optimizer_registry
 from training.execution.run_config import presets
 from training.programs import selectors as program_selectors
@@ -45,9 +46,9 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
     field sets that field (last word). Unknown keys and other users' programs are ignored.
     """
     initial: dict[str, Any] = {}
-    program_id = query.get("program", "")
-    if program_id.isdigit():
-        program = program_selectors.owned_program_or_none(user, int(program_id))
+    program_id = as_id(query.get("program", ""))
+    if program_id is not None:
+        program = program_selectors.owned_program_or_none(user, program_id)
         if program is not None:
             initial = {"program": program.pk, "dataset": program.dataset_id}
             version = query.get("version", "")

@@ -14,8 +14,10 @@ Example:
 from __future__ import annotations
 
 from django.db.models import ExpressionWrapper, F, FloatField, Prefetch, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from core.ids import as_id
 from training import optimizer_registry
 from training.execution import summaries
 from training.models import (
@@ -58,7 +60,7 @@ def owned_run(user, pk: int) -> Run:
 
 def owned_runs(user, ids) -> list[Run]:
     """The user's runs among ``ids`` (others' and unknown ids silently left out), by id."""
-    wanted = [int(pk) for pk in ids if str(pk).isdigit()]
+    wanted = [pk for pk in map(as_id, ids) if pk is not None]
     return list(
         Run.objects.filter(owner=user, pk__in=wanted)
         .select_related("program", "dataset")
@@ -127,7 +129,10 @@ def runs_for(user, params) -> tuple[list[Run], dict[str, str]]:
     for key in ("program", "dataset"):
         value = params.get(key, "")
         if value.isdigit():
-            runs = runs.filter(**{f"{key}_id": int(value)})
+            pk = as_id(value)
+            if pk is None:  # a number no row can have
+                raise Http404(f"No {key} {value[:40]}")
+            runs = runs.filter(**{f"{key}_id": pk})
             applied[key] = value
     tag = params.get("tag", "").strip()
     if tag:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 
+from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from core.ids import as_id
 from training.insight import comparison, learned_comparison
 from training.runs import run_tree, selectors
 
 
 @require_GET
 def compare(request):
-    ids = [int(value) for value in request.GET.getlist("runs") if value.isdigit()]
+    asked = [value for value in request.GET.getlist("runs") if value.isdigit()]
+    ids = [pk for pk in map(as_id, asked) if pk is not None]
+    if len(ids) < len(asked):  # a number no run can have
+        raise Http404("No such run")
     runs = selectors.with_test_intervals(run_tree.as_tree(selectors.runs_by_ids(request.user, ids)))
     context = {"selected_ids": ids, "runs": runs}
     if len(runs) >= 2:
