@@ -247,11 +247,15 @@ class CalibratedLabels(NearestFewShot):
         keys = [retrieval.same_inputs_key(entry["inputs"]) for entry in pool]
         pool_labels = [(entry.get("outputs") or {}).get(field) for entry in pool]
         counts = {k: np.zeros((len(rows), len(labels))) for k in ks}
+        where = {key: i for i, key in enumerate(keys)}
         for r, row in enumerate(rows):
             own = retrieval.same_inputs_key(row["inputs"])
-            query = await module.query_vector(
-                self.model_of(module), retrieval.retrieval_text(row["inputs"])
-            )
+            if own in where:  # a pooled row: its vector is in the pool already
+                query = matrix[where[own]]
+            else:
+                query = await module.query_vector(
+                    self.model_of(module), retrieval.retrieval_text(row["inputs"])
+                )
             excluded = [i for i, key in enumerate(keys) if key == own]
             nearest = retrieval.nearest_indices(matrix, query, max(ks), excluded)
             for k in ks:
