@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ from project.redis_config import derive
 class PrivateRedis:
     url: str
     proc: object
+    sock: Path
+    log: Path
 
     def settings(self) -> dict:
         """The Redis-derived Django settings (URLs, timeouts, layer) for this server."""
@@ -34,14 +37,21 @@ class PrivateRedis:
     def resume(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def restart(self) -> None:
+        """Stop the server and start a new one on the same socket: without persistence, it
+        comes back empty (every queue, key and channel forgotten)."""
+        embedded_redis.stop(self.proc, self.sock)
+        self.proc = embedded_redis.start(self.sock, log_path=self.log)
+
 
 @pytest.fixture(name="private_redis")
 def private_redis_fixture(tmp_path):
     sock = tmp_path / "redis.sock"
-    proc = embedded_redis.start(sock, log_path=tmp_path / "redis.log")
-    server = PrivateRedis(url=f"unix://{sock}", proc=proc)
+    log = tmp_path / "redis.log"
+    proc = embedded_redis.start(sock, log_path=log)
+    server = PrivateRedis(url=f"unix://{sock}", proc=proc, sock=sock, log=log)
     try:
         yield server
     finally:
         server.resume()
-        embedded_redis.stop(proc, sock)
+        embedded_redis.stop(server.proc, sock)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import redis
@@ -110,9 +111,15 @@ def reap_stale(worker: str | None = None) -> list[int]:
 
 
 def reap_forever(
-    every: float, stop: threading.Event | None = None, iterations: int | None = None
+    every: float,
+    stop: threading.Event | None = None,
+    iterations: int | None = None,
+    also: Callable[[], object] | None = None,
 ) -> list[int]:
     """Reap now, then every ``every`` seconds until ``stop`` is set (or ``iterations`` passes).
+
+    ``also`` runs after each pass's reaping, under the same retry rule (the command passes
+    ``forgotten_runs.ForgottenRuns().send_again``: queued runs whose message the broker lost).
 
     A failed pass (the database restarting, a locked SQLite file) is logged and retried at the
     next period: the loop itself never dies of it. Returns every run it marked as lost.
@@ -130,6 +137,8 @@ def reap_forever(
                 if found:
                     logger.warning("marked runs %s as failed: worker lost", found)
                 reaped += found
+                if also is not None:
+                    also()
             except Exception:
                 logger.exception("reaping stale runs failed; retrying in %s s", every)
             passes += 1

@@ -49,12 +49,13 @@ def enqueue(run: Run) -> None:
     transaction.on_commit(lambda: send_attempt(run_id, attempt))
 
 
-def send_attempt(run_id: int, attempt: int) -> bool:
+def send_attempt(run_id: int, attempt: int, fail_if_refused: bool = True) -> bool:
     """Send one attempt to the broker now; True if it was queued.
 
     A broker that cannot take it within the bounds above fails the attempt with a message
     that says where the broker is and what to do, instead of leaving the run "queued" with
-    no task behind it (nothing would ever claim it).
+    no task behind it (nothing would ever claim it). A caller that will try again itself
+    (``forgotten_runs``) passes ``fail_if_refused=False``.
     """
     app = execute_run.app
     try:
@@ -62,6 +63,8 @@ def send_attempt(run_id: int, attempt: int) -> bool:
     except Exception as exc:
         broker = describe(str(app.conf.broker_write_url or app.conf.broker_url or ""))
         logger.warning("run %s attempt %s could not be queued: %s", run_id, attempt, exc)
+        if not fail_if_refused:
+            return False
         run_state.fail_attempt(
             run_id,
             attempt,

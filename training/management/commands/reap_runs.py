@@ -3,6 +3,8 @@
 Without ``--every`` it reaps once and exits (cron-friendly). With it, it loops until SIGTERM
 or Ctrl-C: ``make run`` starts it as a supervised child with ``--every 15``, so a worker killed
 with -9 leaves its run failed within stale-seconds + 15 s (45 s by default), page open or not.
+Each pass of the loop also sends again the queued runs whose message the broker lost
+(``forgotten_runs``), so a restarted Redis costs a queued run about two passes (30 s).
 Run the same command next to the worker in any other deployment.
 """
 
@@ -14,6 +16,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from training.execution import reaper
+from training.execution.forgotten_runs import ForgottenRuns
 
 
 class Command(BaseCommand):
@@ -52,7 +55,9 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         try:
-            reaped = reaper.reap_forever(every, stop=stop, iterations=iterations)
+            reaped = reaper.reap_forever(
+                every, stop=stop, iterations=iterations, also=ForgottenRuns().send_again
+            )
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

@@ -1,0 +1,85 @@
+"""A queued run survives a Redis that restarts and forgets its message.
+
+A live stack of its own (web, worker, reaper, database) on a private Redis that keeps nothing
+on disk. With the worker stopped, a run is launched: its message waits in Redis. Redis is
+restarted, empty; the worker comes back. The reaper finds the queued run's task neither in
+the queue nor reserved, sends it again, and the run finishes. Before the reaper did this the
+run read "queued" for good with the worker idle.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.browser.helpers_runs import demo_program, launch_run, run_field, shell
+from tests.conftest import start_live_stack
+from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+
+REAPER_EVERY = 1.0  # seconds between the reaper's passes (make run: 15)
+RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 0, "evaluations_after": 0}
+
+
+@pytest.fixture
+def stack_on_private_redis(private_redis):
+    var_dir = Path(tempfile.mkdtemp(prefix="tb-forgotten-"))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("REDIS_URL", private_redis.url)
+        live, stop = start_live_stack(var_dir, concurrency=1)
+    try:
+        yield live
+    finally:
+        stop()
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
+def stop_child(stack, name: str) -> None:
+    proc = stack.procs[name]
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
+def waiting_messages(url: str) -> int:
+    return redis.Redis.from_url(url).llen("celery")
+
+
+def test_a_run_queued_when_redis_restarts_is_sent_again_and_finishes(
+    stack_on_private_redis, private_redis
+):
+    live = stack_on_private_redis
+    stack = live.stack
+    stop_child(stack, "worker")  # nobody takes the run: its message waits in Redis
+    stop_child(stack, "reaper")
+    stack.start_reaper(every=REAPER_EVERY)
+
+    dataset_id, program_id = demo_program(live, "Forgotten", "fake/fewshot")
+    run_id = launch_run(live, program_id, dataset_id, **RUN)
+    first_task = run_field(live, run_id, "task_id")
+    assert first_task
+    assert waiting_messages(private_redis.url) == 1
+    # A message that waits in the queue is never sent twice, however many passes see it.
+    passes = "from training.execution.forgotten_runs import ForgottenRuns as F;f=F();print([f.send_again() for _ in range(3)])"
+    assert shell(live, passes) == "[[], [], []]"
+    assert waiting_messages(private_redis.url) == 1
+
+    private_redis.restart()
+    assert waiting_messages(private_redis.url) == 0
+    stack.start_worker()
+    stack.wait_for_worker(timeout=60)
+
+    deadline = time.monotonic() + 90
+    while run_field(live, run_id, "status") in ("queued", "running"):
+        assert time.monotonic() < deadline, (
+            f"run still {run_field(live, run_id, 'status')} 90 s after Redis restarted"
+        )
+        time.sleep(0.5)
+    assert run_field(live, run_id, "status") == "succeeded"
+    assert run_field(live, run_id, "task_id") != first_task
+    reaper_log = (stack.log_dir / "reaper.log").read_text()
+    assert f"run {run_id} attempt 1: the broker lost its message; sending it again" in reaper_log
