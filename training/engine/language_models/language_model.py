@@ -249,6 +249,22 @@ class LanguageModel(LabelScoring):
         )
 
     # -- the call ------------------------------------------------------------------------
+    def prompt_for(
+        self, messages: list[dict], data_model: type[pydantic.BaseModel]
+    ) -> tuple[list[dict], dict | None]:
+        """(``messages`` with the note on the answer's shape, the schema to send as the
+        response format or None when the provider takes none). The note holds the schema
+        itself when the provider is not given it (or only as plain JSON mode)."""
+        schema = (
+            data_model.get_schema()
+            if hasattr(data_model, "get_schema")
+            else data_model.model_json_schema()
+        )
+        use_format = self.supports_response_schema()
+        with_schema = not use_format or self.structured_output == "json_object"
+        note = output_note(schema, with_schema, key=data_model)
+        return with_output_note(messages, note), schema if use_format else None
+
     async def __call__(
         self,
         messages: list[dict[str, str]],
@@ -258,20 +274,7 @@ class LanguageModel(LabelScoring):
     ) -> pydantic.BaseModel:
         """Generate one ``data_model`` instance; raises :class:`LanguageModelError` on failure."""
         temperature = self.temperature if temperature is None else float(temperature)
-        schema = (
-            data_model.get_schema()
-            if hasattr(data_model, "get_schema")
-            else data_model.model_json_schema()
-        )
-        use_format = self.supports_response_schema()
-        messages = with_output_note(
-            messages,
-            output_note(
-                schema,
-                with_schema=not use_format or self.structured_output == "json_object",
-                key=data_model,
-            ),
-        )
+        messages, response_schema = self.prompt_for(messages, data_model)
         attempts = [temperature]
         if temperature == 0.0:
             attempts.append(self.parse_retry_temperature)  # never retry a parse identically
@@ -281,7 +284,7 @@ class LanguageModel(LabelScoring):
             meta = new_meta() if tracing.active() else None
             try:
                 text = await self._complete_cached(
-                    messages, schema if use_format else None, attempt_temperature, context, meta
+                    messages, response_schema, attempt_temperature, context, meta
                 )
             except LanguageModelError as exc:
                 if meta is not None:
@@ -304,7 +307,7 @@ class LanguageModel(LabelScoring):
                         error=f"unparsable output: {exc}",
                         failed=True,
                     )
-                self._drop_cached(messages, schema if use_format else None, attempt_temperature)
+                self._drop_cached(messages, response_schema, attempt_temperature)
                 continue
             if meta is not None:
                 self._trace(messages, meta, response=text, parsed=output)

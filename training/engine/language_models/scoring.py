@@ -28,7 +28,6 @@ from training.engine.language_models.label_scoring import (
 from training.engine.language_models.label_scoring import (
     LabelScoring as Scoring,
 )
-from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.language_models.parsing import OutputParseError, parse_output
 
 
@@ -67,20 +66,7 @@ class LabelScoring:
         """
         if not self.can_score_labels():
             return None
-        schema = (
-            data_model.get_schema()
-            if hasattr(data_model, "get_schema")
-            else data_model.model_json_schema()
-        )
-        use_format = self.supports_response_schema()
-        messages = with_output_note(
-            messages,
-            output_note(
-                schema,
-                with_schema=not use_format or self.structured_output == "json_object",
-                key=data_model,
-            ),
-        )
+        messages, response_schema = self.prompt_for(messages, data_model)
         meta = new_meta() if tracing.active() else None
         key = None
         if self.cache is not None:
@@ -94,7 +80,7 @@ class LabelScoring:
                 return Scoring(scores=hit["scores"])
         try:
             raw = await self._complete_with_retries(
-                lambda: self._raw_scores(messages, schema if use_format else None, field, labels),
+                lambda: self._raw_scores(messages, response_schema, field, labels),
                 meta,
                 messages,
             )

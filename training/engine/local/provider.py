@@ -109,12 +109,21 @@ def _run_chat(
     model: str, messages: list, optional_params: dict, cancelled: threading.Event | None = None
 ) -> dict:
     """Blocking: validate the name, then generate. Raises litellm-mappable errors."""
+    return _on_chat_model(
+        model,
+        lambda: smollm2.complete(
+            _chat_messages(messages), cancelled=cancelled, **_chat_kwargs(optional_params)
+        ),
+    )
+
+
+def _on_chat_model(model: str, work: Any) -> Any:
+    """``work()`` once ``model`` names a local chat model, its errors as litellm's: an unknown
+    name is a 404, a prompt past the context window litellm's own error for it."""
     if _short_name(model) not in CHAT_MODELS:
         raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "chat"), 404)
     try:
-        return smollm2.complete(
-            _chat_messages(messages), cancelled=cancelled, **_chat_kwargs(optional_params)
-        )
+        return work()
     except LocalModelError as error:
         raise _as_litellm_error(error) from error
     except ValueError as error:
@@ -203,20 +212,12 @@ def _run_scoring(
     cancelled: threading.Event | None = None,
 ) -> dict:
     """Blocking: validate the name, then score (``smollm2.score``)."""
-    if _short_name(model) not in CHAT_MODELS:
-        raise _as_litellm_error(unknown_model(f"{PROVIDER}/{_short_name(model)}", "chat"), 404)
-    try:
-        return smollm2.score(_chat_messages(messages), opening, continuations, cancelled=cancelled)
-    except LocalModelError as error:
-        raise _as_litellm_error(error) from error
-    except ValueError as error:
-        if "context window" in str(error):
-            raise litellm.ContextWindowExceededError(
-                message=f"{smollm2.MODEL_NAME}: {error}",
-                model=smollm2.MODEL_NAME,
-                llm_provider=PROVIDER,
-            ) from error
-        raise
+    return _on_chat_model(
+        model,
+        lambda: smollm2.score(
+            _chat_messages(messages), opening, continuations, cancelled=cancelled
+        ),
+    )
 
 
 async def score_labels(
