@@ -33,6 +33,8 @@ class OpenAIServer:
         retry_after: the 429's ``Retry-After`` (seconds).
         logprobs: the answer's ``logprobs.content`` (OpenAI's per-token log-probabilities),
             returned when a request asks for ``logprobs``; None: never returned.
+        refuse_logprobs: answer a request that asks for ``logprobs`` with a 400, as a
+            gateway that does not take the parameter does.
     """
 
     def __init__(
@@ -42,11 +44,13 @@ class OpenAIServer:
         content: str,
         retry_after: float = 1.0,
         logprobs: list[dict] | None = None,
+        refuse_logprobs: bool = False,
     ):
         self.limit, self.latency, self.content = limit, latency, content
         self.retry_after = retry_after
         #: the answer's per-token log-probabilities, sent when a request asks for them
         self.logprobs = logprobs
+        self.refuse_logprobs = refuse_logprobs
         self.bodies: list[dict] = []  # every request's JSON body
         self.lock = threading.Lock()
         self.in_flight = 0
@@ -94,6 +98,12 @@ class OpenAIServer:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
+                    return
+                if server.refuse_logprobs and request.get("logprobs"):
+                    with server.lock:
+                        server.bodies.append(request)
+                    message = "Unsupported parameter: 'logprobs'"
+                    self._send(400, {"error": {"message": message, "type": "invalid_request"}})
                     return
                 now = time.monotonic()
                 with server.lock:

@@ -3,7 +3,9 @@
 The server answers ``{"label": "positive"}`` and, when asked, the per-token log-probabilities
 of that answer, the token where the value starts with its alternatives. The label decided is
 the best-scored one after the decision (here a bias), not only the sampled one; a server that
-sends no log-probabilities leaves the label sampled, with no second request.
+sends no log-probabilities leaves the label sampled, with no second request; one that refuses
+them has the label sampled, and one answer whose value cannot be found in its tokens (fenced)
+stands as sampled while the next is scored again.
 """
 
 from __future__ import annotations
@@ -90,3 +92,24 @@ async def test_a_provider_without_logprobs_leaves_the_label_sampled():
         [third] = await program.predict([Tweet(text="c")])
         assert third.get_json() == {"label": "positive"} and len(server.bodies) == 3
         assert "logprobs" not in server.bodies[-1]
+
+
+async def test_a_provider_that_refuses_logprobs_gets_sampled_requests():
+    with OpenAIServer(limit=4, latency=0.0, content=ANSWER, refuse_logprobs=True) as server:
+        program, lm = await generator_on(server)
+        [first] = await program.predict([Tweet(text="a")])
+        [second] = await program.predict([Tweet(text="b")])
+        assert [first.get_json(), second.get_json()] == [{"label": "positive"}] * 2
+        assert lm.can_score_labels() is False
+        # scores asked once (refused with a 400), then each answer sampled
+        assert [("logprobs" in body) for body in server.bodies] == [True, False, False]
+
+
+async def test_an_answer_the_scores_cannot_place_leaves_scoring_on():
+    fenced = f"```json\n{ANSWER}\n```"
+    with OpenAIServer(limit=4, latency=0.0, content=fenced, logprobs=TOKENS) as server:
+        program, lm = await generator_on(server)
+        answers = await program.predict([Tweet(text="a"), Tweet(text="b")])
+        assert [a.get_json() for a in answers] == [{"label": "positive"}] * 2
+        assert lm.can_score_labels() is True
+        assert [body["logprobs"] for body in server.bodies] == [True, True]

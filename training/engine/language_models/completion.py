@@ -16,6 +16,8 @@ class RawCompletion:
     completion_tokens: int = 0
     cost: float | None = None
     scores: list[float] | None = None
+    # False when a scoring request came back without any log-probabilities.
+    logprobs_returned: bool = True
 
 
 def new_meta() -> dict[str, Any]:

@@ -124,6 +124,11 @@ def _type_names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
+def is_context_window(exc: BaseException) -> bool:
+    """A prompt longer than the model's context window (litellm's error for it)."""
+    return "ContextWindowExceededError" in _type_names(exc)
+
+
 def is_non_transient(exc: BaseException) -> bool:
     """Errors that retrying cannot fix: the same request fails the same way."""
     if _type_names(exc) & NON_TRANSIENT_TYPES or is_missing_credentials(exc):
@@ -232,7 +237,7 @@ def call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelEr
             f"{where}: model not found ({kind}, not retried): {_long(exc)} -- "
             f"{_local_models_hint()}"
         )
-    if "ContextWindowExceededError" in names:
+    if is_context_window(exc):
         return LanguageModelError(
             f"{where}: the prompt does not fit the model's context window ({kind}, not "
             "retried); use fewer or shorter few-shot examples, shorter instructions or shorter "

@@ -15,7 +15,13 @@ import pydantic
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.completion import RawCompletion, new_meta
-from training.engine.language_models.errors import LanguageModelError
+from training.engine.language_models.errors import (
+    LanguageModelConfigError,
+    LanguageModelError,
+    LanguageModelUnreachable,
+    is_context_window,
+    is_non_transient,
+)
 from training.engine.language_models.label_scoring import (
     TOP_LOGPROBS,
     answer,
@@ -87,9 +93,17 @@ class LabelScoring:
         except LanguageModelError as exc:
             if meta is not None:
                 self._trace(messages, meta, error=str(exc), failed=True)
+            if refused_scoring(exc):
+                # A provider (or gateway) that refuses ``logprobs``: sample from now on; a
+                # request refused for another reason is refused again there, and said.
+                self._can_score = False
+                return None
             raise
         if raw.scores is None:
-            self._can_score = False  # the provider answered without log-probabilities
+            if not raw.logprobs_returned:
+                self._can_score = False  # the provider answers without log-probabilities
+            # With them, this one answer did not show where the value starts (fenced, cut
+            # short): it stands as sampled, and the next call is scored again.
             try:
                 output = parse_output(raw.text, data_model)
             except OutputParseError as exc:
@@ -142,5 +156,15 @@ class LabelScoring:
         raw, logprobs = await self._request(
             messages, schema, 0.0, {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
         )
+        raw.logprobs_returned = bool(logprobs)
         raw.scores = scores_from_logprobs(raw.text, logprobs or [], field, labels)
         return raw
+
+
+def refused_scoring(exc: LanguageModelError) -> bool:
+    """Whether a scoring request failed because the provider would not take it as asked (a
+    bad request, e.g. ``logprobs`` refused), not because the model or endpoint is unusable."""
+    if isinstance(exc, LanguageModelConfigError | LanguageModelUnreachable):
+        return False
+    cause = exc.__cause__
+    return cause is not None and is_non_transient(cause) and not is_context_window(cause)
