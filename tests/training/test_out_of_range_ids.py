@@ -1,6 +1,7 @@
-"""An id no row can have (past a 64-bit column) answers like an id that is not the user's:
-a 404 where a page names a row, and no 500 from the database (PostgreSQL: "bigint out of
-range") anywhere a request carries one."""
+"""An id no row can have (past a 64-bit column, or written in digits that are not ASCII)
+answers like an id that is not the user's: a 404 where a page names a row, and no 500 (from
+the database, PostgreSQL's "bigint out of range", or from ``int``) anywhere a request carries
+one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.urls import reverse
 from core.ids import MAX_ID, as_id
 
 HUGE = "99999999999999999999999"
+SUPERSCRIPT = "\u00b2"  # "²": str.isdigit() says yes, int() refuses it
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +20,7 @@ def test_an_id_past_the_column_is_no_id():
     assert as_id(HUGE) is None and as_id(str(MAX_ID + 1)) is None
     assert as_id("0") is None and as_id("-3") is None and as_id("7a") is None
     assert as_id(str(MAX_ID)) == MAX_ID and as_id(" 12 ") == 12
+    assert as_id(SUPERSCRIPT) is None and as_id("\u0661") is None  # "²", Arabic-Indic one
 
 
 @pytest.mark.parametrize(
@@ -26,6 +29,8 @@ def test_an_id_past_the_column_is_no_id():
         f"/runs/?program={HUGE}",
         f"/runs/?dataset={HUGE}",
         f"/compare/?runs={HUGE}",
+        f"/runs/?program={SUPERSCRIPT}",
+        f"/compare/?runs={SUPERSCRIPT}",
         f"/runs/{HUGE}/",
         f"/programs/{HUGE}/",
         f"/datasets/{HUGE}/",
@@ -40,4 +45,7 @@ def test_forms_opened_on_an_impossible_row_open_empty(client_user, program):
     assert response.status_code == 200
     assert f'<option value="{program.pk}" selected>' in response.content.decode()  # the newest
     response = client_user.get(reverse("training:program-create") + f"?dataset={HUGE}")
+    assert response.status_code == 200
+    query = f"?program={program.pk}&version={SUPERSCRIPT}"
+    response = client_user.get(reverse("training:run-create") + query)
     assert response.status_code == 200

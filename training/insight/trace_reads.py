@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet, Sum
 
+from core.ids import whole_number
 from training.engine.language_models.tracing import ROLES
 from training.models import LMCallTrace, Run
 from training.query_filters import one_of
@@ -54,9 +55,8 @@ class TraceFilters:
         filters.split = one_of(query, "split", SPLITS, problems)
         example = query.get("example", "").strip()
         if example:
-            if example.isdigit() and len(example) < 10:
-                filters.example = int(example)
-            else:
+            filters.example = whole_number(example, 9)
+            if filters.example is None:
                 problems.append(f"example {example[:20]!r} is not a whole number")
         filters.phase = one_of(query, "phase", PHASES, problems)
         filters.error = query.get("error", "")[:10_000]

@@ -52,7 +52,7 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
         if program is not None:
             initial = {"program": program.pk, "dataset": program.dataset_id}
             version = query.get("version", "")
-            initial["version"] = int(version) if version.isdigit() else None
+            initial["version"] = as_id(version)
     if not initial:  # no program asked for: the only or the newest one
         newest = program_selectors.programs_of(user).order_by("-created", "-pk").first()
         if newest is not None:

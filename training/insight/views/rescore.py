@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from core.ids import as_id
 from training.insight import rescore_jobs, rescoring
 from training.runs import selectors
 
@@ -27,8 +28,8 @@ def _choice(run, params) -> tuple[object, dict, str]:
     choices = rescoring.all_versions(run)
     number = params.get("version", "")
     version = run.dataset
-    if number.isdigit():
-        version = next((d for d in choices if d.version == int(number)), None)
+    if as_id(number) is not None:
+        version = next((d for d in choices if d.version == as_id(number)), None)
         if version is None:
             return None, {}, f"This dataset has no other version {number}."
     name = params.get("reward", "")

@@ -17,6 +17,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from core.ids import whole_number
 from training.execution import forecast as forecast_services
 from training.programs.programs import ProgramError
 from training.runs.forms import RunForm
@@ -27,7 +28,7 @@ TEMPLATE = "training/partials/run_forecast_form.html"
 def _revision(request) -> str:
     """The form's revision this answer is for (digits only, bounded: it is echoed)."""
     value = request.GET.get("forecast_revision", "")
-    return value if value.isdigit() and len(value) <= 12 else ""
+    return value if whole_number(value, 12) is not None else ""
 
 
 @require_GET
