@@ -369,7 +369,9 @@ def create_demo_dataset(user) -> Dataset:
 # --- reading ----------------------------------------------------------------------------
 
 
-def get_split(dataset: Dataset, split: str) -> tuple[list[dict], list[dict]]:
+def get_split(
+    dataset: Dataset, split: str, spread_by_label: bool = True
+) -> tuple[list[dict], list[dict]]:
     """The stored split as (inputs, targets): parallel lists of dicts, the test split in row
     order, the training split in the order ``fit`` receives it (:func:`training_rows`)."""
     if split not in SPLITS:
@@ -378,7 +380,7 @@ def get_split(dataset: Dataset, split: str) -> tuple[list[dict], list[dict]]:
     inputs: list[dict] = []
     targets: list[dict] = []
     if split == DatasetRow.TRAIN:
-        rows = [data for _, data in training_rows(dataset)]
+        rows = [data for _, data in training_rows(dataset, spread_by_label)]
     else:
         rows = dataset.rows.filter(split=split).order_by("index").values_list("data", flat=True)
         rows = rows.iterator(chunk_size=2000)
@@ -388,17 +390,19 @@ def get_split(dataset: Dataset, split: str) -> tuple[list[dict], list[dict]]:
     return inputs, targets
 
 
-def training_rows(dataset: Dataset) -> list[tuple[int, dict]]:
+def training_rows(dataset: Dataset, spread_by_label: bool = True) -> list[tuple[int, dict]]:
     """``(DatasetRow.index, data)`` of the training split in the order a run's ``fit``
     receives them. With a label set (``stratify_by``), spread by label and seeded by the
     dataset's seed (``splitting.training_order``): the validation split fit cuts off the end
-    holds every label in its share, whatever order the file was in. Without one, in file
-    order (the guide's rule: validation is the end of what fit is given). One order for the
-    run and for the pages that find its validation rows again."""
+    holds every label in its share, whatever order the file was in. Without one, or with
+    ``spread_by_label=False`` (a run launched before runs spread them: its config says so,
+    ``run_config.spreads_by_label``), in file order (the guide's rule: validation is the end
+    of what fit is given). One order for the run and for the pages that find its validation
+    rows again."""
     rows = list(
         dataset.rows.filter(split=DatasetRow.TRAIN).order_by("index").values_list("index", "data")
     )
-    if not dataset.stratify_by:
+    if not dataset.stratify_by or not spread_by_label:
         return rows
     labels = [(data or {}).get(dataset.stratify_by) for _, data in rows]
     return [rows[position] for position in training_order(labels, dataset.seed)]

@@ -28,9 +28,10 @@ import training.engine as synalinks
 from datasets.services import get_split
 from datasets.versions import human_marks
 from training.engine.data_model import create_data_model
-from training.engine.forecast import validation_cut
 from training.engine.language_models.redaction import redact
+from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import paired_bootstrap
+from training.execution import run_config
 from training.execution.run_config import build_reward
 from training.models import Ablation, Run
 from training.programs.programs import (
@@ -51,21 +52,18 @@ BATCH_SIZE = 16
 
 
 def scoring_rows(run: Run) -> tuple[list[dict], list[dict], str]:
-    """(inputs, targets, split name) of the rows ``fit`` scored candidates on: the training
-    split less the selection split (cut off the end first), then the validation split cut off
-    the end of what is left; the training rows themselves without a validation split (the
-    engine's ``data_adapter.prepare_fit_data``)."""
-    x, y = get_split(run.dataset, "train")
+    """(inputs, targets, split name) of the rows ``fit`` scored candidates on, in the run's
+    order of its training rows: the validation split (``data_adapter.scoring_positions``),
+    or the training rows themselves without one."""
+    x, y = get_split(run.dataset, "train", run_config.spreads_by_label(run.config))
     config = run.config or {}
-    selection = float(config.get("selection_split") or 0.0)
-    if selection > 0:
-        held = validation_cut(len(x), selection)
-        x, y = x[:held], y[:held]
     validation = float(config.get("validation_split") or 0.0)
-    if validation > 0:
-        cut = validation_cut(len(x), validation)
-        return x[cut:], y[cut:], "validation"
-    return x, y, "training"
+    positions = scoring_positions(len(x), validation, float(config.get("selection_split") or 0.0))
+    return (
+        [x[p] for p in positions],
+        [y[p] for p in positions],
+        ("validation" if validation > 0 else "training"),
+    )
 
 
 @shared_task(

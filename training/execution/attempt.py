@@ -40,6 +40,7 @@ from training.execution import (
     model_loading,
     persistence,
     prediction_failures,
+    run_config,
     run_state,
     traces,
 )
@@ -158,7 +159,7 @@ def _load(run: Run) -> dict[str, Any]:
         "resume_epoch": resume_epoch(run),
         # Paused inside an epoch: where fit goes on (the engine's PausePoint, as stored).
         "resume_from": run.checkpoint_position if run.checkpoint_json is not None else None,
-        "train": get_split(run.dataset, "train"),
+        "train": get_split(run.dataset, "train", run_config.spreads_by_label(run.config)),
         "test": get_split(run.dataset, "test"),
         "dataset": run.dataset,
         "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward

@@ -75,6 +75,18 @@ TRAINING_DEFAULTS = {
 }
 
 
+#: How a run's training rows reach ``fit``, set by ``launch`` on every run it creates: spread by
+#: label where the dataset has a label set (``datasets.services.training_rows``). A run stored
+#: without it was fit on its rows in file order, and its pages must find them in that order.
+TRAINING_ORDER = ("training_order", "spread_by_label")
+
+
+def spreads_by_label(config: dict[str, Any]) -> bool:
+    """Whether the run with this config had its training rows spread by label."""
+    key, value = TRAINING_ORDER
+    return (config or {}).get(key) == value
+
+
 def presets(label_task: bool) -> dict[str, dict[str, Any]]:
     """The launch form's presets for a program (``label_task``: it answers a label set):
     values for its fields (a preset leaves the others as they are), each named by what it

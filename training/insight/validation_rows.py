@@ -24,13 +24,14 @@ from typing import Any
 
 from datasets.services import training_rows
 from training.engine.trainers.data_adapter import scoring_positions
+from training.execution import run_config
 from training.models import Candidate, Run
 
 
 def scoring_rows(run: Run) -> list[tuple[int, dict]]:
     """``(DatasetRow.index, data)`` of each row the run's optimizer scored candidates on, in
     the scoring set's order (a stored prediction's position is its place here)."""
-    train = training_rows(run.dataset)
+    train = training_rows(run.dataset, run_config.spreads_by_label(run.config))
     config = run.config
     positions = scoring_positions(
         len(train),

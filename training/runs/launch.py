@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from training.execution import events, forecast
+from training.execution import events, forecast, run_config
 from training.execution.budget import BudgetError, caps_from, describe, used_of
 from training.execution.tasks import enqueue
 from training.models import Candidate, EpochLog, OptimizerError, Program, ProgramVersion, Run
@@ -32,6 +32,8 @@ def launch(
     elif version.program_id != program.pk:
         raise ValueError(f"version {version.number} belongs to another program")
     predicted = forecast.at_launch(program, dataset, config)
+    key, value = run_config.TRAINING_ORDER
+    config = {**config, key: value}
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner,
