@@ -79,3 +79,19 @@ def test_a_change_the_test_split_cannot_tell_asks_for_a_larger_test_split(
     keys = re.findall(r'<li data-step="([a-z_]+)">', advice)
     assert "larger_test" in keys
     assert f"{rows} test rows tell differences above about" in advice
+
+
+def test_the_rows_a_candidate_is_judged_on_follow_the_splits_and_the_optimizer():
+    from training.execution.forecast import judged_rows
+
+    def config(name, **splits):
+        return {"optimizer": {"name": name}, **splits}
+
+    assert judged_rows(100, config("RandomFewShot", validation_split=0.2)) == 20
+    # validation is cut from what the selection split leaves: 80 rows, then 16
+    assert (
+        judged_rows(100, config("RandomFewShot", validation_split=0.2, selection_split=0.2)) == 16
+    )
+    # a cross-fitting optimizer judges on every training row the selection split leaves
+    assert judged_rows(100, config("CalibratedLabels", validation_split=0.2)) == 100
+    assert judged_rows(100, config("CalibratedLabels", selection_split=0.2)) == 80

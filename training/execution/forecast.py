@@ -47,6 +47,7 @@ from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.card import DRAWS, EDITABLE, EXAMPLES, INSTRUCTIONS, NEAREST
 from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
+from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, calibration, cpu_meter, run_config
 from training.execution.run_config import judge_model, optimizer_model
@@ -456,17 +457,25 @@ def forecast(
     return result
 
 
+def judged_rows(train_rows: int, config: dict[str, Any]) -> int:
+    """How many rows a candidate is judged on, out of ``train_rows`` training rows: the
+    validation split cut off what the selection split leaves, every one of those training
+    rows without a validation split or for an optimizer whose card cross-fits them."""
+    validation = float(config.get("validation_split") or 0.0)
+    name = (config.get("optimizer") or {}).get("name")
+    if optimizer_registry.offered(name) and optimizer_registry.card(name).cross_fits:
+        validation = 0.0
+    selection = float(config.get("selection_split") or 0.0)
+    return len(scoring_positions(train_rows, validation, selection))
+
+
 def split_tells(dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
     """What the run's splits can tell (``detectable_gain``, the paired 95% interval): its test
     split a change of the program, the rows a candidate is judged on a candidate's gain over
     the program (what it needs to replace it): the validation split, or every training row
     for an optimizer whose card cross-fits them."""
     train, test = int(dataset.train_count), int(dataset.test_count)
-    validation = train - engine_forecast.validation_cut(
-        train, float(config.get("validation_split") or 0)
-    )
-    if optimizer_registry.card(config["optimizer"]["name"]).cross_fits:
-        validation = train
+    validation = judged_rows(train, config)
     return {
         "test_rows": test,
         "test": detectable_gain(test),

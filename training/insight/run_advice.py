@@ -31,15 +31,14 @@ from typing import Any
 from django.urls import reverse
 
 from training import optimizer_registry
-from training.engine.forecast import validation_cut
 from training.engine.optimizers import label_balance
 from training.engine.optimizers.card import ONCE
 from training.engine.utils.paired_bootstrap import detectable_gain, rows_to_detect
+from training.execution import forecast, summaries
 from training.execution import refusals as run_refusals
-from training.execution import summaries
 from training.execution.run_config import TRAINING
 from training.models import Run
-from training.programs.programs import ProgramError, program_from_json
+from training.programs.programs import ProgramError, answers_labels, program_from_json
 from training.runs.prefill import launch_url
 
 #: Training rows read to tell whether a target looks like a label set (a sample is enough).
@@ -116,8 +115,7 @@ class _Facts:
         self.run = run
         self.train_rows = int(run.dataset.train_count)
         self.test_rows = int(run.dataset.test_count)
-        cut = validation_cut(self.train_rows, float(run.config.get("validation_split") or 0))
-        self.scoring_rows = self.train_rows - cut if cut < self.train_rows else self.train_rows
+        self.scoring_rows = forecast.judged_rows(self.train_rows, run.config)
         self.test = summaries.paired_test_difference(run.evaluations.all())
         self.candidates, self.beat = beat_seed_totals(run)
         gains = [e["best_gain"] for e in _selections(run) if isinstance(e.get("best_gain"), dict)]
@@ -127,7 +125,10 @@ class _Facts:
             if optimizer_registry.offered(run.optimizer_name)
             else None
         )
-        self.label_fields = _label_fields(run)
+        program = _program(run)
+        self.label_fields = _label_fields(program)
+        # what the label optimizers decide: a generator whose output is one label field
+        self.answers_labels = program is not None and answers_labels(program)
         self.undeclared = {
             name: labels
             for name, values in _targets(run).items()
@@ -254,7 +255,7 @@ def _label_sets(facts: _Facts) -> list[dict[str, Any]]:
 
 
 def _decide_labels(facts: _Facts) -> dict[str, Any] | None:
-    if not facts.label_fields or (facts.card is not None and facts.card.label_tasks):
+    if not facts.answers_labels or (facts.card is not None and facts.card.label_tasks):
         return None
     name = optimizer_registry.recommended(label_task=True)
     card = optimizer_registry.card(name)
@@ -390,12 +391,16 @@ def _targets(run: Run) -> dict[str, list[Any]]:
     return values
 
 
-def _label_fields(run: Run) -> dict[str, list[str]]:
-    """{output field: its labels} the run's program declares (``Literal`` outputs)."""
+def _program(run: Run) -> Any:
+    """The engine program the run launched with (None when it cannot be read here)."""
     try:
-        program = program_from_json(run.launch_json)
+        return program_from_json(run.launch_json)
     except ProgramError:
-        return {}
+        return None
+
+
+def _label_fields(program: Any) -> dict[str, list[str]]:
+    """{output field: its labels} ``program`` declares (``Literal`` outputs)."""
     found: dict[str, list[str]] = {}
     for module in getattr(program, "modules", None) or []:
         found.update(label_balance.label_fields(getattr(module, "output_data_model", None)))
