@@ -196,3 +196,27 @@ def test_the_fit_gives_the_lm_no_weight_when_its_scores_carry_nothing():
     )
     assert fitted.config.k == 5 and not fitted.config.use_lm
     assert fitted.cv_reward > 0.9
+
+
+class FreeRoute(synalinks.DataModel):
+    team: str
+
+
+async def test_a_program_with_no_label_field_gets_nearest_few_shots_pool():
+    """Nothing to calibrate: the pool NearestFewShot would propose with its own defaults."""
+    inputs = synalinks.Input(data_model=Message)
+    outputs = await synalinks.Generator(
+        data_model=FreeRoute, language_model=FakeLanguageModel(), name="router"
+    )(inputs)
+    program = synalinks.Program(inputs=inputs, outputs=outputs, name="free")
+    optimizer = CalibratedLabels(embedding_model=FakeEmbeddingModel(), seed=0)
+    program.compile(reward=synalinks.rewards.ExactMatch(in_mask=["team"]), optimizer=optimizer)
+    data = rows(24, seed=6)
+    x = np.array([Message(message=m) for m, _ in data], dtype="object")
+    y = np.array([FreeRoute(team=t) for _, t in data], dtype="object")
+    await program.fit(x, y, validation_split=0.25, epochs=1, batch_size=8, seed=0)
+    [proposed] = program.trainable_variables[0].candidates[1:]
+    retrieval = proposed["value"]["retrieval"]
+    assert retrieval["k"] == 4 and retrieval["vote"] is True
+    assert "in_prompt" not in retrieval  # the neighbours are shown in the prompt (the default)
+    assert "decision" not in proposed["value"]

@@ -33,6 +33,7 @@ optimizer then proposes the ``NearestFewShot`` pool (examples in the prompt) ins
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -42,7 +43,7 @@ from training.engine.bounds import Flag, check_parameters
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.modules import label_decision
 from training.engine.optimizers.card import ONCE, Card
-from training.engine.optimizers.nearest_few_shot import NearestFewShot
+from training.engine.optimizers.nearest_few_shot import DEFAULT_K, NearestFewShot
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.variables import Variable
@@ -119,7 +120,9 @@ class CalibratedLabels(NearestFewShot):
                 "or vote=False for a bias per label only"
             )
         self.vote = bool(vote)
-        self.k = 1
+        # A program with no label field to decide gets NearestFewShot's pool, as it would
+        # with its defaults (``propose``).
+        self.k = DEFAULT_K
         self._init_pool(embedding_model, pool_size)
         #: {variable name: {inputs key: {"scores", "labels", "label", "inputs",
         #: "seed_reward", "seed_correct"}}}: what each training row's scoring measured.
@@ -190,7 +193,9 @@ class CalibratedLabels(NearestFewShot):
                 parent_ids=[parent["id"]] if parent else [],
                 candidate_id=candidate_id,
             )
-            candidate["held_out"] = self._held_out(rows, label, counts)
+            # Thousands of small fits on a large split: off the event loop, so a cancel or a
+            # pause is still heard meanwhile.
+            candidate["held_out"] = await asyncio.to_thread(self._held_out, rows, label, counts)
             group.append((variable, candidate))
         if pools and self.embedding_model is not None and not group:
             return await super().propose(epoch)
@@ -207,7 +212,8 @@ class CalibratedLabels(NearestFewShot):
         counts, settings = {}, None
         if self.vote and self.embedding_model is not None:
             counts, settings = await self._neighbour_counts(variable, module, rows, existing)
-        fitted = label_decision.fit_decision(
+        fitted = await asyncio.to_thread(
+            label_decision.fit_decision,
             labels,
             field,
             [row["scores"] for row in rows],

@@ -37,6 +37,9 @@ from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.variables import Variable
 
+#: How many nearest examples a prompt shows unless told otherwise.
+DEFAULT_K = 4
+
 
 @register_synalinks_serializable(package="synalinks")
 class NearestFewShot(Optimizer):
@@ -89,7 +92,7 @@ class NearestFewShot(Optimizer):
     def __init__(
         self,
         embedding_model: Any = None,
-        k: int = 4,
+        k: int = DEFAULT_K,
         pool_size: int = 256,
         vote: bool = True,
         seed: int | None = None,
