@@ -191,7 +191,7 @@ class Run(models.Model):
     ACTIVE = (QUEUED, RUNNING)
     FINISHED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
     RESUMABLE = (FAILED, CANCELLED, STOPPED, PAUSED)
-    # What a finished run's training came to (``summaries.run_outcome``): the trained program
+    # What a finished run's training came to (``summaries.outcome``): the trained program
     # against its seed, on the test split's paired interval; "" before it is known.
     IMPROVED = "improved"
     NO_BETTER = "no_better"  # no candidate beat the seed beyond noise: the seed is the result

@@ -84,6 +84,16 @@ async def fit_omega(mutation_texts, phrase="Answer exactly"):
     return program, optimizer, recorder, history
 
 
+def test_a_score_without_per_example_rewards_is_never_paired_against_one_with_them():
+    """A candidate whose score was remembered from a saved state has no per-example rewards:
+    it cannot be paired with the seed's, so it does not beat it, however high its mean."""
+    seed = {**candidate("c1", 0.5, "seed"), "example_rewards": [1.0, 0.0] * 10}
+    remembered = candidate("c2", 0.9)
+    paired = {**candidate("c3", 0.9), "example_rewards": [1.0] * 18 + [0.0] * 2}
+    assert sel.champion([seed, remembered], sel.tie_margin(20)) is seed
+    assert sel.champion([seed, remembered, paired], sel.tie_margin(20)) is paired
+
+
 async def test_candidates_that_only_tie_leave_the_seed_in_place():
     # every mutation changes the wording but not one answer: all tie the seed at 0.0
     program, optimizer, recorder, history = await fit_omega(["Be brief.", "Be concise.", "Hm."])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from training.execution.tasks import execute_run, send_attempt
 from training.models import Run
@@ -38,16 +39,26 @@ def broker_task_ids() -> set[str] | None:
         client = getattr(channel, "client", None)
         if client is None or not hasattr(channel, "priority_steps"):
             return None
-        keys = {channel._q_for_pri(queue, step) for step in channel.priority_steps}
-        payloads = [item for key in sorted(keys) for item in client.lrange(key, 0, -1)]
-        payloads += [json.loads(item)[0] for item in client.hvals(channel.unacked_key)]
-    ids = set()
-    for payload in payloads:
-        message = json.loads(payload) if isinstance(payload, bytes | str) else payload
-        task_id = ((message or {}).get("headers") or {}).get("id")
-        if task_id:
-            ids.add(str(task_id))
-    return ids
+        # kombu prefixes the keys of the commands it sends itself, not of these two
+        prefix = getattr(channel, "global_keyprefix", "") or ""
+        keys = {prefix + channel._q_for_pri(queue, step) for step in channel.priority_steps}
+        waiting = [item for key in sorted(keys) for item in client.lrange(key, 0, -1)]
+        reserved = client.hvals(prefix + channel.unacked_key)
+    ids = {task_id for item in waiting if (task_id := _task_id(item))}
+    return ids | {task_id for item in reserved if (task_id := _task_id(item, reserved=True))}
+
+
+def _task_id(item: Any, reserved: bool = False) -> str | None:
+    """A broker entry's task id: a queued message, or a reserved one (``[message, exchange,
+    routing key]``); None for an entry that is neither (never a reason to stop looking)."""
+    try:
+        message = json.loads(item)
+        if reserved:
+            message = message[0]
+        task_id = (message.get("headers") or {}).get("id")
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+    return str(task_id) if task_id else None
 
 
 class ForgottenRuns:

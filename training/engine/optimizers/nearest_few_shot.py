@@ -14,7 +14,7 @@ How a fit goes (the :class:`Optimizer` hooks):
   set, then sorted, so the same data give the same pool) is embedded — each text once per
   fit, in one batched call of the embedding model — and proposed as a candidate for every
   Generator state; it is scored on the validation data with each row's own example left out
-  (``leaving_out_own_rows``), and kept only if it beats the starting value by the tie margin
+  (``leaving_out_own_rows``), and kept only if it beats the starting value beyond noise
   (``Optimizer.champion``), like every optimizer here. A later epoch with the same pool
   proposes the same value, whose score is remembered (no prediction).
 

@@ -399,7 +399,7 @@ class Optimizer:
 
     @property
     def candidates_beating_seed(self) -> int:
-        """How many candidates (all variables) beat their seed by the tie margin."""
+        """How many candidates (all variables) beat their seed beyond noise (``selection``)."""
         return sum(beating for _, beating in self.beating_seed().values())
 
     async def select(self, epoch: int) -> None:

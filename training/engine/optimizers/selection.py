@@ -183,7 +183,9 @@ def verdict(seed: dict[str, Any], candidate: dict[str, Any]) -> Any:
 
 def beats_seed(candidate: dict[str, Any], seed: dict[str, Any], margin: float) -> bool:
     """Whether ``candidate`` beats ``seed`` beyond noise (its paired interval above 0), or,
-    without per-example rewards, by ``margin``. Remembered on the candidate (``gain``), so a
+    when the scorer gives neither of them per-example rewards, by ``margin``. One of them
+    with rewards and the other without (a score remembered from a saved state) cannot be
+    paired: no evidence beyond noise, so no. Remembered on the candidate (``gain``), so a
     state saved and loaded keeps the verdict it had."""
     if candidate is seed:
         return False
@@ -191,6 +193,8 @@ def beats_seed(candidate: dict[str, Any], seed: dict[str, Any], margin: float) -
     if not isinstance(gain, dict) or gain.get("seed_id") != seed.get("id"):
         found = verdict(seed, candidate)
         if found is None:
+            if candidate.get("example_rewards") or seed.get("example_rewards"):
+                return False
             return beats(candidate["reward"], seed["reward"], margin)
         gain = {
             "seed_id": seed.get("id"),
