@@ -11,9 +11,10 @@ upload got its 413 only after all of it arrived. Here, as soon as the headers ar
   answer is given at the first byte past the limit.
 
 The limit: TRAINBOARD_UPLOAD_MAX_BYTES (plus the multipart framing around the file) for a
-request that carries a session cookie, and TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES for one
-that does not (nobody logged out needs more than a log-in form). Whether the session is
-valid is Django's business later; a proxy in front (README) can still cap bodies earlier.
+request of a logged-in member, and TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES for any other
+(nobody logged out needs more than a log-in form). A member is told by the signed pass that
+names the request's session cookie (``body_pass.py``), checked here without the database; a
+proxy in front (README) can still cap bodies earlier.
 
 ``install()`` (called by project.asgi, which daphne imports before it starts listening)
 makes daphne build LimitedWebRequest for each request.
@@ -27,20 +28,21 @@ import logging
 from daphne import http_protocol
 from django.conf import settings
 
+from core import body_pass
 from datasets.upload_handler import MULTIPART_SLACK
 
 logger = logging.getLogger(__name__)
 
 
-def body_limit(has_session_cookie: bool) -> int:
-    """Most body bytes accepted for a request, by whether it carries a session cookie."""
-    if has_session_cookie:
+def body_limit(is_member: bool) -> int:
+    """Most body bytes accepted for a request, by whether a logged-in member sent it."""
+    if is_member:
         return settings.TRAINBOARD_UPLOAD_MAX_BYTES + MULTIPART_SLACK
     return settings.TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES
 
 
-def refusal_message(limit: int, has_session_cookie: bool) -> str:
-    if has_session_cookie:
+def refusal_message(limit: int, is_member: bool) -> str:
+    if is_member:
         return (
             f"The request is larger than the upload limit of {limit / 1024 / 1024:.0f} MB "
             "(TRAINBOARD_UPLOAD_MAX_BYTES). Nothing was saved.\n"
@@ -62,8 +64,11 @@ class LimitedWebRequest(http_protocol.WebRequest):
     body_refused = False
 
     def gotLength(self, length):
-        self.has_session_cookie = settings.SESSION_COOKIE_NAME.encode() in self.received_cookies
-        self.body_limit = body_limit(self.has_session_cookie)
+        self.is_member = body_pass.names_session(
+            _cookie(self.received_cookies, body_pass.BODY_PASS_COOKIE),
+            _cookie(self.received_cookies, settings.SESSION_COOKIE_NAME),
+        )
+        self.body_limit = body_limit(self.is_member)
         self.body_received = 0
         if length is not None and length > self.body_limit:
             self.content = io.BytesIO()
@@ -88,14 +93,14 @@ class LimitedWebRequest(http_protocol.WebRequest):
     def refuse_body(self, length: int | None) -> None:
         """Answer 413 and close: the rest of the body is never read."""
         self.body_refused = True
-        body = refusal_message(self.body_limit, self.has_session_cookie).encode()
+        body = refusal_message(self.body_limit, self.is_member).encode()
         logger.warning(
             "Refused a %s body of %s bytes for %s (limit %s bytes, %s)",
             self.method.decode("latin1", "replace"),
             length if length is not None else f"more than {self.body_limit}",
             self.uri.decode("latin1", "replace")[:200],
             self.body_limit,
-            "session cookie" if self.has_session_cookie else "anonymous",
+            "member" if self.is_member else "anonymous",
         )
         head = (
             "HTTP/1.1 413 Content Too Large\r\n"
@@ -105,6 +110,11 @@ class LimitedWebRequest(http_protocol.WebRequest):
         ).encode()
         self.channel.transport.write(head + body)
         self.channel.loseConnection()
+
+
+def _cookie(cookies: dict[bytes, bytes], name: str) -> str | None:
+    value = cookies.get(name.encode())
+    return value.decode("latin1") if value is not None else None
 
 
 def install() -> None:

@@ -12,13 +12,15 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 
+from core import body_pass
 from datasets.upload_handler import MULTIPART_SLACK
 
 MB = 1024 * 1024
 
 
 def live_session(live_stack) -> str:
-    """Log in through the login form; return the session cookie's value."""
+    """Log in through the login form; return the ``Cookie`` header it earned (the session
+    and the body pass that comes with it)."""
     with requests.Session() as session:
         session.get(live_stack.url + "accounts/login/", timeout=10)
         response = session.post(
@@ -33,7 +35,10 @@ def live_session(live_stack) -> str:
             timeout=10,
         )
         assert response.status_code == 302, response.text[:300]
-        return session.cookies[settings.SESSION_COOKIE_NAME]
+        return "; ".join(
+            f"{name}={session.cookies[name]}"
+            for name in (settings.SESSION_COOKIE_NAME, body_pass.BODY_PASS_COOKIE)
+        )
 
 
 def raw_post(live_stack, path: str, headers: dict, body_bytes: int = 0, chunked=False):
@@ -88,12 +93,42 @@ def test_logged_in_upload_over_the_limit_is_refused_before_the_body(live_stack):
         {
             "Content-Length": str(250 * MB),
             "Content-Type": "multipart/form-data; boundary=xyz",
-            "Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}",
+            "Cookie": cookie,
         },
     )
     print(f"250 MB upload (logged in): 413 after {elapsed * 1000:.0f} ms, 0 body bytes")
     assert status == "HTTP/1.1 413 Content Too Large"
     assert "upload limit of 200 MB" in text
+
+
+def test_a_made_up_session_cookie_keeps_the_anonymous_limit(live_stack):
+    status, text, _, _ = raw_post(
+        live_stack,
+        "/datasets/upload/",
+        {
+            "Content-Length": str(1 * MB),
+            "Content-Type": "multipart/form-data; boundary=xyz",
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}=made-up-{'x' * 24}",
+        },
+    )
+    assert status == "HTTP/1.1 413 Content Too Large"
+    assert "not logged in may carry at most" in text
+
+
+def test_a_pass_from_another_session_keeps_the_anonymous_limit(live_stack):
+    earned = dict(part.split("=", 1) for part in live_session(live_stack).split("; "))
+    status, text, _, _ = raw_post(
+        live_stack,
+        "/datasets/upload/",
+        {
+            "Content-Length": str(1 * MB),
+            "Content-Type": "multipart/form-data; boundary=xyz",
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}=another-{'y' * 24}; "
+            f"{body_pass.BODY_PASS_COOKIE}={earned[body_pass.BODY_PASS_COOKIE]}",
+        },
+    )
+    assert status == "HTTP/1.1 413 Content Too Large"
+    assert "not logged in may carry at most" in text
 
 
 def test_anonymous_chunked_body_is_cut_at_the_limit(live_stack):
