@@ -4,7 +4,7 @@ Order: clean stale pid/socket files -> check DATABASE_URL / REDIS_URL -> embedde
 (only when REDIS_URL is unset) -> worker and web start while ``manage.py prepare``
 migrates, creates the first user and the demo -> the run reaper (``manage.py reap_runs
 --every 15``: a killed worker's run is failed within a minute, page open or not) -> print
-the URL. Run it with the virtualenv's Python (the Makefile does).
+the URL -> supervise: a child that exits is started again (``restarts.py``). Run it with the virtualenv's Python (the Makefile does).
 
 Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
 TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15), DEBUG (off unless
@@ -23,6 +23,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 
 from core.local_runtime import launcher, preflight  # noqa: E402
+from core.local_runtime.restarts import Restarts  # noqa: E402
 from project.redis_config import derive  # noqa: E402
 
 
@@ -121,12 +122,8 @@ def main() -> int:
         stack.start_reaper(every=reap_every)  # after prepare: the tables exist
         stack.wait_until_up(timeout=60)
         print(f"\nTrainboard is up at {stack.url}  ({time.monotonic() - started:.1f} s)")
-        print(f"  logs: {stack.log_dir}/  -  Ctrl-C stops everything")
-        while True:
-            dead = stack.check_alive()
-            if dead:
-                raise RuntimeError(dead)
-            time.sleep(0.5)
+        print(f"  logs: {stack.log_dir}/  -  Ctrl-C stops everything", flush=True)
+        supervise(stack, reap_every)
     except KeyboardInterrupt:
         print("\nStopping Trainboard ...")
     except RuntimeError as exc:
@@ -140,6 +137,36 @@ def main() -> int:
     if code == 0:
         print("Stopped.")
     return code
+
+
+def say(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} make run: {message}", flush=True)
+
+
+def supervise(stack: launcher.Stack, reap_every: float) -> None:
+    """Until Ctrl-C: a child that exits is started again (``restarts.py``: after 1 s,
+    doubling up to a minute while it keeps dying)."""
+    restarts = Restarts()
+    for name in stack.procs:
+        restarts.started(name)
+    while True:
+        for name, code in stack.exited():
+            if not restarts.waiting(name):
+                pause = restarts.died(name)
+                say(
+                    f"{name} exited with code {code}; starting it again in {pause:g} s "
+                    f"(log: {stack.log_dir / (name + '.log')})"
+                )
+        for name in restarts.ready():
+            try:
+                proc = stack.start_again(name, reap_every)
+            except (OSError, RuntimeError) as exc:
+                pause = restarts.died(name)
+                say(f"{name} could not start ({exc}); trying again in {pause:g} s")
+                continue
+            restarts.started(name)
+            say(f"{name} started again (pid {proc.pid})")
+        time.sleep(0.5)
 
 
 if __name__ == "__main__":

@@ -51,12 +51,17 @@ def start(var: Path) -> tuple[subprocess.Popen, int]:
 
 def wait_until_up(proc: subprocess.Popen, timeout: float = 90) -> str:
     """Read its output until it says it is up (or ends, or ``timeout`` passes); return it."""
+    return read_until(proc, "is up at", timeout)
+
+
+def read_until(proc: subprocess.Popen, text: str, timeout: float = 60) -> str:
+    """Read its output until a line holds ``text`` (or it ends, or ``timeout`` passes)."""
     deadline, lines = time.monotonic() + timeout, []
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
             break
         lines.append(line)
-        if "is up at" in line:
+        if text in line:
             break
     return "".join(lines)

@@ -230,6 +230,22 @@ class Stack:
         args = [self.python, "manage.py", "reap_runs", "--every", f"{every:g}"]
         return self._spawn("reaper", args, "reap_runs")
 
+    def exited(self) -> list[tuple[str, int]]:
+        """(name, exit code) of each child that is no longer running."""
+        return [(n, p.returncode) for n, p in self.procs.items() if p.poll() is not None]
+
+    def start_again(self, name: str, reap_every: float = 15.0) -> subprocess.Popen:
+        """Start the child ``name`` again (after it exited)."""
+        if name == "redis":
+            self.start_redis()
+            return self.procs["redis"]
+        starters = {
+            "web": self.start_web,
+            "worker": self.start_worker,
+            "reaper": lambda: self.start_reaper(every=reap_every),
+        }
+        return starters[name]()
+
     def check_alive(self) -> str | None:
         """Name of a child that exited, or None."""
         for name, proc in self.procs.items():

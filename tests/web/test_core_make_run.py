@@ -1,8 +1,10 @@
 """scripts/run.py (what `make run` runs): faults stop it with one line; stale files are
 cleaned; Ctrl-C stops every process it started."""
 
+import os
 import signal
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -59,3 +61,27 @@ def test_make_run_cleans_stale_files_starts_and_stops_everything(tmp_path):
     assert not any(launcher.pid_alive(pid) for pid in child_pids)
     assert not (var / "redis.sock").exists()
     assert not list((var / "run").glob("*.pid"))
+
+
+def test_a_killed_worker_is_started_again_while_the_web_server_stays_up(tmp_path):
+    var = tmp_path / "var"
+    proc, port = make_run_process.start(var)
+    try:
+        output = make_run_process.wait_until_up(proc)
+        assert "is up at" in output, output
+        worker_pid = int((var / "run" / "worker.pid").read_text().split()[0])
+        web_pid = int((var / "run" / "web.pid").read_text().split()[0])
+        os.kill(worker_pid, signal.SIGKILL)
+        said = make_run_process.read_until(proc, "worker started again", timeout=60)
+        assert "worker exited with code -9; starting it again in 1 s" in said, said
+        new_pid = int((var / "run" / "worker.pid").read_text().split()[0])
+        assert new_pid != worker_pid and launcher.pid_alive(new_pid)
+        assert f"worker started again (pid {new_pid})" in said
+        assert launcher.pid_alive(web_pid)  # nothing else was stopped or restarted
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, rest
+    assert not launcher.pid_alive(new_pid)
