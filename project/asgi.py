@@ -20,12 +20,13 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from core import body_limits  # noqa: E402
+from core import access_log, body_limits  # noqa: E402
 from core.consumers import NoRouteConsumer  # noqa: E402
 from core.ws_origin import SameOriginValidator  # noqa: E402
 from training.routing import websocket_urlpatterns as training_ws  # noqa: E402
 
 body_limits.install()  # daphne refuses over-limit bodies before reading them
+access_log.install()  # daphne's request lines through logging: time and level
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(

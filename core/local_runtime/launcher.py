@@ -220,7 +220,8 @@ class Stack:
         return self._spawn("web", args, "daphne")
 
     def start_worker(self) -> subprocess.Popen:
-        args = [self.python, "-m", "celery", "-A", "project", "worker", "-l", "INFO"]
+        # -q: no banner (the worker's log is lines with a time and a level)
+        args = [self.python, "-m", "celery", "-A", "project", "-q", "worker", "-l", "INFO"]
         args += ["-c", str(self.concurrency), "-n", f"{self.worker_name}@%h"]
         return self._spawn("worker", args, "celery")
 

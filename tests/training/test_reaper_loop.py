@@ -8,6 +8,7 @@ wiring.
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
 from pathlib import Path
@@ -100,7 +101,7 @@ def test_a_failing_pass_does_not_kill_the_loop(monkeypatch, caplog):
         reaper.reap_forever(every=0)
 
 
-def test_reap_runs_command_once_and_in_a_loop(settings, user, program, demo_dataset):
+def test_reap_runs_command_once_and_in_a_loop(settings, user, program, demo_dataset, caplog):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30.0
     first = gone_worker_run(user, program, demo_dataset, beat_age=90)
     out = io.StringIO()
@@ -108,9 +109,9 @@ def test_reap_runs_command_once_and_in_a_loop(settings, user, program, demo_data
     assert f"reaped 1 run(s): [{first.pk}]" in out.getvalue()
 
     second = gone_worker_run(user, program, demo_dataset, beat_age=90)
-    out = io.StringIO()
-    call_command("reap_runs", "--every", "0.05", "--iterations", "2", stdout=out)
-    assert "every 0.05 s" in out.getvalue() and "stopped; reaped 1 run(s)" in out.getvalue()
+    caplog.set_level(logging.INFO, logger="training.reaper")
+    call_command("reap_runs", "--every", "0.05", "--iterations", "2")
+    assert "every 0.05 s" in caplog.text and "stopped; reaped 1 run(s)" in caplog.text
     assert Run.objects.get(pk=second.pk).status == Run.FAILED
     with pytest.raises(CommandError, match="--every must be"):
         call_command("reap_runs", "--every", "0")

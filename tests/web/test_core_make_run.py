@@ -2,6 +2,7 @@
 cleaned; Ctrl-C stops every process it started."""
 
 import os
+import re
 import signal
 import subprocess
 import urllib.request
@@ -85,3 +86,11 @@ def test_a_killed_worker_is_started_again_while_the_web_server_stays_up(tmp_path
         rest, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, rest
     assert not launcher.pid_alive(new_pid)
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+    web_log = (var / "log" / "web.log").read_text()
+    assert re.search(
+        stamp + r' INFO daphne\.access: 127\.0\.0\.1:\d+ "GET /accounts/login/" 200', web_log
+    )
+    worker_log = (var / "log" / "worker.log").read_text()
+    assert re.match(stamp + r" (INFO|WARNING) [\w.]+: ", worker_log), worker_log[:300]
+    assert "-------------- [queues]" not in worker_log  # no banner: every record has a time

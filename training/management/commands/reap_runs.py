@@ -10,6 +10,7 @@ Run the same command next to the worker in any other deployment.
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 
@@ -17,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from training.execution import reaper
 from training.execution.forgotten_runs import ForgottenRuns
+
+logger = logging.getLogger("training.reaper")
 
 
 class Command(BaseCommand):
@@ -49,11 +52,12 @@ class Command(BaseCommand):
         if threading.current_thread() is threading.main_thread():  # stop cleanly between passes
             for signum in (signal.SIGTERM, signal.SIGINT):
                 previous[signum] = signal.signal(signum, lambda *_: stop.set())
-        self.stdout.write(
-            f"reaping runs with a heartbeat older than {reaper.stale_after():.0f} s "
-            f"every {every:g} s"
+        # a long-lived process: its lines go to the log, with a time and a level
+        logger.info(
+            "reaping runs with a heartbeat older than %.0f s every %g s",
+            reaper.stale_after(),
+            every,
         )
-        self.stdout.flush()
         try:
             reaped = reaper.reap_forever(
                 every, stop=stop, iterations=iterations, also=ForgottenRuns().send_again
@@ -61,4 +65,4 @@ class Command(BaseCommand):
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        self.stdout.write(f"stopped; reaped {len(reaped)} run(s)")
+        logger.info("stopped; reaped %d run(s)", len(reaped))
