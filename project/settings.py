@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "csp",
     "core",
     "datasets",
     "training",
@@ -72,6 +73,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -100,6 +102,39 @@ TEMPLATES = [
 ]
 WSGI_APPLICATION = "project.wsgi.application"
 ASGI_APPLICATION = "project.asgi.application"
+
+# --- Behind HTTPS (README, "Production") -------------------------------------------------
+# TRAINBOARD_HTTPS=1 when people reach the site over https (a proxy in front terminates TLS):
+# http is redirected, the session and CSRF cookies are sent over https only, and browsers are
+# told to use https for TRAINBOARD_HSTS_SECONDS (a year by default once on). /healthz stays on
+# plain http, for a probe on the machine itself.
+HTTPS = env_bool("TRAINBOARD_HTTPS")
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("TRAINBOARD_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TRAINBOARD_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("TRAINBOARD_HSTS_PRELOAD")
+# The proxy says which scheme the browser used (only behind one that sets the header itself).
+if env_bool("TRAINBOARD_PROXY_SSL_HEADER"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Content-Security-Policy on every page (django-csp): scripts, styles, images and connections
+# from this site only; no inline script (no handler attribute either); inline style attributes
+# only (the progress bars' widths); no framing, no plugins, forms post here only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 # --- Database -------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'trainboard.sqlite3'}"

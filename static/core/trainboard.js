@@ -4,6 +4,12 @@ document.addEventListener("htmx:responseError", (event) => {
   console.warn("htmx request failed", event.detail.xhr.status, event.detail.pathInfo);
 });
 
+// A form with data-confirm asks first (the Content-Security-Policy allows no onsubmit="…").
+document.addEventListener("submit", (event) => {
+  const message = event.target.dataset && event.target.dataset.confirm;
+  if (message && !window.confirm(message)) event.preventDefault();
+});
+
 window.Trainboard = {
   // The element `id` when `elt` (what htmx.onLoad hands a script: the body at page load,
   // then each swapped-in element) is it or holds it, else null. A script redraws only what
