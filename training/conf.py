@@ -20,6 +20,9 @@ DEFAULTS = {
     "TRAINBOARD_HEARTBEAT_SECONDS": 5.0,
     # A running run whose heartbeat is older than this is "failed: worker lost" (seconds).
     "TRAINBOARD_HEARTBEAT_STALE_SECONDS": 30.0,
+    # A run lost to a dead worker or host is resumed from its checkpoint this many times
+    # without a person (0: never; then Resume is pressed by hand).
+    "TRAINBOARD_AUTO_RESUMES": 2,
     # How many test examples the trained program answers for the run page (0: none).
     "TRAINBOARD_SAMPLE_PREDICTIONS": 5,
     # LM call traces a run stores at most (later calls are only counted; 0: none stored).

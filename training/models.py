@@ -226,6 +226,9 @@ class Run(models.Model):
     phase = models.CharField(max_length=20, blank=True)
     # Incremented by every launch/resume; a task whose attempt differs is stale and exits.
     attempt = models.PositiveIntegerField(default=1)
+    # Resumes made without a person after the run's worker was lost (at most
+    # TRAINBOARD_AUTO_RESUMES; training.execution.reaper).
+    auto_resumes = models.PositiveIntegerField(default=0)
     task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     worker_pid = models.IntegerField(null=True, blank=True)

@@ -20,6 +20,7 @@ from helpers_runs import (
     open_advanced,
     open_launch_form,
     run_field,
+    shell,
 )
 
 pytestmark = pytest.mark.browser
@@ -56,20 +57,22 @@ def test_omega_run_from_the_launch_form_shows_its_evolution(logged_in_page, live
     assert any("answer team=" in line for line in added), added
 
 
-def test_killed_worker_fails_its_run_with_no_page_open(live_stack):
-    """kill -9 the whole worker (main process and pool): the reaper alone marks the run lost."""
+def test_a_run_whose_whole_worker_died_resumes_with_no_page_open(live_stack):
+    """kill -9 the whole worker (main process and pool: a lost host) once the run has a
+    checkpoint: the reaper alone marks the run lost and queues it again from that checkpoint;
+    the next worker finishes it, each epoch run once."""
     stack = live_stack.stack
     run_id = launch_demo_run(
         live_stack,
         "Orphan",
         "fake/fewshot?latency=0.2",
-        epochs=30,
+        epochs=4,
         batch_size=9,
         evaluations=(0, 1),
     )
     deadline = time.monotonic() + 60
-    while run_field(live_stack, run_id, "status") != "running":
-        assert time.monotonic() < deadline, "the run never started"
+    while run_field(live_stack, run_id, "checkpoint_epoch") is None:
+        assert time.monotonic() < deadline, "the run never completed an epoch"
         time.sleep(0.2)
     reaper = subprocess.Popen(  # as make run starts it, with a short staleness for the test
         [stack.python, "manage.py", "reap_runs", "--every", "2"],
@@ -83,13 +86,21 @@ def test_killed_worker_fails_its_run_with_no_page_open(live_stack):
         os.killpg(worker.pid, signal.SIGKILL)  # its own session: main process and pool children
         worker.wait(10)
         killed_at = time.monotonic()
-        while run_field(live_stack, run_id, "status") == "running":
-            assert time.monotonic() - killed_at < 6 + 2 + 10, "still running: nobody reaped it"
+        while run_field(live_stack, run_id, "auto_resumes") == 0:
+            assert time.monotonic() - killed_at < 6 + 2 + 10, "nobody resumed it"
             time.sleep(0.5)
-        assert run_field(live_stack, run_id, "status") == "failed"
-        assert run_field(live_stack, run_id, "error").startswith("failed: worker lost")
+        assert run_field(live_stack, run_id, "status") == "queued"
+        assert run_field(live_stack, run_id, "attempt") == 2
     finally:
         reaper.send_signal(signal.SIGTERM)
         reaper.wait(15)
         stack.start_worker()  # the other browser tests share this stack
         stack.wait_for_worker(timeout=60)
+    while run_field(live_stack, run_id, "status") != "succeeded":
+        assert time.monotonic() - killed_at < 120, run_field(live_stack, run_id, "status")
+        time.sleep(0.5)
+    epochs = shell(
+        live_stack,
+        f"from training.models import EpochLog;print(sorted(EpochLog.objects.filter(run_id={run_id}).values_list('epoch', flat=True)))",
+    )
+    assert epochs == "[0, 1, 2, 3]"

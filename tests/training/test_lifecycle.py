@@ -78,6 +78,7 @@ def test_resume_continues_from_the_last_completed_epoch(
 
 def test_reaper_marks_a_silent_run_worker_lost(user, program, demo_dataset, client_user, settings):
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 30
+    settings.TRAINBOARD_AUTO_RESUMES = 0  # the run waits for a person (test_auto_resume.py)
     stale = stale_running_run(
         user,
         program,

@@ -18,12 +18,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import redis
-from django.db import close_old_connections, connection
-from django.db.models import Q
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from training import conf
-from training.execution import events, pulse
+from training.execution import events, pulse, run_state
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -55,11 +56,48 @@ def mark_worker_lost(
     )
     if changed:
         logger.warning("run %s: worker lost (%s)", run_id, detail)
+        resume_without_a_person(run_id)
         try:
             events.run_row_changed(run_id)
         except Exception:  # the page still shows it on reload; never fail the reaper on this
             logger.exception("run %s: could not broadcast the worker-lost status", run_id)
     return bool(changed)
+
+
+def resume_without_a_person(run_id: int) -> bool:
+    """Queue a run just lost to a dead worker again, from its checkpoint, unless it has been
+    resumed so TRAINBOARD_AUTO_RESUMES times already (a run that kills its worker each time
+    must not loop) or has no checkpoint yet; True if it was queued. Its page says so
+    (``Run.auto_resumes``); past the bound the failure says why nothing resumed it."""
+    from training.execution.tasks import enqueue  # tasks imports this module
+
+    limit = int(conf.get("TRAINBOARD_AUTO_RESUMES"))
+    lost = Run.objects.filter(pk=run_id, status=Run.FAILED, checkpoint_json__isnull=False)
+    with transaction.atomic():
+        changed = lost.filter(auto_resumes__lt=limit).update(
+            **run_state.resumed(auto_resumes=F("auto_resumes") + 1)
+        )
+        if changed:
+            run = Run.objects.get(pk=run_id)
+            enqueue(run)
+            logger.warning(
+                "run %s: resumed from its checkpoint without a person (%s of %s)",
+                run_id,
+                run.auto_resumes,
+                limit,
+            )
+            return True
+    if limit and lost.filter(auto_resumes__gte=limit).exists():
+        lost.update(
+            error=Concat(
+                "error",
+                Value(
+                    f" It was resumed without a person {limit} time{'s' if limit > 1 else ''} "
+                    "already (TRAINBOARD_AUTO_RESUMES), so it waits for you this time."
+                ),
+            )
+        )
+    return False
 
 
 def stale_beat(cutoff: datetime) -> Q:

@@ -13,11 +13,27 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from training.execution import events
 from training.models import Candidate, EpochLog, OptimizerError, Run
+
+
+def resumed(**more: Any) -> dict[str, Any]:
+    """The update that queues a run's next attempt from its checkpoint (Resume, pressed or
+    automatic): a new attempt number, nothing left of the last one's end."""
+    return {
+        "status": Run.QUEUED,
+        "attempt": F("attempt") + 1,
+        "error": "",
+        "cancel_requested": False,
+        "pause_requested": False,
+        "finished_at": None,
+        "phase": "",
+        **more,
+    }
 
 
 def claim(run_id: int, attempt: int, worker: str) -> bool:

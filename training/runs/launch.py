@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
-from training.execution import events, forecast, run_config
+from training.execution import events, forecast, run_config, run_state
 from training.execution.budget import BudgetError, caps_from, describe, used_of
 from training.execution.tasks import enqueue
 from training.models import Candidate, EpochLog, OptimizerError, Program, ProgramVersion, Run
@@ -103,13 +102,7 @@ def resume(run: Run) -> Run:
         )
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, status__in=Run.RESUMABLE).update(
-            status=Run.QUEUED,
-            attempt=F("attempt") + 1,
-            error="",
-            cancel_requested=False,
-            pause_requested=False,
-            finished_at=None,
-            phase="",
+            **run_state.resumed()
         )
         run.refresh_from_db()
         if changed:
