@@ -8,8 +8,9 @@ the URL -> supervise: a child that exits is started again (``restarts.py``). Run
 
 Environment: TRAINBOARD_HOST (127.0.0.1), TRAINBOARD_PORT (8000),
 TRAINBOARD_WORKER_CONCURRENCY (2), TRAINBOARD_REAP_EVERY_SECONDS (15),
-TRAINBOARD_LOG_MAX_BYTES (10 MiB) and TRAINBOARD_LOG_BACKUPS (5) for var/log/, DEBUG (off
-unless set: ``DEBUG=1 make run``).
+TRAINBOARD_LOG_MAX_BYTES (10 MiB) and TRAINBOARD_LOG_BACKUPS (5) for var/log/,
+TRAINBOARD_STOP_WAIT_SECONDS (30: how long a stop waits for running runs to pause at their
+next batch; the next start resumes them), DEBUG (off unless set: ``DEBUG=1 make run``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ def main() -> int:
             "TRAINBOARD_LOG_MAX_BYTES must be a number of bytes > 0 and TRAINBOARD_LOG_BACKUPS >= 0"
         )
 
+    try:
+        stop_wait = float(env.get("TRAINBOARD_STOP_WAIT_SECONDS", "30"))
+        if stop_wait < 0:
+            raise ValueError
+    except ValueError:
+        fail("TRAINBOARD_STOP_WAIT_SECONDS must be a number of seconds >= 0")
+
     stack = launcher.Stack(
         base_dir=BASE_DIR,
         var_dir=var_dir,
@@ -145,11 +153,27 @@ def main() -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pause_runs(stack, stop_wait)
         stack.stop()
         pid_file.unlink(missing_ok=True)
     if code == 0:
         print("Stopped.")
     return code
+
+
+def pause_runs(stack: launcher.Stack, wait: float) -> None:
+    """Before the worker stops: its running runs pause at their next batch (at most ``wait``
+    seconds) and the next start resumes them (``training.execution.shutdown``)."""
+    worker = stack.procs.get("worker")
+    if worker is None or worker.poll() is not None:
+        return
+    done = stack.manage(
+        "stop_runs", "pause", "--worker", f"{stack.worker_name}@", "--wait", f"{wait:g}",
+        check=False,
+    )  # fmt: skip
+    said = (done.stdout or done.stderr).strip()
+    if said:
+        print("  " + said.splitlines()[-1], flush=True)
 
 
 def say(message: str) -> None:

@@ -237,6 +237,9 @@ class Run(models.Model):
     # ``checkpoint_position``) and the run is "paused", its slot free; Resume continues from
     # that point.
     pause_requested = models.BooleanField(default=False)
+    # Paused because Trainboard itself stopped (``make run`` on Ctrl-C or SIGTERM), not by
+    # its owner: the next start resumes it (training.execution.shutdown).
+    resume_at_start = models.BooleanField(default=False)
     # Candidates people wrote for the live population (training.runs.hand_candidates):
     # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
     hand_candidates = models.JSONField(default=list, blank=True)

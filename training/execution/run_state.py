@@ -30,6 +30,7 @@ def resumed(**more: Any) -> dict[str, Any]:
         "error": "",
         "cancel_requested": False,
         "pause_requested": False,
+        "resume_at_start": False,
         "finished_at": None,
         "phase": "",
         **more,

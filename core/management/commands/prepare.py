@@ -20,6 +20,8 @@ class Command(BaseCommand):
         self.ensure_first_user()
         if "bootstrap_demo" in get_commands():
             call_command("bootstrap_demo")
+        if "stop_runs" in get_commands():  # the runs the last stop paused go on
+            call_command("stop_runs", "resume", stdout=self.stdout)
 
     def ensure_first_user(self):
         User = get_user_model()
