@@ -57,8 +57,8 @@ def main() -> None:
         from training.execution import attempt as execution
         from training.execution import forecast
         from training.insight import run_advice
-        from training.management.commands.bootstrap_demo import ensure_demo_program
         from training.models import Run
+        from training.programs.demo import ensure_demo_program
         from training.runs.forms import RunForm
         from training.runs.prefill import initial_from_query
 

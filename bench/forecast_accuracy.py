@@ -278,7 +278,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from training.execution import calibration
-    from training.management.commands.bootstrap_demo import ensure_demo_program
+    from training.programs.demo import ensure_demo_program
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     demo = ensure_demo_program(user, MODEL)

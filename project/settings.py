@@ -209,6 +209,9 @@ TRAINBOARD_OPTIMIZERS = [
     "training.engine.optimizers.NearestFewShot",
     "training.engine.optimizers.OMEGA",
 ]
+# Called with each member the Team page adds (core.team.services.welcome): what every member
+# starts with. The training app's demo dataset and program.
+TRAINBOARD_NEW_MEMBER_HOOKS = ["training.programs.demo.ensure_demo_program"]
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
 # Django's default (1000), raised if ever needed so that the mapping form of the widest
 # file accepted (plus the settings fields) parses.

@@ -12,6 +12,7 @@ from django.views.generic import RedirectView
 
 from core import views as core_views
 from core.login_throttle import ThrottledLoginView
+from core.team import views as team_views
 
 urlpatterns = [
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
@@ -25,6 +26,10 @@ urlpatterns = [
     ),
     path("status/worker/", core_views.worker_status, name="worker-status"),
     path("settings/", core_views.settings_page, name="settings"),
+    path("team/", team_views.team_page, name="team"),
+    path("team/add/", team_views.add_member, name="team-add"),
+    path("team/<int:pk>/password/", team_views.reset_password, name="team-password"),
+    path("team/<int:pk>/active/", team_views.set_active, name="team-active"),
     path("datasets/", include("datasets.urls")),
     path("", include("training.urls")),
 ]

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 NEWCOMER = """
 from django.contrib.auth import get_user_model
-from training.management.commands.bootstrap_demo import ensure_demo_program
+from training.programs.demo import ensure_demo_program
 user = get_user_model().objects.create_user({name!r}, password="a-newcomer-password-1")
 print(ensure_demo_program(user, model="fake/fewshot?latency=0.02").pk)
 """

@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from training.execution import calibration
 from training.execution.run_config import presets
-from training.management.commands.bootstrap_demo import ensure_demo_program
 from training.models import Run
+from training.programs.demo import ensure_demo_program
 from training.runs import quick_try
 
 from .conftest import make_program

@@ -15,8 +15,8 @@ import pytest
 from django.urls import reverse
 
 from training.execution import attempt as execution
-from training.management.commands.bootstrap_demo import ensure_demo_program
 from training.models import Candidate, Run
+from training.programs.demo import ensure_demo_program
 
 from .conftest import make_run, run_config
 from .test_nearest_few_shot_runs import field_tag

@@ -23,8 +23,8 @@ from training.execution import attempt as execution
 from training.execution import forecast
 from training.execution.persistence import PersistenceCallback
 from training.execution.run_config import RunConfigError, build_optimizer
-from training.management.commands.bootstrap_demo import ensure_demo_program
 from training.models import Candidate, Run
+from training.programs.demo import ensure_demo_program
 from training.programs.programs import program_from_json
 from training.runs import prefill
 

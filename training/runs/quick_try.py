@@ -23,8 +23,8 @@ from django import forms
 from django.http import QueryDict
 
 from training.execution import forecast as forecast_services
-from training.management.commands.bootstrap_demo import DEMO_NAME
 from training.programs import selectors as program_selectors
+from training.programs.demo import DEMO_NAME
 from training.runs import launch as run_services
 from training.runs import prefill
 from training.runs.forms import RunForm
