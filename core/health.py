@@ -33,6 +33,9 @@ TIMEOUT = 2.0
 REUSE_SECONDS = 1.0
 #: The worker check's answer while the worker loads its models: neither up nor down.
 STARTING = "starting"
+#: The worker check's answer while the broker is down: the workers' beats live in Redis, so
+#: whether they run cannot be told (the broker's own check says "down").
+UNKNOWN = "unknown"
 
 _evaluating = threading.Lock()
 _last: tuple[float, dict[str, str | None]] | None = None  # (monotonic time, results)
@@ -103,6 +106,8 @@ def check_worker() -> str | None:
     state = worker_status()["state"]
     if state == "starting":
         return STARTING
+    if state == "unknown":
+        return UNKNOWN
     return None if state == "alive" else "no Celery worker beat recently"
 
 
@@ -110,13 +115,15 @@ def report(results: dict[str, str | None]) -> tuple[dict[str, object], int]:
     """``/healthz``'s body and status code for :func:`run_checks`' results.
 
     Returns:
-        ``({"database": "up", ..., "worker": "up" | "starting" | "down", "status": ...,
-        "down": [...] when any}, 200 or 503)``. A starting worker is not down: 200,
-        ``"status": "starting"``.
+        ``({"database": "up", ..., "worker": "up" | "starting" | "unknown" | "down",
+        "status": ..., "down": [...] when any}, 200 or 503)``. A starting worker is not
+        down: 200, ``"status": "starting"``. A worker whose state cannot be told (the broker
+        is down, which makes it 503) is "unknown", not listed as down.
     """
-    down = sorted(name for name, problem in results.items() if problem and problem != STARTING)
+    told = {None, STARTING, UNKNOWN}
+    down = sorted(name for name, problem in results.items() if problem not in told)
     body: dict[str, object] = {
-        name: "up" if not problem else "starting" if problem == STARTING else "down"
+        name: "up" if not problem else problem if problem in (STARTING, UNKNOWN) else "down"
         for name, problem in results.items()
     }
     starting = any(problem == STARTING for problem in results.values())

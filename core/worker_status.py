@@ -64,12 +64,17 @@ STARTING = "starting"
 READY = "ready"
 #: Seconds between two beats of a starting worker.
 STARTING_BEAT = 1.0
+#: A worker whose last beat is older than :func:`max_age` but within this many seconds has
+#: gone quiet (it died, or its machine did): the indicator names it beside those alive.
+QUIET_WINDOW = 15 * 60
 
 _lock = threading.Lock()  # guards the three names below
 _read_done = threading.Condition(_lock)  # notified when a read finishes
 _last_read: float | None = None  # when the last read finished (epoch seconds)
 _last_seen: tuple[float, list[str]] | None = None  # when a read last found workers, and which
 _refreshing = False
+_broker_down = False  # the last read could not ask Redis
+_quiet: list[str] = []  # workers the last read found gone quiet
 # After a read that found no worker, read again this soon: recovery shows within seconds.
 RETRY_WHEN_DOWN = 1.0
 
@@ -81,17 +86,28 @@ def _client(url: str) -> redis.Redis:
     )
 
 
+def read_beats() -> tuple[list[str], list[str]]:
+    """(the workers that beat within :func:`max_age` seconds, those that beat within
+    :data:`QUIET_WINDOW` but not since: gone without saying so, as a killed worker does; a
+    worker that stops cleanly removes its name). Raises ``redis.RedisError`` when Redis
+    cannot be asked within ``PING_TIMEOUT`` seconds: then nobody can tell."""
+    now = time.time()
+    beats = _client(settings.REDIS_URL).zrangebyscore(
+        BEACON_KEY, now - QUIET_WINDOW, "+inf", withscores=True
+    )
+    alive = sorted(_text(name) for name, at in beats if at >= now - max_age())
+    quiet = sorted(_text(name) for name, at in beats if at < now - max_age())
+    return alive, quiet
+
+
 def beating_workers() -> list[str]:
     """Names of the workers that beat within :func:`max_age` seconds ([] if none, or if
     Redis could not be asked within ``PING_TIMEOUT`` seconds)."""
     try:
-        names = _client(settings.REDIS_URL).zrangebyscore(
-            BEACON_KEY, time.time() - max_age(), "+inf"
-        )
+        return read_beats()[0]
     except redis.RedisError as exc:  # Redis down or stalled: no worker can be reached either
         logger.warning("worker beats not read: %s: %s", type(exc).__name__, exc)
         return []
-    return sorted(_text(name) for name in names)
 
 
 def _text(value: bytes | str) -> str:
@@ -236,18 +252,24 @@ def _refresh() -> None:
     ``REDIS_URL`` raises ValueError), the read counts as done and the waiters are woken: a
     request never waits :data:`ANSWER_WAIT` on a read that died.
     """
-    global _last_read, _last_seen, _refreshing
+    global _last_read, _last_seen, _refreshing, _broker_down, _quiet
     workers: list[str] = []
+    quiet: list[str] = []
     starting: list[str] = []
+    broker_down = False
     try:
-        workers = beating_workers()
+        workers, quiet = read_beats()
         starting = starting_workers(workers)
+    except redis.RedisError as exc:  # the broker is away: whether workers run is unknown
+        logger.warning("worker beats not read: %s: %s", type(exc).__name__, exc)
+        broker_down = True
     except Exception:
         logger.exception("worker beats not read; the status reads no worker")
         workers, starting = [], []
     finally:
         with _lock:
             _last_read = time.time()
+            _broker_down, _quiet = broker_down, quiet
             if workers:
                 _last_seen = (_last_read, workers, starting)
             _refreshing = False
@@ -270,14 +292,17 @@ def _start_refresh_if_stale() -> None:
 
 
 def worker_status() -> dict:
-    """The shared answer: ``{"state", "alive", "starting", "workers", "checked_at"}``.
+    """The shared answer: ``{"state", "alive", "starting", "workers", "quiet",
+    "broker_down", "checked_at"}``.
 
     Returns:
         ``state``: "alive" when a worker that beat within :func:`max_age` seconds is ready
         to take runs, "starting" when the workers that beat all still load their models,
-        "down" when none beat. ``alive`` and ``starting`` say the same as booleans;
-        ``workers`` are those that beat; ``checked_at`` is when the last read finished
-        (None: none yet).
+        "unknown" when Redis (the broker the beats live in) cannot be asked: the workers may
+        well be working, and "down" when none beat. ``alive`` and ``starting`` say the same
+        as booleans; ``workers`` are those that beat; ``quiet`` those that stopped beating
+        within :data:`QUIET_WINDOW` without saying goodbye; ``checked_at`` is when the last
+        read finished (None: none yet).
 
     Example:
         >>> worker_status()["state"]
@@ -293,7 +318,10 @@ def worker_status() -> dict:
                 break
             _read_done.wait(left)
         last_read, last_seen = _last_read, _last_seen
-    if last_seen is None or time.time() - last_seen[0] > max_age():
+        broker_down, quiet = _broker_down, list(_quiet)
+    if broker_down:
+        state, workers = "unknown", []
+    elif last_seen is None or time.time() - last_seen[0] > max_age():
         state, workers = "down", []
     else:
         _, workers, starting = last_seen
@@ -303,12 +331,15 @@ def worker_status() -> dict:
         "alive": state == "alive",
         "starting": state == "starting",
         "workers": workers,
+        "quiet": [name for name in quiet if name not in workers],
+        "broker_down": broker_down,
         "checked_at": last_read,
     }
 
 
 def forget() -> None:
     """Drop what is known (the next call reads again); a running refresh still lands."""
-    global _last_read, _last_seen
+    global _last_read, _last_seen, _broker_down, _quiet
     with _lock:
         _last_read = _last_seen = None
+        _broker_down, _quiet = False, []

@@ -69,3 +69,17 @@ def test_a_queued_run_behind_a_starting_worker_says_it_is_loading_models(user, d
             worker_status.BEACON_KEY, "celery@starting"
         )
         worker_status.forget()
+
+
+def test_a_queued_run_while_redis_is_away_blames_the_broker_not_the_workers(
+    user, demo_dataset, settings
+):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    worker_status.forget()
+    try:
+        ours = make_run(user, make_program(user, demo_dataset), demo_dataset)
+        text = status_text(ours)
+        assert "Waiting: Redis (the broker) cannot be reached" in text
+        assert "none is running" not in text and "make run" not in text
+    finally:
+        worker_status.forget()

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from core import health, worker_status
+from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
 
 
 @pytest.mark.smoke
@@ -28,7 +29,7 @@ def test_settings_page_names_configured_providers_never_values(user_client, monk
 @pytest.mark.django_db
 def test_worker_indicator_says_not_running_without_worker(user_client, monkeypatch):
     worker_status.forget()
-    monkeypatch.setattr(worker_status, "beating_workers", lambda: [])
+    monkeypatch.setattr(worker_status, "read_beats", lambda: ([], []))
     html = user_client.get("/status/worker/", headers={"HX-Request": "true"}).content.decode()
     assert 'data-state="down"' in html and "not running" in html
     worker_status.forget()
@@ -36,18 +37,57 @@ def test_worker_indicator_says_not_running_without_worker(user_client, monkeypat
 
 @pytest.mark.smoke
 @pytest.mark.django_db
-def test_healthz_names_what_is_down(client, settings, monkeypatch):
+def test_healthz_names_what_is_down(client, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     worker_status.forget()
     health.forget()
-    monkeypatch.setattr(worker_status, "beating_workers", lambda: [])
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
     assert body["database"] == "up" and body["channel_layer"] == "up"
-    assert body["broker"] == "down" and body["worker"] == "down"
-    assert body["down"] == ["broker", "worker"]
+    # the workers' beats live in Redis: with it down, whether they run cannot be told
+    assert body["broker"] == "down" and body["worker"] == "unknown"
+    assert body["down"] == ["broker"]
     worker_status.forget()
+
+
+@pytest.mark.django_db
+def test_the_indicator_tells_a_broker_outage_from_a_dead_worker(user_client, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    worker_status.forget()
+    html = user_client.get("/status/worker/", headers={"HX-Request": "true"}).content.decode()
+    assert 'data-state="unknown"' in html and "workers: unknown (Redis unreachable)" in html
+    assert "not running" not in html
+    worker_status.forget()
+
+
+@pytest.mark.django_db
+def test_the_indicator_counts_workers_and_names_one_gone_quiet(
+    user_client, settings, private_redis
+):
+    """Two workers beat, then one is killed (no goodbye): "1 alive, 1 gone quiet", on a real
+    Redis of its own (no other worker beats there)."""
+    import redis
+
+    for name, value in private_redis.settings().items():
+        setattr(settings, name, value)
+    settings.TRAINBOARD_WORKER_STATUS_TTL = 0.5
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    now = time.time()
+    names = {f"a-{now}@test": now, f"b-{now}@test": now}
+    client.zadd(worker_status.BEACON_KEY, names)
+    try:
+        worker_status.forget()
+        html = user_client.get("/status/worker/").content.decode()
+        assert "workers: 2 alive" in html
+        killed = f"b-{now}@test"
+        client.zadd(worker_status.BEACON_KEY, {killed: now - worker_status.max_age() - 1})
+        worker_status.forget()
+        html = user_client.get("/status/worker/").content.decode()
+        assert "workers: 1 alive, 1 gone quiet" in html and killed in html
+    finally:
+        client.zrem(worker_status.BEACON_KEY, *names)
+        worker_status.forget()
 
 
 def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
@@ -64,9 +104,9 @@ def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
         with lock:
             in_flight[0] -= 1
             pings.append(1)
-        return ["w@test"]
+        return ["w@test"], []
 
-    monkeypatch.setattr(worker_status, "beating_workers", slow_ping)
+    monkeypatch.setattr(worker_status, "read_beats", slow_ping)
     worker_status.forget()
     answers = []
     readers = [
@@ -88,11 +128,11 @@ def test_a_stale_status_is_refreshed_in_the_background(monkeypatch, settings):
 
     def ping():
         if next(calls) == 0:
-            return ["w1@test"]
+            return ["w1@test"], []
         time.sleep(0.5)  # the worker has gone: later pings find nobody
-        return []
+        return [], []
 
-    monkeypatch.setattr(worker_status, "beating_workers", ping)
+    monkeypatch.setattr(worker_status, "read_beats", ping)
     worker_status.forget()
     assert worker_status.worker_status()["workers"] == ["w1@test"]
     time.sleep(0.3)

@@ -20,7 +20,7 @@ from tests.support.consumers import open_echo_socket
 @pytest.fixture
 def a_worker_answers(monkeypatch):
     """The cached worker status says alive (no Celery worker runs in-process)."""
-    monkeypatch.setattr(worker_status, "beating_workers", lambda: ["w@test"])
+    monkeypatch.setattr(worker_status, "read_beats", lambda: (["w@test"], []))
     worker_status.forget()
     health.forget()
     yield

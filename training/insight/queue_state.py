@@ -26,7 +26,8 @@ def queue_state(run: Run) -> dict[str, Any]:
     Returns:
         ``position`` (1: next to start), ``ahead`` (queued runs launched before it),
         ``running`` (the owner's running runs, at most ``RUNNING_NAMED``), ``running_count``
-        (every running run), ``workers``, ``worker_alive`` and ``worker_starting`` (a worker
+        (every running run), ``workers``, ``broker_down`` (Redis cannot be asked: whether a
+        worker runs is unknown), ``worker_alive`` and ``worker_starting`` (a worker
         that still loads its models; ``core.worker_status``, the header's and ``/healthz``'s
         one source).
     """
@@ -45,4 +46,5 @@ def queue_state(run: Run) -> dict[str, Any]:
         "workers": len(status["workers"]),
         "worker_alive": status["alive"],
         "worker_starting": status["starting"],
+        "broker_down": status["broker_down"],
     }
