@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.fair_share.FairShareMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -220,6 +221,9 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = max(1000, MAX_COLUMNS * MAPPING_INPUTS_PER_COLUM
 TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES = int(
     os.environ.get("TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES", 64 * 1024)
 )
+# Requests one client (a member's session, else an address) may have in flight at once;
+# more are answered 429 at once (core/fair_share.py). A browser uses at most 6.
+TRAINBOARD_REQUESTS_IN_FLIGHT = int(os.environ.get("TRAINBOARD_REQUESTS_IN_FLIGHT", 8))
 # Failed log-ins allowed per username and per client address within the window below.
 TRAINBOARD_LOGIN_FAILURES_PER_USER = int(os.environ.get("TRAINBOARD_LOGIN_FAILURES_PER_USER", 5))
 TRAINBOARD_LOGIN_FAILURES_PER_ADDRESS = int(

@@ -252,10 +252,10 @@ def test_a_status_read_that_raises_wakes_the_requests_waiting_on_it(settings, mo
     left waiting could not finish inside the join below)."""
     monkeypatch.setattr(worker_status, "ANSWER_WAIT", 600.0)
 
-    def unreadable() -> list[str]:
+    def unreadable() -> tuple[list[str], list[str]]:
         raise ValueError("Redis URL must specify one of the following schemes")
 
-    monkeypatch.setattr(worker_status, "beating_workers", unreadable)
+    monkeypatch.setattr(worker_status, "read_beats", unreadable)
     worker_status.forget()
     answers: list[dict] = []
     reader = threading.Thread(target=lambda: answers.append(worker_status.worker_status()))
