@@ -58,6 +58,7 @@ class OpenAIServer:
         self.answered: list[float] = []  # monotonic times the answered requests arrived
         self.refused: list[float] = []  # monotonic times of the 429s
         self.arrivals: list[float] = []  # every request's arrival
+        self.arrived = threading.Event()  # set by the first request's arrival
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -109,6 +110,7 @@ class OpenAIServer:
                 with server.lock:
                     server.bodies.append(request)
                     server.arrivals.append(now)
+                    server.arrived.set()
                     if server.in_flight >= server.limit:
                         server.refused.append(now)
                         refused = True

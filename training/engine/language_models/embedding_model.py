@@ -10,7 +10,7 @@ from training.engine.language_models import rate_limits, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.endpoint_client import EndpointClients
-from training.engine.language_models.errors import short_message
+from training.engine.language_models.errors import cancelled, short_message
 from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
 from training.engine.language_models.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
@@ -136,6 +136,9 @@ class EmbeddingModel:
             attempted(latency, prompt_tokens=tokens, cost=cost)
 
         def failed(exc: BaseException, latency: float) -> None:
+            if cancelled(exc):  # a call made, then given up by its caller: no failure
+                attempted(latency)
+                return
             attempted(latency, failed=True, error=short_message(exc))
 
         try:

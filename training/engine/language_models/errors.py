@@ -166,6 +166,14 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+def cancelled(exc: BaseException) -> bool:
+    """Whether an attempt ended because its caller gave it up (the run was cancelled or
+    paused, a cap stopped it, an interrupt: not an ``Exception``) rather than because the
+    call failed. Such an attempt counts as a call made, never as a failed one: a cancelled
+    run's usage, its traces and its error panel then tell one story."""
+    return not isinstance(exc, Exception)
+
+
 def short_message(exc: BaseException) -> str:
     """One line, at most 300 characters (what usage records and short errors carry)."""
     text = redact(str(exc).strip().replace("\n", " "))

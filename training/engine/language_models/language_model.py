@@ -34,6 +34,7 @@ from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
     LanguageModelUnreachable,
+    cancelled,
     short_message,
 )
 from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
@@ -406,6 +407,9 @@ class LanguageModel(LabelScoring):
             if meta is not None:
                 meta["latency"] += latency
                 meta["attempts"] += 1
+            if cancelled(exc):  # a call made, then given up by its caller: no failure
+                usage_mod.record(usage_mod.UsageRecord(model=self.model, latency=latency))
+                return
             usage_mod.record(
                 usage_mod.UsageRecord(
                     model=self.model, latency=latency, failed=True, error=short_message(exc)
