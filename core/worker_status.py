@@ -56,6 +56,8 @@ ANSWER_WAIT = PING_TIMEOUT + COMMAND_TIMEOUT
 FORGET_AFTER = 24 * 3600
 #: What each beating worker last said it is: :data:`STARTING` or :data:`READY` (a hash).
 STATES_KEY = "trainboard:workers:states"
+#: How many runs each beating worker executes at once (its pool size; a hash).
+SLOTS_KEY = "trainboard:workers:slots"
 #: Per worker, its pool processes that are loading models (sorted set: pid -> since when).
 LOADING_KEY = "trainboard:workers:loading:{worker}"
 #: A pool process killed while loading never says it finished: it counts this long at most.
@@ -114,6 +116,15 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def worker_slots(names: list[str]) -> int:
+    """How many runs the workers ``names`` execute at once, together (a worker that never
+    said counts 1; 0 for none). Raises ``redis.RedisError`` when Redis cannot be asked."""
+    if not names:
+        return 0
+    found = _client(settings.REDIS_URL).hmget(SLOTS_KEY, names)
+    return sum(int(value) if value else 1 for value in found)
+
+
 def starting_workers(names: list[str]) -> list[str]:
     """Those of ``names`` whose last beat said :data:`STARTING` ([] if Redis could not be
     asked; a worker that never said, an older one, counts as ready)."""
@@ -164,6 +175,7 @@ class Beacon(threading.Thread):
 
     Args:
         name: the worker's name (``celery@host``), as the indicator lists it.
+        slots: how many runs it executes at once (its pool size): the forecast's queue.
 
     Example:
         >>> beacon = Beacon("celery@host")
@@ -174,9 +186,10 @@ class Beacon(threading.Thread):
         >>> beacon.stop()
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, slots: int = 1):
         super().__init__(name="worker-beacon", daemon=True)
         self.worker = name
+        self.slots = max(1, int(slots))
         self.stopped = threading.Event()
         self.ready = threading.Event()
         self.last_state = STARTING
@@ -198,6 +211,7 @@ class Beacon(threading.Thread):
             with client.pipeline(transaction=False) as pipe:
                 pipe.zadd(BEACON_KEY, {self.worker: now})
                 pipe.hset(STATES_KEY, self.worker, state)
+                pipe.hset(SLOTS_KEY, self.worker, self.slots)
                 pipe.zremrangebyscore(BEACON_KEY, "-inf", now - FORGET_AFTER)
                 pipe.execute()
         except redis.RedisError as exc:  # the next beat tries again
@@ -235,6 +249,7 @@ class Beacon(threading.Thread):
             with _client(settings.REDIS_URL).pipeline(transaction=False) as pipe:
                 pipe.zrem(BEACON_KEY, self.worker)
                 pipe.hdel(STATES_KEY, self.worker)
+                pipe.hdel(SLOTS_KEY, self.worker)
                 pipe.execute()
         except redis.RedisError as exc:
             logger.warning("worker beat not removed (%s); it goes stale by itself", exc)
@@ -256,10 +271,12 @@ def _refresh() -> None:
     workers: list[str] = []
     quiet: list[str] = []
     starting: list[str] = []
+    slots = 0
     broker_down = False
     try:
         workers, quiet = read_beats()
         starting = starting_workers(workers)
+        slots = worker_slots(workers)
     except redis.RedisError as exc:  # the broker is away: whether workers run is unknown
         logger.warning("worker beats not read: %s: %s", type(exc).__name__, exc)
         broker_down = True
@@ -271,7 +288,7 @@ def _refresh() -> None:
             _last_read = time.time()
             _broker_down, _quiet = broker_down, quiet
             if workers:
-                _last_seen = (_last_read, workers, starting)
+                _last_seen = (_last_read, workers, starting, slots)
             _refreshing = False
             _read_done.notify_all()
 
@@ -292,7 +309,7 @@ def _start_refresh_if_stale() -> None:
 
 
 def worker_status() -> dict:
-    """The shared answer: ``{"state", "alive", "starting", "workers", "quiet",
+    """The shared answer: ``{"state", "alive", "starting", "workers", "slots", "quiet",
     "broker_down", "checked_at"}``.
 
     Returns:
@@ -300,7 +317,8 @@ def worker_status() -> dict:
         to take runs, "starting" when the workers that beat all still load their models,
         "unknown" when Redis (the broker the beats live in) cannot be asked: the workers may
         well be working, and "down" when none beat. ``alive`` and ``starting`` say the same
-        as booleans; ``workers`` are those that beat; ``quiet`` those that stopped beating
+        as booleans; ``workers`` are those that beat, ``slots`` how many runs they execute
+        at once together (their pool sizes); ``quiet`` those that stopped beating
         within :data:`QUIET_WINDOW` without saying goodbye; ``checked_at`` is when the last
         read finished (None: none yet).
 
@@ -319,18 +337,20 @@ def worker_status() -> dict:
             _read_done.wait(left)
         last_read, last_seen = _last_read, _last_seen
         broker_down, quiet = _broker_down, list(_quiet)
+    slots = 0
     if broker_down:
         state, workers = "unknown", []
     elif last_seen is None or time.time() - last_seen[0] > max_age():
         state, workers = "down", []
     else:
-        _, workers, starting = last_seen
+        _, workers, starting, slots = last_seen
         state = "starting" if len(starting) == len(workers) else "alive"
     return {
         "state": state,
         "alive": state == "alive",
         "starting": state == "starting",
         "workers": workers,
+        "slots": slots,
         "quiet": [name for name in quiet if name not in workers],
         "broker_down": broker_down,
         "checked_at": last_read,

@@ -31,7 +31,10 @@ def _start_beacon(sender=None, **kwargs):
     pool's model loading are done (a starting worker is not "down")."""
     from core.worker_status import Beacon
 
-    beacon = Beacon(getattr(sender, "hostname", None) or "celery")
+    beacon = Beacon(
+        getattr(sender, "hostname", None) or "celery",
+        slots=getattr(sender, "concurrency", None) or 1,
+    )
     beacon.start()
     _beacons.append(beacon)
 

@@ -38,6 +38,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from core.worker_status import worker_status
 from datasets.services import get_split
 from training import conf, optimizer_registry
 from training.engine import forecast as engine_forecast
@@ -282,8 +283,10 @@ def learned_or_assumed(
 
 def machine(local: bool) -> dict[str, Any]:
     """Runs executing or queued now: how many, the share of the model's parallel calls a
-    new run gets, and about how long it waits for a worker process (seconds)."""
-    workers = max(1, int(conf.get("TRAINBOARD_WORKER_CONCURRENCY")))
+    new run gets, and about how long it waits for a worker process (seconds). The worker
+    processes are those of the workers alive now (their beats say their pool sizes), else,
+    with none beating, TRAINBOARD_WORKER_CONCURRENCY."""
+    workers = worker_status()["slots"] or max(1, int(conf.get("TRAINBOARD_WORKER_CONCURRENCY")))
     active = list(
         Run.objects.filter(status__in=Run.ACTIVE).values_list(
             "status", "active_seconds", "forecast"
