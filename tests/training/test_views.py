@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -101,6 +102,18 @@ def test_import_rejects_garbage_with_a_reason(client_user):
     upload = SimpleUploadedFile("bad.json", b"{not json", content_type="application/json")
     response = client_user.post(reverse("training:program-import"), {"file": upload})
     assert "line 1, column 2" in response.content.decode()
+
+
+def test_the_home_pages_import_link_leads_to_the_import_form(client_user, user, demo_dataset):
+    make_program(user, demo_dataset)  # the link is under the user's programs
+    home = client_user.get(reverse("training:home")).content.decode()
+    link = re.search(r'<a href="([^"]+)">Import a program JSON</a>', home).group(1)
+    page = client_user.get(link.split("#")[0])
+    assert page.status_code == 200 and 'id="import-form"' in page.content.decode()
+    assert link.endswith("#import-form")
+    # the old address, from a bookmark, leads there too instead of a bare 405
+    old = client_user.get(reverse("training:program-import"))
+    assert old.status_code == 302 and old["Location"].endswith("/programs/#import-form")
 
 
 def launch_data(program, dataset, **overrides):

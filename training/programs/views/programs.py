@@ -7,7 +7,8 @@ import json
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
 
 from training.programs import program_settings, selectors
 from training.programs import programs as program_services
@@ -41,8 +42,10 @@ def program_create(request):
     return render(request, "training/program_form.html", {"form": form})
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def program_import(request):
+    if request.method == "GET":  # a link or a bookmark: the import form is on the list page
+        return redirect(reverse("training:program-list") + "#import-form")
     form = ImportProgramForm(request.POST, request.FILES, user=request.user)
     if not form.is_valid():
         return render(
