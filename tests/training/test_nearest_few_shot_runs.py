@@ -317,9 +317,14 @@ def test_the_demo_program_declares_its_label_set_and_the_home_page_offers_a_quic
     annotation = generator.output_data_model.model_fields["team"].annotation
     assert sorted(get_args(annotation)) == ["box", "bug", "money"]
     html = client_user.get(reverse("training:home")).content.decode()
-    quick = re.search(r'<a class="button quick-try" href="([^"]+)"', html)
-    assert quick
-    form = client_user.get(html_lib.unescape(quick.group(1))).content.decode()
-    # a label set: the labels decided from their scores, for one epoch
-    assert '<option value="CalibratedLabels" selected>CalibratedLabels</option>' in form
-    assert re.search(rf'<option value="{program.pk}" selected>', form)
+    quick = re.search(
+        r'<form method="post" action="([^"]+)" class="inline quick-try-form">.*?'
+        r'title="Launches now: ([^"]+), the test split',
+        html,
+    )
+    assert quick and quick.group(2) == "CalibratedLabels, 1 epoch"
+    # one press launches it: a label set's labels decided from their scores, one epoch
+    response = client_user.post(quick.group(1))
+    run = Run.objects.get(program=program)
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert run.config["optimizer"]["name"] == "CalibratedLabels" and run.config["epochs"] == 1

@@ -23,6 +23,7 @@ from django import forms
 from django.http import QueryDict
 
 from training.execution import forecast as forecast_services
+from training.execution import run_config
 from training.programs import selectors as program_selectors
 from training.programs.demo import DEMO_NAME
 from training.runs import launch as run_services
@@ -37,6 +38,13 @@ def first_program(user: Any):
     newest program; None without any."""
     programs = program_selectors.programs_of(user).order_by("-created", "-pk")
     return programs.filter(name=DEMO_NAME).first() or programs.first()
+
+
+def what_it_launches(program: Any) -> str:
+    """What the quick try of ``program`` launches, as the launch form's preset names it
+    ("CalibratedLabels, 1 epoch"): the registry's optimizer for such a program."""
+    label = run_config.presets(program_selectors.answers_labels(program.pk))[PRESET]["label"]
+    return label.split(": ", 1)[-1]
 
 
 def quick_form(user: Any, program: Any) -> RunForm:

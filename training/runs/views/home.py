@@ -18,14 +18,18 @@ RECENT = 5
 @require_GET
 def dashboard(request):
     runs = selectors.runs_of(request.user)
+    programs = list(program_selectors.recent_programs(request.user, RECENT))
+    # until a run of theirs has succeeded, lead the user through a first one
+    first = (
+        None if selectors.has_succeeded_run(request.user) else quick_try.first_program(request.user)
+    )
+    for program in [*programs, *([first] if first else [])]:
+        program.quick_launches = quick_try.what_it_launches(program)
     context = {
-        "programs": program_selectors.recent_programs(request.user, RECENT),
+        "programs": programs,
         "runs": selectors.with_test_intervals(runs[:RECENT]),
         "run_count": runs.count(),
-        # until a run of theirs has succeeded, lead the user through a first one
-        "first_program": None
-        if selectors.has_succeeded_run(request.user)
-        else quick_try.first_program(request.user),
+        "first_program": first,
     }
     return render(request, "training/home.html", context)
 
