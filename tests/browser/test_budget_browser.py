@@ -88,7 +88,7 @@ def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_st
     two = forecast_calls(page)
     page.fill("#id_epochs", "6")
     page.wait_for_function(
-        f"Number(document.querySelector('#forecast-summary').dataset.calls) > {two}",
+        f"() => Number(document.querySelector('#forecast-summary').dataset.calls) > {two}",
         timeout=30_000,
     )
     six = forecast_calls(page)
@@ -96,7 +96,7 @@ def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_st
     assert page.locator("#forecast-calls").inner_text().startswith("about ")
     page.fill("#id_epochs", "2")
     page.wait_for_function(
-        f"Number(document.querySelector('#forecast-summary').dataset.calls) === {two}",
+        f"() => Number(document.querySelector('#forecast-summary').dataset.calls) === {two}",
         timeout=30_000,
     )
     shoot(page, "launch-form-forecast", "#run-forecast")

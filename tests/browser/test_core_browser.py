@@ -30,7 +30,7 @@ def test_login_worker_indicator_and_websocket_round_trip(logged_in_page, live_st
         })"""
     )
     broadcast.delay(echo_group(live_stack.user_id, "browser"), {"from": "worker"}).get(timeout=20)
-    page.wait_for_function("window.__messages.length > 0", timeout=20_000)
+    page.wait_for_function("() => window.__messages.length > 0", timeout=20_000)
     assert page.evaluate("window.__messages[0]") == {"from": "worker"}
 
 

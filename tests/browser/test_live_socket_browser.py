@@ -63,7 +63,7 @@ def test_run_page_socket_stays_open_through_keepalive_rounds_of_streaming(
     offset = web_log_offset(live_stack)
     page.add_init_script(SOCKET_EVENTS)
     page.goto(f"/runs/{run_id}/")
-    page.wait_for_function("window.__sockets.open === 1")
+    page.wait_for_function("() => window.__sockets.open === 1")
     page.locator('#run-epochs tr[data-epoch="0"]').wait_for(timeout=60_000)
     first = epochs_shown(page)
     statuses = []

@@ -132,7 +132,7 @@ def test_two_runs_on_two_workers_share_the_providers_limit(browser, limited_stac
             pages.append(page)
         for page, width in zip(pages, (1280, 390), strict=True):
             # Each page said so, live, while its run waited (the notice comes and goes).
-            page.wait_for_function("window.rateLimitedSeen === true", timeout=60_000)
+            page.wait_for_function("() => window.rateLimitedSeen === true", timeout=60_000)
             text = page.evaluate("window.rateLimitedText")
             assert "waiting for the provider's rate limit" in text
             assert page.evaluate("window.rateLimitedPhase") == "rate limited"

@@ -96,7 +96,7 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     box = page.locator("#history-chart").bounding_box()
     page.mouse.move(box["x"] + box["width"] - 30, box["y"] + box["height"] / 2)
     page.wait_for_function(
-        "window.TBCharts.history.tooltip.getActiveElements().length > 0", timeout=5_000
+        "() => window.TBCharts.history.tooltip.getActiveElements().length > 0", timeout=5_000
     )
     # A second run, then compare both.
     page.goto(
@@ -114,7 +114,7 @@ def test_create_program_launch_watch_live_and_compare(logged_in_page, live_stack
     page.wait_for_url("**/compare/?runs=*")
     page.locator("#compare-history-chart").wait_for()
     page.wait_for_function(
-        "window.TBCharts.compareHistory && window.TBCharts.compareHistory.data.datasets.length >= 2"
+        "() => window.TBCharts.compareHistory && window.TBCharts.compareHistory.data.datasets.length >= 2"
     )
     differing = page.locator("#compare-config tr.config-differs").all_inner_texts()
     assert any("epochs" in row for row in differing)
