@@ -157,6 +157,18 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tb-faults-"))
     with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{DATABASE}"')
+    try:
+        measure(work)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(work: Path) -> None:
     endpoint, public = Listener(), Listener()
     defaults = []
     for port in (11434, 8080):  # Ollama's and llamafile's default addresses, when free
@@ -192,8 +204,8 @@ def main() -> None:
     from training.engine.data_model import create_data_model
     from training.execution.run_config import validate_run_config
     from training.models import EpochLog, Program, Run
-    from training.programs import endpoints as saved_endpoints
     from training.programs import programs as program_services
+    from training.programs import saved_endpoints
     from training.runs import launch as launching
 
     call_command("migrate", verbosity=0)
@@ -376,12 +388,6 @@ def main() -> None:
     unnamed = public.count + sum(listener.count for listener in defaults)
     print(f"runs: {runs}")
     print(f"endpoint requests {endpoint.count}; unnamed addresses watched: {1 + len(defaults)}")
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(PG_ADMIN, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-    shutil.rmtree(work, ignore_errors=True)
     print(
         f"faults: runs lost {lost} of {len(runs)}, resumed without a person {resumed} of "
         f"{len(needed)}, epochs run twice {len(twice)}; requests to unnamed addresses "

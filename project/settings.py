@@ -163,6 +163,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker takes a run's message only when one of its processes is free, and claims the run
+# at once: a message held by a worker that died is then told apart (forgotten_runs.py).
+CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

@@ -177,7 +177,7 @@ def test_killed_worker_process_is_resumed_without_a_person_and_finishes(logged_i
     os.kill(pid, signal.SIGKILL)
     page.locator("#run-auto-resumed").wait_for(timeout=60_000)
     assert (
-        "resumed it from its last checkpoint without you"
+        "resumed it without you, from its last checkpoint"
         in page.locator("#run-auto-resumed").inner_text()
     )
     wait_status(page, "succeeded", timeout=60_000)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from training.execution import reaper
-from training.models import Run
+from training.execution import reaper, run_state
+from training.models import Candidate, EpochLog, Run
 
 from .conftest import running_run
 
@@ -49,13 +49,36 @@ def test_past_the_bound_it_stays_failed_and_says_why(settings, user, program, de
     assert run.can_resume  # Resume by hand still continues from the checkpoint
 
 
-def test_no_checkpoint_or_no_automatic_resumes_leave_it_failed(
+def test_no_automatic_resumes_leaves_it_failed(settings, user, program, demo_dataset):
+    settings.TRAINBOARD_AUTO_RESUMES = 0
+    run = lost_run(user, program, demo_dataset, checkpoint_json=CHECKPOINT, checkpoint_epoch=0)
+    assert run.status == Run.FAILED and run.auto_resumes == 0
+    assert "TRAINBOARD_AUTO_RESUMES" not in run.error
+
+
+def test_a_lost_run_with_no_checkpoint_starts_again_from_the_start(
     settings, user, program, demo_dataset
 ):
+    """Lost in its first epoch: queued again, and its new attempt finds nothing of the
+    partial epoch (candidates, epoch rows, optimizer errors), so it runs from the start."""
     settings.TRAINBOARD_AUTO_RESUMES = 2
-    first = lost_run(user, program, demo_dataset)
-    assert first.status == Run.FAILED and first.auto_resumes == 0
-    settings.TRAINBOARD_AUTO_RESUMES = 0
-    second = lost_run(user, program, demo_dataset, checkpoint_json=CHECKPOINT, checkpoint_epoch=0)
-    assert second.status == Run.FAILED and second.auto_resumes == 0
-    assert "TRAINBOARD_AUTO_RESUMES" not in second.error
+    run = running_run(
+        user, program, demo_dataset, started_age=300, heartbeat_age=120, worker="celery@gone"
+    )
+    EpochLog.objects.create(run=run, epoch=0, logs={"reward": 0.5})
+    Candidate.objects.create(
+        run=run,
+        epoch=0,
+        variable="generator/state",
+        candidate_id="c1",
+        operation="seed",
+        value={},
+        reward=0.5,
+        status="kept",
+    )
+    assert reaper.reap_stale() == [run.pk]
+    run.refresh_from_db()
+    assert (run.status, run.attempt, run.auto_resumes) == (Run.QUEUED, 2, 1)
+    run_state.drop_unfinished_epochs(run)  # what the new attempt does first
+    assert not EpochLog.objects.filter(run=run).exists()
+    assert not Candidate.objects.filter(run=run).exists()

@@ -9,6 +9,7 @@ run read "queued" for good with the worker idle.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import tempfile
@@ -83,3 +84,38 @@ def test_a_run_queued_when_redis_restarts_is_sent_again_and_finishes(
     assert run_field(live, run_id, "task_id") != first_task
     reaper_log = (stack.log_dir / "reaper.log").read_text()
     assert f"run {run_id} attempt 1: the broker lost its message; sending it again" in reaper_log
+
+
+def hold_like_a_dead_worker(url: str) -> None:
+    """Move the waiting message into the broker's reserved set, as a worker does when it
+    takes one (kombu's ``unacked`` hash and its index), and never give it back: a worker
+    killed with -9 right after taking it."""
+    client = redis.Redis.from_url(url)
+    raw = client.lpop("celery")
+    message = json.loads(raw)
+    tag = message["properties"]["delivery_tag"]
+    client.hset("unacked", tag, json.dumps([message, "", "celery"]))
+    client.zadd("unacked_index", {tag: time.time()})
+
+
+def test_a_run_whose_message_a_dead_worker_held_is_sent_again_and_finishes(
+    stack_on_private_redis, private_redis
+):
+    live = stack_on_private_redis
+    stack = live.stack
+    stop_child(stack, "worker")
+    stop_child(stack, "reaper")
+    stack.start_reaper(every=REAPER_EVERY)
+    dataset_id, program_id = demo_program(live, "Held", "fake/fewshot")
+    run_id = launch_run(live, program_id, dataset_id, **RUN)
+    first_task = run_field(live, run_id, "task_id")
+    hold_like_a_dead_worker(private_redis.url)
+    assert waiting_messages(private_redis.url) == 0
+    stack.start_worker()
+    stack.wait_for_worker(timeout=60)
+    deadline = time.monotonic() + 90
+    while run_field(live, run_id, "status") in ("queued", "running"):
+        assert time.monotonic() < deadline, "still queued: the held message was never replaced"
+        time.sleep(0.5)
+    assert run_field(live, run_id, "status") == "succeeded"
+    assert run_field(live, run_id, "task_id") != first_task

@@ -28,6 +28,12 @@ from .conftest import running_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def lost_runs_wait_for_a_person(settings):
+    """These tests read the reaper's marking; resuming is test_auto_resume.py's."""
+    settings.TRAINBOARD_AUTO_RESUMES = 0
+
+
 def gone_worker_run(user, program, dataset, beat_age: float) -> Run:
     return running_run(
         user, program, dataset, started_age=300, heartbeat_age=beat_age, worker="celery@gone"

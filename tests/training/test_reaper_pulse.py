@@ -20,6 +20,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
+def lost_runs_wait_for_a_person(settings):
+    """These tests read the reaper's marking; resuming is test_auto_resume.py's."""
+    settings.TRAINBOARD_AUTO_RESUMES = 0
+
+
+@pytest.fixture(autouse=True)
 def _short_limits(settings):
     settings.TRAINBOARD_HEARTBEAT_SECONDS = 0.1
     settings.TRAINBOARD_HEARTBEAT_STALE_SECONDS = 1.0

@@ -4,11 +4,15 @@ The database is the source of truth for runs; the broker only carries the news. 
 restarted without persistence (or flushed, or out of memory) forgets the messages of queued
 runs, and nothing would ever claim them: the run would read "queued" for good, with every
 worker idle. So the reaper's loop (``manage.py reap_runs --every``) also looks, each pass,
-for queued runs whose task is neither waiting in the queue nor reserved by a worker, and
-sends those again.
+for queued runs whose task is not waiting in the queue, and sends those again.
 
-A message moves from the queue to a worker's reserved set in two steps, so a run is sent
-again only when its task was missing at two passes in a row. A message sent twice is
+A message reserved by a worker does not count: a worker takes a message only when one of
+its processes is free (``CELERY_WORKER_DISABLE_PREFETCH``) and claims the run at once, so a
+run still queued while its message sits in the broker's reserved set is held by a worker
+that died holding it (kill -9, a lost machine): Redis would give it back only after its
+visibility timeout, an hour. A message moves from the queue to a worker and a run from
+queued to running in steps, so a run is sent again only when its task was missing at two
+passes in a row. A message sent twice is
 harmless: ``run_state.claim`` starts one attempt once, and the other copy finds the run no
 longer queued and does nothing. When the broker cannot be asked, nothing is sent (unknown is
 not lost).
@@ -29,9 +33,8 @@ Key = tuple[int, int, str]  # (run id, attempt, task id)
 
 
 def broker_task_ids() -> set[str] | None:
-    """The ids of the run tasks the broker holds: waiting in the runs' queue (at every
-    priority) or reserved by a worker and not yet acknowledged. None when the broker is not
-    Redis (nothing to look into)."""
+    """The ids of the run tasks waiting in the runs' queue (at every priority). None when the
+    broker is not Redis (nothing to look into)."""
     app = execute_run.app
     queue = app.conf.task_default_queue
     with app.connection_for_read() as connection:
@@ -43,18 +46,14 @@ def broker_task_ids() -> set[str] | None:
         prefix = getattr(channel, "global_keyprefix", "") or ""
         keys = {prefix + channel._q_for_pri(queue, step) for step in channel.priority_steps}
         waiting = [item for key in sorted(keys) for item in client.lrange(key, 0, -1)]
-        reserved = client.hvals(prefix + channel.unacked_key)
-    ids = {task_id for item in waiting if (task_id := _task_id(item))}
-    return ids | {task_id for item in reserved if (task_id := _task_id(item, reserved=True))}
+    return {task_id for item in waiting if (task_id := _task_id(item))}
 
 
-def _task_id(item: Any, reserved: bool = False) -> str | None:
-    """A broker entry's task id: a queued message, or a reserved one (``[message, exchange,
-    routing key]``); None for an entry that is neither (never a reason to stop looking)."""
+def _task_id(item: Any) -> str | None:
+    """A queued message's task id; None for an entry that is not one (never a reason to stop
+    looking)."""
     try:
         message = json.loads(item)
-        if reserved:
-            message = message[0]
         task_id = (message.get("headers") or {}).get("id")
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
@@ -62,7 +61,8 @@ def _task_id(item: Any, reserved: bool = False) -> str | None:
 
 
 class ForgottenRuns:
-    """One reaper's memory of the queued runs it found without a message at its last pass."""
+    """One reaper's memory of the queued runs it found without a waiting message at its last
+    pass."""
 
     def __init__(self) -> None:
         self.missing: set[Key] = set()

@@ -65,14 +65,15 @@ def mark_worker_lost(
 
 
 def resume_without_a_person(run_id: int) -> bool:
-    """Queue a run just lost to a dead worker again, from its checkpoint, unless it has been
-    resumed so TRAINBOARD_AUTO_RESUMES times already (a run that kills its worker each time
-    must not loop) or has no checkpoint yet; True if it was queued. Its page says so
+    """Queue a run just lost to a dead worker again, from its checkpoint (from the start when
+    it has none yet: its partial epoch is dropped, ``run_state.drop_unfinished_epochs``),
+    unless it has been resumed so TRAINBOARD_AUTO_RESUMES times already (a run that kills its
+    worker each time must not loop); True if it was queued. Its page says so
     (``Run.auto_resumes``); past the bound the failure says why nothing resumed it."""
     from training.execution.tasks import enqueue  # tasks imports this module
 
     limit = int(conf.get("TRAINBOARD_AUTO_RESUMES"))
-    lost = Run.objects.filter(pk=run_id, status=Run.FAILED, checkpoint_json__isnull=False)
+    lost = Run.objects.filter(pk=run_id, status=Run.FAILED)
     with transaction.atomic():
         changed = lost.filter(auto_resumes__lt=limit).update(
             **run_state.resumed(auto_resumes=F("auto_resumes") + 1)
@@ -81,7 +82,7 @@ def resume_without_a_person(run_id: int) -> bool:
             run = Run.objects.get(pk=run_id)
             enqueue(run)
             logger.warning(
-                "run %s: resumed from its checkpoint without a person (%s of %s)",
+                "run %s: resumed without a person (%s of %s)",
                 run_id,
                 run.auto_resumes,
                 limit,

@@ -121,14 +121,20 @@ def fail_attempt(run_id: int, attempt: int, error: str) -> bool:
 
 
 def drop_unfinished_epochs(run: Run) -> None:
-    """Before a resume: delete what an abandoned, partial epoch left behind.
+    """Before a resume: delete what an abandoned, partial epoch left behind (everything of
+    the earlier attempts when there is no checkpoint: the run starts again from the start).
 
     The checkpoint is the state after epoch ``checkpoint_epoch`` (engine epochs, 0-based,
     as EpochLog and Candidate.epoch store them). Rows of later epochs come from an attempt
     that stopped mid-epoch; the resumed optimizer restarts its candidate ids from the
     checkpoint's ``candidate_count``, so those rows would be ghosts (or be half-overwritten).
     """
-    if run.checkpoint_json is None:
+    if run.checkpoint_json is None:  # a new start: nothing of an earlier attempt's epochs stays
+        if run.attempt > 1:
+            with transaction.atomic():
+                Run.lock_before_its_rows(run.pk)
+                for model in (Candidate, OptimizerError, EpochLog):
+                    model.objects.filter(run_id=run.pk).delete()
         return
     point = run.checkpoint_position if isinstance(run.checkpoint_position, dict) else None
     if point is not None and isinstance(point.get("epoch"), int):
