@@ -179,16 +179,45 @@ async def test_waits_are_reported_to_the_listener_and_short_grants_are_not(prefi
     assert listener.seen == [("started", KEY), ("ended", KEY)]
 
 
-def test_redis_down_lets_requests_through_unthrottled(prefix):
+async def test_with_redis_down_each_process_keeps_its_share_and_says_it_waits():
+    """Redis cannot be asked: the limits still hold in this process (its share), and a
+    request that must wait says so, as when Redis refuses it (before: all went at once)."""
     down = RedisProviderLimiter(
-        "redis://127.0.0.1:9/0", lambda key: Limits(in_flight=1), socket_timeout=0.5
+        "redis://127.0.0.1:9/0",
+        lambda key: Limits(in_flight=4, rpm=6),
+        socket_timeout=0.5,
+        fallback_share=0.5,  # two processes on this machine: two in flight each, 3 a minute
     )
 
-    async def two_at_once():
-        async with down.slot(KEY, 1), down.slot(KEY, 1):
-            return "both"
+    class Listener:
+        def __init__(self):
+            self.seen = []
 
-    assert asyncio.run(two_at_once()) == "both"
+        def wait_started(self, key):
+            self.seen.append("started")
+
+        def wait_ended(self, key):
+            self.seen.append("ended")
+
+    now, most = 0, 0
+
+    async def request() -> None:
+        nonlocal now, most
+        async with down.slot(KEY, tokens=1):
+            now += 1
+            most = max(most, now)
+            await asyncio.sleep(0.1)
+            now -= 1
+
+    listener = Listener()
+    with rate_limits.watching_waits(listener):
+        await asyncio.gather(*(request() for _ in range(3)))
+        assert most == 2  # in flight: 4 × 0.5
+        assert listener.seen[:1] == ["started"]
+        # the minute's three requests are spent: a fourth waits past a short max_wait
+        down.max_wait = 0.5
+        with pytest.raises(ProviderLimitTimeout, match="3 requests a minute from this process"):
+            await request()
 
 
 class _Headers(dict):

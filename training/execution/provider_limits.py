@@ -27,6 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from training import conf
 from training.engine.language_models import rate_limits
 from training.engine.language_models.litellm_loader import get_litellm
 from training.engine.language_models.rate_limits import Limits, ProviderKey
@@ -128,8 +129,16 @@ def max_wait() -> float:
 
 
 def install() -> RedisProviderLimiter:
-    """Install this process's limiter on the project's Redis; returns it."""
+    """Install this process's limiter on the project's Redis; returns it. While Redis cannot
+    be asked, each worker process keeps one TRAINBOARD_WORKER_CONCURRENCY-th of each limit."""
     configured()  # a malformed table is an error at start, not at a run's first call
-    limiter = RedisProviderLimiter(settings.REDIS_URL, limits_for, max_wait=max_wait(), hint=HINT)
+    processes = max(1, int(conf.get("TRAINBOARD_WORKER_CONCURRENCY")))
+    limiter = RedisProviderLimiter(
+        settings.REDIS_URL,
+        limits_for,
+        max_wait=max_wait(),
+        hint=HINT,
+        fallback_share=1.0 / processes,
+    )
     rate_limits.install(limiter)
     return limiter

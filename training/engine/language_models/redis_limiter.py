@@ -25,8 +25,11 @@ A key with no limits at all (``Limits()``: an offline model) never touches Redis
 A refused grant says how long to wait when it knows (a window entry leaving, the cool-down
 ending); a full semaphore is polled with a growing, jittered interval. Every wait ends within
 ``max_wait`` seconds (:class:`~training.engine.language_models.rate_limits.ProviderLimitTimeout`).
-When Redis cannot be asked the request goes ahead unthrottled (logged once per outage): a
-limit only spares the provider 429s, which are retried anyway.
+When Redis cannot be asked, each process keeps the limits by itself until Redis answers
+again (:class:`LocalFallback`, logged once per outage): its share of each limit
+(``fallback_share``, e.g. one over the worker processes of a machine), and waits, saying
+so, like a refusal from Redis. Across several machines that is more than the limit, never
+unthrottled.
 
 Example:
 
@@ -158,6 +161,8 @@ class RedisProviderLimiter:
         prefix: put before every key, so one Redis serves other things too.
         socket_timeout: seconds any Redis command may take.
         hint: what the timeout message tells the user to do (e.g. the setting to raise).
+        fallback_share: the part of each limit this process keeps by itself while Redis
+            cannot be asked (:class:`LocalFallback`).
 
     Example:
 
@@ -178,6 +183,7 @@ class RedisProviderLimiter:
         prefix: str = "trainboard:ratelimit:",
         socket_timeout: float = 3.0,
         hint: str = "",
+        fallback_share: float = 1.0,
     ):
         import redis
 
@@ -202,6 +208,7 @@ class RedisProviderLimiter:
         self._lock = threading.Lock()
         self._renewer: threading.Thread | None = None
         self._down = False
+        self.fallback = LocalFallback(fallback_share)
 
     # -- keys and limits -------------------------------------------------------------------
     def keys(self, key: ProviderKey) -> tuple[str, str, str]:
@@ -239,9 +246,14 @@ class RedisProviderLimiter:
         with contextlib.ExitStack() as wait:
             while True:
                 answer = await self._ask(key, limits, lease, tokens)
-                if answer is None:  # Redis unreachable: go ahead, unthrottled
-                    return _Held(self, key, lease, tokens, counted=False, windowed=False)
-                granted, wait_ms, reason = answer
+                if answer is None:  # Redis unreachable: this process keeps its share alone
+                    granted, wait_ms, reason = self.fallback.ask(key, limits, lease, tokens)
+                    if granted:
+                        return _Held(
+                            self, key, lease, tokens, counted=True, windowed=True, local=True
+                        )
+                else:
+                    granted, wait_ms, reason = answer
                 if granted:
                     return _Held(
                         self,
@@ -314,6 +326,7 @@ class RedisProviderLimiter:
         """Nobody sends to ``key`` for ``seconds`` (at least 1 ms), in any process."""
         if not self.limits(key).any:
             return
+        self.fallback.cool_down(key, seconds)
         try:
             self._cool_down(keys=[self.keys(key)[2]], args=[max(1, int(seconds * 1000))])
         except self._errors as exc:
@@ -351,8 +364,8 @@ class RedisProviderLimiter:
     def _failed(self, action: str, exc: BaseException) -> None:
         if not self._down:
             logger.warning(
-                "provider rate limits in Redis: %s failed (%s: %s); requests go ahead "
-                "unthrottled until Redis answers",
+                "provider rate limits in Redis: %s failed (%s: %s); this process keeps its "
+                "share of the limits by itself until Redis answers",
                 action,
                 type(exc).__name__,
                 exc,
@@ -371,14 +384,19 @@ class _Held:
         tokens: int,
         counted: bool,
         windowed: bool,
+        local: bool = False,
     ):
         self.limiter, self.key, self.lease, self.tokens = limiter, key, lease, tokens
-        self.counted, self.windowed = counted, windowed
+        self.counted, self.windowed, self.local = counted, windowed, local
 
     def settle(self, tokens: int) -> None:
         """The request used ``tokens`` tokens: its window entry counts those from now on."""
         tokens = max(0, int(tokens))
         if not self.windowed or tokens == self.tokens:
+            return
+        if self.local:
+            self.limiter.fallback.settle(self.key, self.lease, tokens)
+            self.tokens = tokens
             return
         window = self.limiter.keys(self.key)[1]
         try:
@@ -392,9 +410,80 @@ class _Held:
         if not self.counted:
             return
         self.counted = False
+        if self.local:
+            self.limiter.fallback.release(self.key)
+            return
         in_flight = self.limiter.keys(self.key)[0]
         self.limiter._unhold(in_flight, self.lease)
         try:
             self.limiter._client.zrem(in_flight, self.lease)
         except self.limiter._errors as exc:  # the lease expires by itself
             self.limiter._failed("freeing a slot", exc)
+
+
+class LocalFallback:
+    """The limits kept by one process alone, while Redis cannot be asked.
+
+    Each limit is scaled by ``share`` (at least 1): requests in flight, requests and tokens in
+    the last minute, and a 429's cool-down. Answers like the Redis script: (granted, how many
+    milliseconds until room comes back or 0 when unknown, what holds the request back).
+    """
+
+    def __init__(self, share: float = 1.0):
+        self.share = min(1.0, max(0.0, float(share))) or 1.0
+        self._lock = threading.Lock()
+        self._in_flight: dict[ProviderKey, int] = {}
+        self._window: dict[ProviderKey, dict[str, tuple[float, int]]] = {}
+        self._cool: dict[ProviderKey, float] = {}
+
+    def _cap(self, limit: int | None) -> int:
+        return max(1, int(limit * self.share)) if limit else 0
+
+    def ask(
+        self, key: ProviderKey, limits: Limits, lease: str, tokens: int
+    ) -> tuple[bool, int, str]:
+        now = time.monotonic()
+        with self._lock:
+            cooled = self._cool.get(key, 0.0) - now
+            if cooled > 0:
+                return False, int(cooled * 1000) + 1, "a 429's cool-down (Redis away)"
+            in_flight = self._cap(limits.in_flight)
+            if in_flight and self._in_flight.get(key, 0) >= in_flight:
+                return False, 0, f"{in_flight} requests in flight from this process (Redis away)"
+            window = self._window.setdefault(key, {})
+            for old in [k for k, (at, _) in window.items() if now - at >= WINDOW_MS / 1000]:
+                del window[old]
+            leaving = (
+                int(
+                    (min((at for at, _ in window.values()), default=now) + WINDOW_MS / 1000 - now)
+                    * 1000
+                )
+                + 1
+            )
+            rpm = self._cap(limits.rpm)
+            if rpm and len(window) >= rpm:
+                return False, leaving, f"{rpm} requests a minute from this process (Redis away)"
+            tpm = self._cap(limits.tpm)
+            if tpm and window and sum(t for _, t in window.values()) + tokens > tpm:
+                return False, leaving, f"{tpm} tokens a minute from this process (Redis away)"
+            if in_flight:
+                self._in_flight[key] = self._in_flight.get(key, 0) + 1
+            if rpm or tpm:
+                window[lease] = (now, tokens)
+            return True, 0, ""
+
+    def settle(self, key: ProviderKey, lease: str, tokens: int) -> None:
+        with self._lock:
+            window = self._window.get(key, {})
+            if lease in window:
+                window[lease] = (window[lease][0], tokens)
+
+    def release(self, key: ProviderKey) -> None:
+        with self._lock:
+            if self._in_flight.get(key, 0) > 0:
+                self._in_flight[key] -= 1
+
+    def cool_down(self, key: ProviderKey, seconds: float) -> None:
+        with self._lock:
+            until = time.monotonic() + max(0.001, float(seconds))
+            self._cool[key] = max(self._cool.get(key, 0.0), until)
