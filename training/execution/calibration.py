@@ -48,6 +48,7 @@ from django.db.models import Avg, Count, Sum
 from pydantic import Field
 
 import training.engine as synalinks
+from core import worker_status
 from training.engine.contention import ALONE_THREADS, Contention, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.forecast import Span
@@ -429,6 +430,9 @@ def calibrate_model(
     """The calibration, in a worker (where the local models are loaded and runs execute); a
     failure is stored in words for the form (:func:`failure`)."""
     key = key or model
+    held = worker_status.busy_started(
+        f"measuring the pace of {model} (the forecast's calibration)", CALIBRATION_SECONDS + 60
+    )
     try:
         measure(model, key, owner_id, endpoint)
     except TimeoutError:
@@ -439,6 +443,8 @@ def calibrate_model(
         _failed(key, f"the model cannot be reached: {exc}")
     except (ModelStringError, ValueError, synalinks.LanguageModelError) as exc:
         _failed(key, f"the model refused the calibration: {exc}")
+    finally:
+        worker_status.busy_finished(held)
 
 
 def _failed(model: str, message: str) -> None:
