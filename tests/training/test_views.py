@@ -104,6 +104,14 @@ def test_import_rejects_garbage_with_a_reason(client_user):
     assert "line 1, column 2" in response.content.decode()
 
 
+def test_a_new_program_opens_with_a_name(client_user, user, demo_dataset):
+    page = client_user.get(reverse("training:program-create")).content.decode()
+    assert 'name="name" value="Program 1"' in page
+    make_program(user, demo_dataset, name="Program 2")
+    page = client_user.get(reverse("training:program-create")).content.decode()
+    assert 'name="name" value="Program 3"' in page  # the next free one
+
+
 def test_the_home_pages_import_link_leads_to_the_import_form(client_user, user, demo_dataset):
     make_program(user, demo_dataset)  # the link is under the user's programs
     home = client_user.get(reverse("training:home")).content.decode()

@@ -26,6 +26,16 @@ from training.programs import programs
 PROGRAM_RUNS_SHOWN = 20
 
 
+def new_program_name(user) -> str:
+    """The name the program form starts with: "Program N", N one past the user's programs
+    (the next free one), so a new program never opens nameless."""
+    taken = set(programs_of(user).values_list("name", flat=True))
+    number = len(taken) + 1
+    while f"Program {number}" in taken:
+        number += 1
+    return f"Program {number}"
+
+
 def programs_of(user) -> QuerySet[Program]:
     """The user's programs with their dataset, newest first (the model's ordering)."""
     return Program.objects.filter(owner=user).select_related("dataset")

@@ -31,7 +31,12 @@ def program_list(request):
 @require_http_methods(["GET", "POST"])
 def program_create(request):
     form = ProgramForm(
-        request.POST or None, user=request.user, initial={"dataset": request.GET.get("dataset")}
+        request.POST or None,
+        user=request.user,
+        initial={
+            "dataset": request.GET.get("dataset"),
+            "name": selectors.new_program_name(request.user),
+        },
     )
     if request.method == "POST" and form.is_valid():
         program = program_services.create_program(
