@@ -49,3 +49,18 @@ def test_null_and_empty_are_one_unset_and_the_trained_version_is_shown(
     assert rows["reward.in_mask"] == (False, ["—", "—"])
     assert rows["metrics_in_mask"] == (False, ["—", "—"])
     assert [key for key, (differs, _) in rows.items() if differs] == ["program version"]
+
+
+def test_each_column_names_its_optimizer_and_what_differs(client_user, user, program, demo_dataset):
+    first = make_finished_run(user, program, demo_dataset)
+    second = make_finished_run(user, program, demo_dataset)
+    first.config["epochs"], second.config["epochs"] = 1, 3
+    first.config["seed"], second.config["seed"] = 1, 2
+    first.save()
+    second.save()
+    html = client_user.get(
+        reverse("training:compare"), {"runs": [first.pk, second.pk]}
+    ).content.decode()
+    headings = re.findall(r'<span class="muted compare-heading">([^<]*)</span>', html)
+    optimizer = first.optimizer_name
+    assert headings[:2] == [f"{optimizer} · epochs 1 · seed 1", f"{optimizer} · epochs 3 · seed 2"]

@@ -47,11 +47,30 @@ def compare(runs: list[Run]) -> dict[str, Any]:
             row = next((r for r in entry["before_after"] if r["metric"] == name), None)
             cells.append(row)
         metrics_table.append({"metric": name, "cells": cells})
+    rows = config_diff(runs)
     return {
         "chart": {"runs": chart_runs},
         "metrics_table": metrics_table,
-        "config_rows": config_diff(runs),
+        "config_rows": rows,
+        "headings": headings(runs, rows),
     }
+
+
+#: Settings a column's heading names at most, besides the optimizer.
+HEADING_SETTINGS = 3
+
+
+def headings(runs: list[Run], rows: list[dict[str, Any]]) -> list[str]:
+    """Each run's column heading beyond its number and program: its optimizer and the first
+    settings in which the runs differ ("CalibratedLabels · epochs 2 · seed 3"), so columns
+    of runs of one program can be told apart."""
+    differing = [row for row in rows if row["differs"] and not row["key"].startswith("optimizer")]
+    found = []
+    for index, run in enumerate(runs):
+        parts = [run.optimizer_name]
+        parts += [f"{row['key']} {row['values'][index]}" for row in differing[:HEADING_SETTINGS]]
+        found.append(" · ".join(parts))
+    return found
 
 
 #: How an unset value reads in the configuration table: null, "", [] and {} are one "unset".

@@ -24,6 +24,8 @@ def compare(request):
     if len(runs) >= 2:
         data = comparison.compare(runs)
         context.update(data)
+        for run, heading in zip(runs, data["headings"], strict=True):
+            run.compare_heading = heading
         context["compare_json"] = json.dumps(data["chart"])
         context["learned"] = learned_comparison.compare_learned(runs)
     else:
