@@ -97,3 +97,29 @@ def test_compare_page_shows_them_escaped(client_user, user, demo_dataset):
     assert (
         html.count('<div class="learned-column ') + html.count('<div class="learned-column"') == 2
     )
+
+
+def test_a_retrieval_candidate_shows_its_pool_not_none(client_user, user, demo_dataset):
+    pool = [dict(example(f"m{i}", "bug"), vector="AAA=") for i in range(5)]
+    nearest = finished_run(
+        user,
+        demo_dataset,
+        [
+            {
+                "value": {
+                    "instructions": "Route.",
+                    "examples": [],
+                    "retrieval": {"pool": pool, "k": 4},
+                },
+                "reward": 0.9,
+            }
+        ],
+    )
+    plain = finished_run(
+        user, demo_dataset, [{"value": {"instructions": "Route.", "examples": []}, "reward": 0.5}]
+    )
+    html = client_user.get(
+        reverse("training:compare"), {"runs": [nearest.pk, plain.pk]}
+    ).content.decode()
+    assert "4 nearest of 5 pooled examples, retrieved for each input" in html
+    assert html.count('<p class="muted">none</p>') == 1  # the plain run only

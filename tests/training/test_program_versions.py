@@ -3,6 +3,8 @@ the program page per version, launching from a version, diffing two, owners only
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -197,3 +199,32 @@ def test_a_run_launched_from_a_promoted_version_trains_that_version(
     second.refresh_from_db()
     # It started from the trained examples: scored before any training of its own.
     assert second.baseline_reward == first.final_reward
+
+
+def test_a_retrieval_versions_examples_are_its_pool_not_zero():
+    """A NearestFewShot or CalibratedLabels program's examples are its retrieval pool: the
+    version list says "4 nearest of 3 pooled", not "0 examples"."""
+    from types import SimpleNamespace
+
+    from django.template.loader import render_to_string
+
+    from training.programs.program_versions import summary_of
+
+    pool = [{"inputs": {"m": str(i)}, "outputs": {"team": "bug"}} for i in range(3)]
+    document = {
+        "variables": {
+            "gen/state": {"value": {"examples": [], "retrieval": {"pool": pool, "k": 4}}},
+            "judge/state": {"value": {"examples": [{"a": 1}], "decision": {"field": "team"}}},
+        }
+    }
+    rows = summary_of(SimpleNamespace(engine_json=document))
+    assert [(r["name"], r["examples"], r["pooled"], r["nearest"]) for r in rows] == [
+        ("gen/state", 0, 3, 4),
+        ("judge/state", 1, 0, None),
+    ]
+    version = SimpleNamespace(number=2, variable_rows=rows)
+    html = render_to_string(
+        "training/partials/program_versions.html", {"versions": [version], "program": None}
+    )
+    shown = re.findall(r'<span class="version-examples">([^<]*)</span>', html)
+    assert shown == ["4 nearest of 3 pooled examples", "1 example, a learned label decision"]

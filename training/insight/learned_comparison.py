@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import F
 
 from training.models import Candidate, Run
+from training.programs.candidate_diff import retrieval_summary
 
 _TOKEN = re.compile(r"\w+|[^\w\s]+|\s+")
 #: Examples shown per run and variable (the rest are counted).
@@ -41,7 +42,8 @@ def best_candidates(runs: list[Run]) -> dict[int, dict[str, Candidate]]:
 def compare_learned(runs: list[Run]) -> list[dict[str, Any]]:
     """One entry per variable: ``{"variable", "columns"}``, a column per run with
     ``run``, ``candidate`` (or None), ``instructions`` (``[(text, changed)]`` tokens),
-    ``examples`` (``[(text, changed)]``), ``more_examples`` and ``differs`` (anything
+    ``examples`` (``[(text, changed)]``), ``more_examples``, ``retrieval`` (the pool's
+    summary, ``candidate_diff.retrieval_summary``, or None) and ``differs`` (anything
     differs from the other runs)."""
     best = best_candidates(runs)
     variables: list[str] = []
@@ -70,6 +72,8 @@ def compare_learned(runs: list[Run]) -> list[dict[str, Any]]:
                     "examples": [(text, text not in shared) for text in items[:MAX_EXAMPLES]],
                     "more_examples": max(0, len(items) - MAX_EXAMPLES),
                     "has_value": value is not None,
+                    # a retrieval program's examples are its pool, per input
+                    "retrieval": retrieval_summary((value or {}).get("retrieval")),
                     "differs": any(changed for _, changed in words)
                     or any(text not in shared for text in items),
                 }

@@ -108,15 +108,24 @@ def variables_of(document: Any) -> dict[str, dict]:
 
 
 def summary_of(version: ProgramVersion) -> list[dict[str, Any]]:
-    """Per variable: its name, how many few-shot examples, its instructions."""
+    """Per variable: its name, how many fixed few-shot examples, its retrieval pool (how
+    many pooled, how many nearest go in each prompt or vote), whether a label decision is
+    learned, its instructions. A retrieval program's examples are its pool: never "0
+    examples" beside a run that says "4 nearest of 77 pooled"."""
     rows = []
     for name, value in variables_of(version.engine_json).items():
         examples = value.get("examples")
         instructions = value.get("instructions")
+        retrieval = value.get("retrieval") if isinstance(value.get("retrieval"), dict) else {}
+        pool = retrieval.get("pool") if isinstance(retrieval.get("pool"), list) else []
         rows.append(
             {
                 "name": name,
                 "examples": len(examples) if isinstance(examples, list) else 0,
+                "pooled": len(pool),
+                "nearest": retrieval.get("k") if pool else None,
+                "in_prompt": retrieval.get("in_prompt", True) is not False,
+                "decision": isinstance(value.get("decision"), dict),
                 "instructions": instructions if isinstance(instructions, str) else "",
             }
         )
