@@ -58,16 +58,11 @@ def reset_password(request, pk):
     _administrator(request)
     member = _member(pk)
     password = services.temporary_password()
-    try:
-        services.reset_password(request.user, member, password)
-    except services.TeamError as exc:
-        messages.error(request, str(exc))
-        return redirect("team")
-    messages.success(
+    return _done(
         request,
+        lambda: services.reset_password(request.user, member, password),
         f"New password for {member.get_username()}: {password} (shown once: hand it to them).",
     )
-    return redirect("team")
 
 
 @require_POST
@@ -75,15 +70,21 @@ def set_active(request, pk):
     _administrator(request)
     member = _member(pk)
     active = request.POST.get("active") == "1"
-    try:
-        services.set_active(request.user, member, active)
-    except services.TeamError as exc:
-        messages.error(request, str(exc))
-        return redirect("team")
-    messages.success(
+    return _done(
         request,
+        lambda: services.set_active(request.user, member, active),
         f"{member.get_username()} {'can log in again' if active else 'can no longer log in'}.",
     )
+
+
+def _done(request, change, success: str):
+    """Make ``change``; say ``success``, or why it cannot be done; back to the Team page."""
+    try:
+        change()
+    except services.TeamError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, success)
     return redirect("team")
 
 
