@@ -24,7 +24,9 @@ import json
 import logging
 from typing import Any
 
-from training.execution.tasks import execute_run, send_attempt
+from celery import current_app
+
+from training.execution.sending import send_attempt
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -35,7 +37,7 @@ Key = tuple[int, int, str]  # (run id, attempt, task id)
 def broker_task_ids() -> set[str] | None:
     """The ids of the run tasks waiting in the runs' queue (at every priority). None when the
     broker is not Redis (nothing to look into)."""
-    app = execute_run.app
+    app = current_app
     queue = app.conf.task_default_queue
     with app.connection_for_read() as connection:
         channel = connection.default_channel

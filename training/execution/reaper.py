@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from training import conf
 from training.execution import events, pulse, run_state
+from training.execution.sending import enqueue
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -70,8 +71,6 @@ def resume_without_a_person(run_id: int) -> bool:
     unless it has been resumed so TRAINBOARD_AUTO_RESUMES times already (a run that kills its
     worker each time must not loop); True if it was queued. Its page says so
     (``Run.auto_resumes``); past the bound the failure says why nothing resumed it."""
-    from training.execution.tasks import enqueue  # tasks imports this module
-
     limit = int(conf.get("TRAINBOARD_AUTO_RESUMES"))
     lost = Run.objects.filter(pk=run_id, status=Run.FAILED)
     with transaction.atomic():

@@ -16,6 +16,7 @@ import logging
 import time
 
 from training.execution import run_state
+from training.execution.sending import enqueue
 from training.models import Run
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ def pause_for_stop(worker_prefix: str, wait_seconds: float) -> tuple[int, int]:
 
 def resume_at_start() -> list[int]:
     """Queue again the runs a stop paused (each once: the flag is cleared by the update)."""
-    from training.execution.tasks import enqueue  # tasks imports run_state; no cycle at load
-
     resumed = []
     for run_id in Run.objects.filter(status=Run.PAUSED, resume_at_start=True).values_list(
         "pk", flat=True

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from training.execution import events, forecast, run_config, run_state
 from training.execution.budget import BudgetError, caps_from, describe, used_of
-from training.execution.tasks import enqueue
+from training.execution.sending import enqueue
 from training.models import Candidate, EpochLog, OptimizerError, Program, ProgramVersion, Run
 from training.programs import program_versions
 
