@@ -62,9 +62,13 @@ HEADING_SETTINGS = 3
 
 def headings(runs: list[Run], rows: list[dict[str, Any]]) -> list[str]:
     """Each run's column heading beyond its number and program: its optimizer and the first
-    settings in which the runs differ ("CalibratedLabels · epochs 2 · seed 3"), so columns
-    of runs of one program can be told apart."""
-    differing = [row for row in rows if row["differs"] and not row["key"].startswith("optimizer")]
+    settings, by name, in which the runs differ ("CalibratedLabels · epochs 2 · seed 3"), so
+    columns of runs of one program can be told apart."""
+    # by name: a JSON column's key order is the database's (PostgreSQL's jsonb sorts by length)
+    differing = sorted(
+        (row for row in rows if row["differs"] and not row["key"].startswith("optimizer")),
+        key=lambda row: row["key"],
+    )
     found = []
     for index, run in enumerate(runs):
         parts = [run.optimizer_name]
