@@ -188,8 +188,8 @@ def execute(user, program, config: dict) -> dict:
     import forecast_parts
     from django.db.models import Sum
 
-    from training.execution import cpu_meter
-    from training.execution.calibration import OPTIMIZER_ROLES
+    from training.execution.pace import cpu_meter
+    from training.execution.pace.calibration import OPTIMIZER_ROLES
 
     load = os.getloadavg()
     cpu_started = cpu_meter.sample()
@@ -277,7 +277,7 @@ def main() -> None:
     setup(var_dir)
     from django.contrib.auth import get_user_model
 
-    from training.execution import calibration
+    from training.execution.pace import calibration
     from training.programs.demo import ensure_demo_program
 
     user, _ = get_user_model().objects.get_or_create(username="bench")

@@ -163,7 +163,7 @@ def main() -> int:
 
 def pause_runs(stack: launcher.Stack, wait: float) -> None:
     """Before the worker stops: its running runs pause at their next batch (at most ``wait``
-    seconds) and the next start resumes them (``training.execution.shutdown``)."""
+    seconds) and the next start resumes them (``training.execution.liveness.shutdown``)."""
     worker = stack.procs.get("worker")
     if worker is None or worker.poll() is not None:
         return

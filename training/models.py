@@ -227,7 +227,7 @@ class Run(models.Model):
     # Incremented by every launch/resume; a task whose attempt differs is stale and exits.
     attempt = models.PositiveIntegerField(default=1)
     # Resumes made without a person after the run's worker was lost (at most
-    # TRAINBOARD_AUTO_RESUMES; training.execution.reaper).
+    # TRAINBOARD_AUTO_RESUMES; training.execution.liveness.reaper).
     auto_resumes = models.PositiveIntegerField(default=0)
     task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=200, blank=True)
@@ -238,7 +238,7 @@ class Run(models.Model):
     # that point.
     pause_requested = models.BooleanField(default=False)
     # Paused because Trainboard itself stopped (``make run`` on Ctrl-C or SIGTERM), not by
-    # its owner: the next start resumes it (training.execution.shutdown).
+    # its owner: the next start resumes it (training.execution.liveness.shutdown).
     resume_at_start = models.BooleanField(default=False)
     # Candidates people wrote for the live population (training.runs.hand_candidates):
     # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
@@ -500,8 +500,8 @@ class Candidate(models.Model):
     latency_per_call = models.FloatField(null=True, blank=True)
     selection_reward = models.FloatField(null=True, blank=True)
     # Each scoring example's prediction (output JSON, None where it failed), in the scoring
-    # set's order, bounded (``training/execution/candidate_predictions.py``): what re-scores
-    # the candidate on corrected answers or another reward with no program call.
+    # set's order, bounded (``training/execution/recording/candidate_predictions.py``): what
+    # re-scores the candidate on corrected answers or another reward with no program call.
     example_predictions = models.JSONField(null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -614,7 +614,7 @@ class Evaluation(models.Model):
 class LMCallTrace(models.Model):
     """One LM or embedding call of a run (:class:`training.engine.language_models.tracing.CallTrace`).
 
-    Written in bulk by :mod:`training.execution.traces`; bounded per run by
+    Written in bulk by :mod:`training.execution.recording.traces`; bounded per run by
     ``TRAINBOARD_TRACE_MAX_CALLS`` (later calls are counted in ``Run.traces_dropped``) and per
     text by ``TRAINBOARD_TRACE_MAX_CHARS``; secrets are scrubbed by the engine before a row
     exists. Everything here came from or went to an LM: shown escaped, never ``|safe``.
@@ -667,8 +667,9 @@ class EvaluationExample(models.Model):
 
     The reward is ``Evaluation.example_rewards[example_index]``'s copy; the inputs and expected
     output are the dataset's test row ``example_index`` (not copied). ``prediction`` is the
-    output's JSON with each text cut to ``training.execution.evaluation_examples.MAX_CHARS``;
-    it came from an LM: shown escaped, never ``|safe``.
+    output's JSON with each text cut to
+    ``training.execution.recording.evaluation_examples.MAX_CHARS``; it came from an LM: shown
+    escaped, never ``|safe``.
     """
 
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="examples")
@@ -689,7 +690,7 @@ class EvaluationExample(models.Model):
 class ModelPace(models.Model):
     """A model's measured pace where this installation's workers run it.
 
-    Written by workers only (``training.execution.calibration``): a short calibration the
+    Written by workers only (``training.execution.pace.calibration``): a short calibration the
     first time a forecast needs the model, then refined by every run they finish on it. The
     launch form's forecast reads it and never waits on a worker. ``pace``: the engine's
     ``training.engine.pace.Pace`` as JSON; ``sizes``: tokens per call by role (``judge``,

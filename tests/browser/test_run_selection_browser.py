@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
 FAIL_STAND_IN = """
-from training.execution.reaper import mark_worker_lost
+from training.execution.liveness.reaper import mark_worker_lost
 print(mark_worker_lost({run_id}, "the test's stand-in run: no worker held it"))
 """
 

@@ -1,4 +1,4 @@
-"""A machine whose load a test sets: the ``training.execution.cpu_meter`` source.
+"""A machine whose load a test sets: the ``training.execution.pace.cpu_meter`` source.
 
 Each sample advances a fake clock by ``step`` seconds, the other processes' busy time by
 ``others`` cores over it and this process's own CPU time by ``own`` cores (None: the rest
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from training.execution.cpu_meter import CpuSample
+from training.execution.pace.cpu_meter import CpuSample
 
 
 @dataclass

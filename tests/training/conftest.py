@@ -13,7 +13,7 @@ import pytest
 
 from datasets.services import create_demo_dataset
 from tests.support.fake_cpu import FakeMachine
-from training.execution import cpu_meter
+from training.execution.pace import cpu_meter
 from training.models import Run
 
 from .helpers_programs import make_program

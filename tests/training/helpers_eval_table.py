@@ -7,7 +7,7 @@ from __future__ import annotations
 from datasets.models import Dataset, DatasetRow
 from tests.training.helpers_programs import make_program
 from training.engine.trainers.data_adapter import scoring_positions
-from training.execution import persistence
+from training.execution.recording import persistence
 from training.execution.run_config import validate_run_config
 from training.models import Run
 

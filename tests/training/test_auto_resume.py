@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from training.execution import reaper, run_state
+from training.execution import run_state
+from training.execution.liveness import reaper
 from training.models import Candidate, EpochLog, Run
 
 from .conftest import running_run

@@ -13,7 +13,7 @@ from django.urls import reverse
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
 from training.execution import attempt as execution
-from training.execution import evaluation_examples
+from training.execution.recording import evaluation_examples
 from training.insight.eval_table import ROWS_PER_PAGE
 from training.models import EvaluationExample, Run
 

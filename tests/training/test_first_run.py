@@ -10,7 +10,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from training.execution import calibration
+from training.execution.pace import calibration
 from training.execution.run_config import presets
 from training.models import Run
 from training.programs.demo import ensure_demo_program

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from training.engine.pace import Pace
 from training.execution import attempt as execution
-from training.execution import calibration
 from training.execution import forecast as forecast_services
+from training.execution.pace import calibration
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from training.execution import calibration
 from training.execution import forecast as forecast_services
+from training.execution.pace import calibration
 from training.models import ModelPace
 
 from . import test_forecast, test_server_keys

@@ -14,8 +14,8 @@ from django.utils import timezone
 from training.engine.contention import LOAD_WINDOWS, load_share
 from training.engine.pace import TIME_FACTOR_BOUNDS, Pace
 from training.execution import attempt as execution
-from training.execution import calibration, cpu_meter
 from training.execution import forecast as forecast_services
+from training.execution.pace import calibration, cpu_meter
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 

@@ -17,8 +17,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from datasets import services
-from training.execution import reaper
-from training.execution.heartbeat import Heartbeat
+from training.execution.liveness import reaper
+from training.execution.liveness.heartbeat import Heartbeat
 from training.models import Run
 
 from .conftest import running_run

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from training.execution import attempt as execution
-from training.execution import reaper
+from training.execution.liveness import reaper
 from training.models import EpochLog, Evaluation, Run
 from training.runs import launch as runs
 

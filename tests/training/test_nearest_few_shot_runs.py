@@ -21,7 +21,7 @@ import training.engine as synalinks
 from training.engine.modules import example_retrieval
 from training.execution import attempt as execution
 from training.execution import forecast
-from training.execution.persistence import PersistenceCallback
+from training.execution.recording.persistence import PersistenceCallback
 from training.execution.run_config import RunConfigError, build_optimizer
 from training.models import Candidate, Run
 from training.programs.demo import ensure_demo_program

@@ -205,7 +205,7 @@ def test_pause_asked_during_an_epochs_end_pauses_there(client_user, user, progra
     assert execution.execute(straight.pk, 1) == Run.SUCCEEDED
     straight.refresh_from_db()
     run = make_run(user, program, demo_dataset, run_config(**CONFIG))
-    from training.execution import persistence
+    from training.execution.recording import persistence
 
     original = persistence.PersistenceCallback._on_epoch_end
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from training.execution import persistence
+from training.execution.recording import persistence
 from training.insight import lineage, population_map, spend
 from training.models import Candidate, Run
 

@@ -65,7 +65,7 @@ def test_a_run_queued_when_redis_restarts_is_sent_again_and_finishes(
     assert first_task
     assert waiting_messages(private_redis.url) == 1
     # A message that waits in the queue is never sent twice, however many passes see it.
-    passes = "from training.execution.forgotten_runs import ForgottenRuns as F;f=F();print([f.send_again() for _ in range(3)])"
+    passes = "from training.execution.liveness.forgotten_runs import ForgottenRuns as F;f=F();print([f.send_again() for _ in range(3)])"
     assert shell(live, passes) == "[[], [], []]"
     assert waiting_messages(private_redis.url) == 1
 

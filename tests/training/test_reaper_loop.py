@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from core.local_runtime import launcher
 from training import conf
-from training.execution import reaper
+from training.execution.liveness import reaper
 from training.models import Run
 
 from .conftest import running_run

@@ -11,7 +11,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from training.execution import pulse, reaper
+from training.execution.liveness import pulse, reaper
 from training.models import Run
 
 from .conftest import running_run

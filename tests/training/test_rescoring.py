@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from datasets import versions
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_PREDICTIONS
-from training.execution import candidate_predictions
+from training.execution.recording import candidate_predictions
 from training.insight import rescore_jobs, rescoring
 from training.models import Candidate, LMCallTrace, RescoreJob, Run
 

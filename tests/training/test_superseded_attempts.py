@@ -12,8 +12,8 @@ from django.db import OperationalError
 from django.db.models.query import QuerySet
 
 from training.execution import attempt as execution
-from training.execution.heartbeat import Heartbeat
-from training.execution.persistence import PersistenceCallback
+from training.execution.liveness.heartbeat import Heartbeat
+from training.execution.recording.persistence import PersistenceCallback
 from training.models import Candidate, EpochLog, OptimizerError, Run
 
 from .conftest import long_fake_run, running_run

@@ -15,7 +15,8 @@ from django.urls import reverse
 from datasets.services import get_split
 from tests.support.fake_models import XSS_PAYLOAD
 from training.engine import tracing
-from training.execution import events, traces
+from training.execution import events
+from training.execution.recording import traces
 from training.models import Candidate, LMCallTrace, Run
 
 from .conftest import executed_run, make_program, make_run, run_config

@@ -34,19 +34,17 @@ from training.engine.language_models import rate_limits
 from training.engine.trainers.pause_point import PausePoint
 from training.execution import (
     budget,
-    calibration,
-    cpu_meter,
     events,
     model_loading,
-    persistence,
     prediction_failures,
     run_config,
     run_state,
-    traces,
 )
-from training.execution.heartbeat import Heartbeat, close_connection
-from training.execution.persistence import PersistenceCallback
+from training.execution.liveness.heartbeat import Heartbeat, close_connection
+from training.execution.pace import calibration, cpu_meter
 from training.execution.rate_limit_notice import RateLimitNotice
+from training.execution.recording import persistence, traces
+from training.execution.recording.persistence import PersistenceCallback
 from training.execution.run_config import (
     build_metrics,
     build_optimizer,

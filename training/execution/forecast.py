@@ -11,7 +11,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   the targets' JSON. An LM judge's calls and OMEGA's mutations: what recent runs' traces
   measured on that model (``calibration.learned_size``), else a stated assumption.
 - **Seconds** (``training.engine.pace.run_time``): the model's :class:`Pace` measured by a
-  worker (``training.execution.calibration``: a short calibration, then every run it ends),
+  worker (``training.execution.pace.calibration``: a short calibration, then every run it ends),
   read from the database. A model not measured yet: the forecast says "measuring" (a worker
   is asked, in the background) and gives calls only until the pace is stored.
 - **The machine now** (:func:`machine`): runs executing or queued take worker processes and,
@@ -24,7 +24,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
 
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
-worker's :func:`~training.execution.calibration.learn_from_run` learns from the difference.
+worker's :func:`~training.execution.pace.calibration.learn_from_run` learns from the difference.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
-from training.execution import budget, calibration, cpu_meter, run_config
+from training.execution import budget, run_config
+from training.execution.pace import calibration, cpu_meter
 from training.execution.run_config import judge_model, optimizer_model
 from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model

@@ -8,8 +8,8 @@ reaper; this module calls down into ``attempt``, which executes runs.
 ``execute_run`` acks late and is not re-queued when its worker process dies
 (``reject_on_worker_lost=False``): the pool's parent then reports ``WorkerLostError``
 and ``task_failure`` marks the run "failed: worker lost" at once. If the whole worker is
-killed, the heartbeat reaper does it instead (see training.execution.reaper); a message that
-comes back later finds the run no longer queued and does nothing.
+killed, the heartbeat reaper does it instead (see training.execution.liveness.reaper); a
+message that comes back later finds the run no longer queued and does nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from django.db import DatabaseError
 
 from training.execution import (
     ablation,  # noqa: F401  (registers its task with the app)
-    reaper,
     run_state,
 )
 from training.execution.attempt import execute
+from training.execution.liveness import reaper
 from training.execution.sending import TASK_NAME, enqueue, send_attempt
 
 __all__ = ["TASK_NAME", "enqueue", "execute_run", "send_attempt"]
@@ -71,4 +71,4 @@ def _reap_on_worker_start(sender=None, **kwargs):
 
 
 # The forecast's calibration of a model (a few calls on a worker): registered with the worker.
-from training.execution.calibration import calibrate_model  # noqa: E402,F401
+from training.execution.pace.calibration import calibrate_model  # noqa: E402,F401

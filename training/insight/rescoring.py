@@ -7,9 +7,9 @@ up to date without running it again:
 
 - its test evaluations before/after training: each stored ``EvaluationExample`` prediction;
 - every scored candidate that kept its predictions (``Candidate.example_predictions``, bounded
-  by ``training/execution/candidate_predictions.py``): scored on the same validation rows of
-  the other version (``scoring_positions`` finds which training rows those were), so the page
-  can say which candidates changed rank.
+  by ``training/execution/recording/candidate_predictions.py``): scored on the same
+  validation rows of the other version (``scoring_positions`` finds which training rows those
+  were), so the page can say which candidates changed rank.
 
 Offered here for rewards that need no model (``RESCORABLE``); a judge reward calls its judge
 and only it, in a worker, after a forecast of those calls (``judge_rescore``). Read-only:

@@ -123,7 +123,7 @@ def trace_summary(run: Run) -> dict[str, Any]:
     A call is counted as the usage counts it (``Usage.calls``): each provider request of a
     completion (a trace's ``attempts``, retries included; a memo or cache answer is none),
     so on every read the traced total is the page's "LM calls" (the two are written in one
-    transaction, ``training.execution.traces``) unless the trace cap dropped some."""
+    transaction, ``training.execution.recording.traces``) unless the trace cap dropped some."""
     traces = LMCallTrace.objects.filter(run=run).order_by()
     requests = traces.exclude(kind="embedding")
     by_role = dict(

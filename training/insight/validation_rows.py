@@ -4,7 +4,7 @@ after training.
 No pass over the validation split is made for this: the optimizer already scored every
 candidate on it, and each scored candidate keeps its predictions and rewards
 (``Candidate.example_predictions``, the first ``MAX_EXAMPLE_PREDICTIONS`` of the scoring set,
-``training/execution/candidate_predictions.py``). So:
+``training/execution/recording/candidate_predictions.py``). So:
 
 - the rows are the training rows ``fit`` set apart for scoring, found again by the engine's
   ``data_adapter.scoring_positions`` (the same cut ``fit`` made: the validation split, after

@@ -3,8 +3,8 @@ RandomFewShot run, a person starts from any of its candidates, edits the instruc
 the few-shot examples (keeps, removes or rewrites each, adds one: inputs and outputs as JSON
 checked against the program's data models, ``example_edits``; applied as when branching:
 ``branching.edited_value``), sees the diff, and adds it. The candidate waits in ``Run.hand_candidates`` until the worker's next batch end
-(``execution.persistence``), which hands it to the optimizer (``Optimizer.add_by_hand``): it
-is scored at the optimizer's next scoring step and from then on treated as any other, shown
+(``execution.recording.persistence``), which hands it to the optimizer
+(``Optimizer.add_by_hand``): it is scored at the optimizer's next scoring step and from then on treated as any other, shown
 with operation ``by_hand`` ("by hand") in the leaderboard and the lineage.
 
 Example:

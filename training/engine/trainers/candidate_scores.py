@@ -13,7 +13,7 @@ It also keeps each scoring example's prediction (its output as JSON, None where 
 what lets the dashboard score a finished run's candidates again on corrected answers or under
 another reward without calling the program again. The first
 :data:`MAX_EXAMPLE_PREDICTIONS` ride in the event; the dashboard bounds how many candidates
-of a run keep them (``training/execution/candidate_predictions.py``).
+of a run keep them (``training/execution/recording/candidate_predictions.py``).
 
 These go in the ``candidate`` event (``event_fields``), never in the candidate dict a variable
 keeps (which is saved with the program): a program document stays as small as before.

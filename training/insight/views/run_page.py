@@ -2,7 +2,7 @@
 the live stream brings what they changed), and a candidate's page.
 
 GET views only read: a run whose worker died is failed by the reaper
-(``manage.py reap_runs``, see ``training.execution.reaper``), never by a page view.
+(``manage.py reap_runs``, see ``training.execution.liveness.reaper``), never by a page view.
 """
 
 from __future__ import annotations

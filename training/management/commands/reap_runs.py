@@ -16,8 +16,8 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from training.execution import reaper
-from training.execution.forgotten_runs import ForgottenRuns
+from training.execution.liveness import reaper
+from training.execution.liveness.forgotten_runs import ForgottenRuns
 
 logger = logging.getLogger("training.reaper")
 

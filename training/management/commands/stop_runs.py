@@ -1,7 +1,7 @@
 """``manage.py stop_runs pause --worker NAME@ [--wait 30]`` and ``manage.py stop_runs resume``.
 
 ``make run`` calls ``pause`` when it is stopped (before it stops its worker) and ``prepare``
-calls ``resume`` at each start (``training.execution.shutdown``).
+calls ``resume`` at each start (``training.execution.liveness.shutdown``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from training.execution import shutdown
+from training.execution.liveness import shutdown
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ datasets only: another user's is not a choice); a form that is not complete yet 
 is missing instead of a number. While a worker measures the model, the fragment asks again.
 
 Nothing here waits on a worker: the figures come from the stored pace
-(``training.execution.calibration``). The answer echoes the form's revision
+(``training.execution.pace.calibration``). The answer echoes the form's revision
 (``forecast_revision``, bumped by ``static/training/forecast.js`` on every change), so the page
 drops an answer to a form that has changed since.
 """

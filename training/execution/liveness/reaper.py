@@ -24,7 +24,8 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 from training import conf
-from training.execution import events, pulse, run_state
+from training.execution import events, run_state
+from training.execution.liveness import pulse
 from training.execution.sending import enqueue
 from training.models import Run
 

@@ -32,14 +32,8 @@ from django.utils import timezone
 from training.engine.callbacks import Callback
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_REWARDS
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
-from training.execution import (
-    candidate_predictions,
-    evaluation_examples,
-    events,
-    hand_candidates,
-    refusals,
-    summaries,
-)
+from training.execution import events, hand_candidates, refusals, summaries
+from training.execution.recording import candidate_predictions, evaluation_examples
 from training.execution.usage import merged_usage
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_PREDICTIONS
-from training.execution.evaluation_examples import bounded
+from training.execution.recording.evaluation_examples import bounded
 from training.models import Candidate
 
 #: The most candidates of one run that keep their predictions (the rest keep their rewards).

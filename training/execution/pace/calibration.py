@@ -62,8 +62,9 @@ from training.engine.pace import (
     fit_pace,
     overhead_seconds,
 )
-from training.execution import cpu_meter, run_config
-from training.execution.cpu_meter import CpuSample
+from training.execution import run_config
+from training.execution.pace import cpu_meter
+from training.execution.pace.cpu_meter import CpuSample
 from training.models import LMCallTrace, ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
 

@@ -16,7 +16,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from training import conf
-from training.execution import pulse, reaper
+from training.execution.liveness import pulse, reaper
 from training.models import Run
 
 logger = logging.getLogger(__name__)
