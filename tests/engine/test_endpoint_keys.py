@@ -18,7 +18,7 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_listener import RecordingListener
-from training.engine.language_models.endpoint_client import CLIENTS, NO_KEY
+from training.engine.language_models.endpoints.endpoint_client import CLIENTS, NO_KEY
 from training.engine.language_models.errors import LanguageModelConfigError, LanguageModelError
 from training.engine.language_models.litellm_loader import get_litellm
 

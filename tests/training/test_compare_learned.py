@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from tests.support.fake_models import XSS_PAYLOAD
-from training.insight.learned_comparison import compare_learned, mark_words
+from training.insight.comparison.learned import compare_learned, mark_words
 from training.models import Candidate, Run
 
 from .conftest import make_program, run_config

@@ -15,7 +15,7 @@ from django.urls import reverse
 from datasets import versions
 from datasets.models import Dataset, DatasetChange, DatasetRow
 from training.insight.eval_table import ROWS_PER_PAGE
-from training.insight.validation_rows import scoring_rows
+from training.insight.example_rows.validation_rows import scoring_rows
 from training.models import Candidate, EvaluationExample, LMCallTrace, RescoreJob, Run
 
 from .helpers_eval_table import (

@@ -17,10 +17,10 @@ import redis
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.openai_server import OpenAIServer
-from training.engine.language_models import rate_limits
+from training.engine.language_models.limits import rate_limits
+from training.engine.language_models.limits.rate_limits import Limits, ProviderKey
+from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
 from training.engine.language_models.litellm_loader import get_litellm
-from training.engine.language_models.rate_limits import Limits, ProviderKey
-from training.engine.language_models.redis_limiter import RedisProviderLimiter
 from training.execution import attempt as execution
 from training.execution import provider_limits
 from training.models import Program, Run

@@ -12,7 +12,7 @@ import pytest
 from datasets.services import training_rows
 from training.engine.trainers.data_adapter import scoring_positions
 from training.execution import ablation, run_config
-from training.insight import validation_rows
+from training.insight.example_rows import validation_rows
 from training.models import Run
 from training.runs.launch import launch
 

@@ -30,7 +30,7 @@ from datasets.services import get_split
 from datasets.versions import human_marks
 from training import conf
 from training.engine.data_model import create_data_model
-from training.engine.language_models import rate_limits
+from training.engine.language_models.limits import rate_limits
 from training.engine.trainers.pause_point import PausePoint
 from training.execution import (
     budget,

@@ -28,10 +28,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from training import conf
-from training.engine.language_models import rate_limits
+from training.engine.language_models.limits import rate_limits
+from training.engine.language_models.limits.rate_limits import Limits, ProviderKey
+from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
 from training.engine.language_models.litellm_loader import get_litellm
-from training.engine.language_models.rate_limits import Limits, ProviderKey
-from training.engine.language_models.redis_limiter import RedisProviderLimiter
 from training.programs import lm
 
 LIMITS_SETTING = "TRAINBOARD_PROVIDER_LIMITS"

@@ -1,7 +1,7 @@
 """A run whose LM calls wait for the provider's shared rate limit says so on its page.
 
 The engine tells the listener ``rate_limits.watching_waits`` set when each call starts and
-stops waiting for a slot (``training.engine.language_models.rate_limits``). A run waits in
+stops waiting for a slot (``training.engine.language_models.limits.rate_limits``). A run waits in
 bursts (each call a few hundred milliseconds while other runs hold the slots), so the phase is
 not flipped per call: one watcher per attempt looks every :data:`CHECK_SECONDS`. Once calls
 have been waiting for :data:`SHOW_AFTER_SECONDS` the phase becomes :data:`PHASE` (again, if
@@ -19,7 +19,7 @@ import time
 
 from asgiref.sync import sync_to_async
 
-from training.engine.language_models.rate_limits import ProviderKey
+from training.engine.language_models.limits.rate_limits import ProviderKey
 from training.execution import events, run_state
 
 #: The phase a run shows while its calls wait for the provider's rate limit (the run page

@@ -31,7 +31,7 @@ from django.core.paginator import Page, Paginator
 from datasets.services import get_split
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_PREDICTIONS
 from training.engine.utils import confusion
-from training.insight import eval_corrections, human_judgements, validation_rows
+from training.insight.example_rows import eval_corrections, human_judgements, validation_rows
 from training.models import Evaluation, EvaluationExample, Run
 from training.query_filters import one_of
 

@@ -29,7 +29,7 @@ from datasets.models import Dataset, DatasetRow
 from training.engine.data_model import create_data_model
 from training.execution.run_config import build_reward
 from training.insight.eval_table import first_evaluations
-from training.insight.validation_rows import scoring_rows
+from training.insight.example_rows.validation_rows import scoring_rows
 from training.models import Candidate, Evaluation, EvaluationExample, Run
 from training.programs.programs import connected_language_model
 

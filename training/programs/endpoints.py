@@ -2,7 +2,7 @@
 
 The server's provider keys (``OPENAI_API_KEY``…) never leave for a custom endpoint: the
 engine calls a model with an ``api_base`` with that endpoint's own key or none
-(:mod:`training.engine.language_models.endpoint_client`). What is left to decide is where
+(:mod:`training.engine.language_models.endpoints.endpoint_client`). What is left to decide is where
 requests may go, typed URL by typed URL:
 
 - only ``http``/``https`` URLs with a host;
@@ -13,11 +13,11 @@ requests may go, typed URL by typed URL:
   (``TRAINBOARD_ALLOW_PRIVATE_ENDPOINTS``, on by default); a raw API base typed on a program
   must be a public address;
 - the model's provider must be one whose requests the engine carries over its guarded client
-  (:data:`~training.engine.language_models.endpoint_client.CLIENTS`: OpenAI-compatible
+  (:data:`~training.engine.language_models.endpoints.endpoint_client.CLIENTS`: OpenAI-compatible
   servers, vLLM, Ollama, LM Studio, llamafile, a LiteLLM proxy, Xinference).
 
 These checks read the URL as typed. The same address rule is applied again by the engine when
-each connection is made (:mod:`training.engine.language_models.address_guard`), so a host
+each connection is made (:mod:`training.engine.language_models.endpoints.address_guard`), so a host
 name that later resolves elsewhere (DNS rebinding) is refused there.
 
 Example:
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from training.engine.language_models.address_guard import AddressPolicy
-from training.engine.language_models.endpoint_client import (
+from training.engine.language_models.endpoints.address_guard import AddressPolicy
+from training.engine.language_models.endpoints.endpoint_client import (
     CLIENTS,
     default_api_base,
     provider_of,

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from training.engine.language_models.address_guard import AddressPolicy, GuardedTransport
+from training.engine.language_models.endpoints.address_guard import AddressPolicy, GuardedTransport
 from training.models import Endpoint
 from training.programs import endpoint_keys, endpoints
 from training.programs.lm import allow_private_endpoints

@@ -2,10 +2,11 @@
 what every call shares.
 
 ``errors.py`` (the error types and which are retried), ``retry.py`` (bounded attempts with
-backoff), ``concurrency.py`` (the per-model semaphore), ``litellm_loader.py`` (the one litellm
-import), ``output_format.py`` / ``parsing.py`` (the answer's schema note and its checked
+backoff), ``limits/`` (the per-model semaphore, the providers' shared rate limits),
+``endpoints/`` (a custom endpoint's key and address guard), ``litellm_loader.py`` (the one
+litellm import), ``output_format.py`` / ``parsing.py`` (the answer's schema note and its checked
 parse), ``cache.py`` (response caches), ``usage.py`` (counted calls, tokens and cost),
 ``tracing.py`` (per-call traces) and ``redaction.py`` (secrets kept out of both). Import from
 the modules themselves; this package's face imports nothing, so the local provider can use
-``concurrency`` without loading the language model.
+``limits.concurrency`` without loading the language model.
 """

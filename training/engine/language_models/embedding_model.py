@@ -6,11 +6,12 @@ import asyncio
 from typing import Any
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import rate_limits, tracing
+from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
-from training.engine.language_models.address_guard import AddressPolicy
-from training.engine.language_models.endpoint_client import EndpointClients
+from training.engine.language_models.endpoints.address_guard import AddressPolicy
+from training.engine.language_models.endpoints.endpoint_client import EndpointClients
 from training.engine.language_models.errors import cancelled, short_message
+from training.engine.language_models.limits import rate_limits
 from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
 from training.engine.language_models.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable

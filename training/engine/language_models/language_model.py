@@ -2,7 +2,7 @@
 
 One object per model configuration. Each call:
 1. waits on a per-model asyncio semaphore (``max_concurrency``, :mod:`training.engine.language_models.retry`),
-   then for a slot of the provider's limit shared by every process (:mod:`~training.engine.language_models.rate_limits`);
+   then for a slot of the provider's limit shared by every process (:mod:`~training.engine.language_models.limits.rate_limits`);
 2. answers from the opt-in response cache when the call is deterministic (temperature 0);
 3. asks for structured output — ``response_format`` json_schema when litellm says the provider
    supports it, otherwise the (compact) schema is spelled out in the prompt; either way the
@@ -24,12 +24,12 @@ from typing import Any
 import pydantic
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import rate_limits, tracing
+from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
-from training.engine.language_models.address_guard import AddressPolicy
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
 from training.engine.language_models.completion import RawCompletion, new_meta
-from training.engine.language_models.endpoint_client import EndpointClients
+from training.engine.language_models.endpoints.address_guard import AddressPolicy
+from training.engine.language_models.endpoints.endpoint_client import EndpointClients
 from training.engine.language_models.errors import (
     LanguageModelConfigError,
     LanguageModelError,
@@ -37,6 +37,7 @@ from training.engine.language_models.errors import (
     cancelled,
     short_message,
 )
+from training.engine.language_models.limits import rate_limits
 from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.language_models.parsing import OutputParseError, parse_output
@@ -71,8 +72,8 @@ class LanguageModel(LabelScoring):
             ``"ollama/llama3"``), or an offline ``"local/…"`` model (checked at construction).
         api_base: the endpoint, when not the provider's default. A model with one is called
             with ``api_key`` or no key at all, never a provider key from the environment
-            (:mod:`~training.engine.language_models.endpoint_client`), and its connections
-            are checked where they are made (:mod:`~training.engine.language_models.address_guard`).
+            (:mod:`~training.engine.language_models.endpoints.endpoint_client`), and its connections
+            are checked where they are made (:mod:`~training.engine.language_models.endpoints.address_guard`).
         api_key: the endpoint's own key (only with ``api_base``); never saved in the config,
             shown in ``repr`` or traced.
         endpoint: the name of a saved endpoint this model's ``api_base`` came from, kept in
@@ -83,7 +84,7 @@ class LanguageModel(LabelScoring):
         max_tokens: upper bound on the completion's tokens (None: the provider's default).
         max_concurrency: requests in flight at once for this (model, api_base) in this
             process; the limit across processes is the installed provider limiter's
-            (:mod:`~training.engine.language_models.rate_limits`).
+            (:mod:`~training.engine.language_models.limits.rate_limits`).
         retries: further attempts after a transient error (timeouts, 429, 5xx).
         backoff: seconds before the first retry; doubles after each.
         timeout: seconds one request may take (litellm's timeout); each attempt is also

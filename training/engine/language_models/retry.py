@@ -9,12 +9,12 @@ request option a provider (or a custom one, or a test fake) may not honour, so e
 runs under an ``asyncio`` deadline (:func:`attempt_deadline`) that cancels it. The waits between
 attempts are capped too, so a call's total time is bounded by its retries.
 
-Each attempt also holds a slot of the provider's shared limit (:mod:`~training.engine.language_models.rate_limits`:
+Each attempt also holds a slot of the provider's shared limit (:mod:`~training.engine.language_models.limits.rate_limits`:
 requests in flight, requests and tokens per minute, across every process, when a limiter is
 installed), whose wait is bounded by the limiter. A 429 cools the provider down for every
-process (its Retry-After, else :data:`~training.engine.language_models.rate_limits.DEFAULT_COOL_DOWN_SECONDS`),
+process (its Retry-After, else :data:`~training.engine.language_models.limits.rate_limits.DEFAULT_COOL_DOWN_SECONDS`),
 and the wait before the retry is at least that Retry-After (at most
-:data:`~training.engine.language_models.rate_limits.MAX_COOL_DOWN_SECONDS`).
+:data:`~training.engine.language_models.limits.rate_limits.MAX_COOL_DOWN_SECONDS`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import rate_limits
-from training.engine.language_models.concurrency import semaphore
 from training.engine.language_models.errors import LanguageModelError, call_error, is_transient
+from training.engine.language_models.limits import rate_limits
+from training.engine.language_models.limits.concurrency import semaphore
 
 T = TypeVar("T")
 

@@ -19,8 +19,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
-from training.engine.language_models.concurrency import semaphore
 from training.engine.language_models.label_scoring import Scored
+from training.engine.language_models.limits.concurrency import semaphore
 from training.engine.local import minilm, smollm2
 from training.engine.local.errors import LocalModelError, unknown_model
 from training.engine.local.lazy_call import LazyCall

@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from core.ids import as_id
-from training.insight import comparison, learned_comparison
+from training.insight.comparison import figures, learned
 from training.runs import run_tree, selectors
 
 
@@ -22,12 +22,12 @@ def compare(request):
     runs = selectors.with_test_intervals(run_tree.as_tree(selectors.runs_by_ids(request.user, ids)))
     context = {"selected_ids": ids, "runs": runs}
     if len(runs) >= 2:
-        data = comparison.compare(runs)
+        data = figures.compare(runs)
         context.update(data)
         for run, heading in zip(runs, data["headings"], strict=True):
             run.compare_heading = heading
         context["compare_json"] = json.dumps(data["chart"])
-        context["learned"] = learned_comparison.compare_learned(runs)
+        context["learned"] = learned.compare_learned(runs)
     else:
         context["choices"] = selectors.with_test_intervals(selectors.compare_choices(request.user))
         if ids:

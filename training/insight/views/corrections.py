@@ -14,7 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from datasets import selectors as dataset_selectors
 from datasets import versions
 from datasets.views.versions import correction_context
-from training.insight import eval_corrections, eval_table
+from training.insight import eval_table
+from training.insight.example_rows import eval_corrections
 from training.runs import selectors
 
 

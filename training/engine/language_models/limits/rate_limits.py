@@ -7,10 +7,10 @@ first takes a *slot* from the installed :class:`ProviderLimiter` for its (model,
 and a 429 tells the limiter to :meth:`~ProviderLimiter.cool_down` that provider, so every run
 on it waits, not only the one that got it. The engine only knows this interface; what
 enforces it (Redis, shared by all workers and machines:
-:class:`~training.engine.language_models.redis_limiter.RedisProviderLimiter`) is installed by
+:class:`~training.engine.language_models.limits.redis_limiter.RedisProviderLimiter`) is installed by
 whoever runs the engine (the dashboard's worker: ``training.execution.provider_limits``).
 With none installed a call takes no slot: the per-process semaphore
-(:mod:`~training.engine.language_models.concurrency`) and the Retry-After-aware backoff of
+(:mod:`~training.engine.language_models.limits.concurrency`) and the Retry-After-aware backoff of
 ``retry`` still apply.
 
 A wait is bounded: a slot not granted within the limiter's ``max_wait`` raises

@@ -8,7 +8,7 @@ provider falls back to the environment.
 
 For the self-hosted servers people run (:data:`CLIENTS`: OpenAI-compatible servers, vLLM,
 Ollama, LM Studio, llamafile, a LiteLLM proxy, Xinference) it also hands litellm the HTTP
-client to use, built on :class:`~training.engine.language_models.address_guard.GuardedTransport`:
+client to use, built on :class:`~training.engine.language_models.endpoints.address_guard.GuardedTransport`:
 every connection is checked where it is made (DNS rebinding cannot turn it to a metadata
 address) and the request carries the endpoint's key or no credential header at all (not
 even the placeholder). litellm takes a per-call ``client`` of the type its handler for that
@@ -26,7 +26,7 @@ import asyncio
 import weakref
 from typing import Any
 
-from training.engine.language_models.address_guard import AddressPolicy, GuardedTransport
+from training.engine.language_models.endpoints.address_guard import AddressPolicy, GuardedTransport
 
 #: The key passed when an endpoint has none: something litellm and the OpenAI SDK accept as
 #: given (so neither reads the environment), and that is nobody's secret.

@@ -27,7 +27,7 @@ from datasets import versions
 from datasets.models import DatasetChange, DatasetRow
 from datasets.services import get_split
 from training.engine.utils import confusion
-from training.insight import validation_rows
+from training.insight.example_rows import validation_rows
 from training.models import Evaluation, Run
 
 PHASES = (Evaluation.BEFORE, Evaluation.AFTER)

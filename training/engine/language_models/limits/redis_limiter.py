@@ -24,7 +24,7 @@ A key with no limits at all (``Limits()``: an offline model) never touches Redis
 
 A refused grant says how long to wait when it knows (a window entry leaving, the cool-down
 ending); a full semaphore is polled with a growing, jittered interval. Every wait ends within
-``max_wait`` seconds (:class:`~training.engine.language_models.rate_limits.ProviderLimitTimeout`).
+``max_wait`` seconds (:class:`~training.engine.language_models.limits.rate_limits.ProviderLimitTimeout`).
 When Redis cannot be asked, each process keeps the limits by itself until Redis answers
 again (:class:`LocalFallback`, logged once per outage): its share of each limit
 (``fallback_share``, e.g. one over the worker processes of a machine), and waits, saying
@@ -53,7 +53,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
-from training.engine.language_models.rate_limits import (
+from training.engine.language_models.limits.rate_limits import (
     DEFAULT_MAX_WAIT_SECONDS,
     Limits,
     ProviderKey,
@@ -150,13 +150,13 @@ return 1
 
 
 class RedisProviderLimiter:
-    """A :class:`~training.engine.language_models.rate_limits.ProviderLimiter` on one Redis.
+    """A :class:`~training.engine.language_models.limits.rate_limits.ProviderLimiter` on one Redis.
 
     Args:
         url: the Redis server (``redis://host:6379/0``, ``unix:///path/redis.sock``).
         limits: ``ProviderKey -> Limits``, asked once per key (each process caches it).
         max_wait: the most seconds one request waits for a slot before
-            :class:`~training.engine.language_models.rate_limits.ProviderLimitTimeout`.
+            :class:`~training.engine.language_models.limits.rate_limits.ProviderLimitTimeout`.
         lease_seconds: how long a slot outlives its holder's last renewal.
         prefix: put before every key, so one Redis serves other things too.
         socket_timeout: seconds any Redis command may take.
