@@ -1,0 +1,38 @@
+"""The training app's models: programs, runs and what a run produces.
+
+One module a concept: ``programs`` (programs, their versions, endpoints), ``runs`` (a run and
+its tags), ``records`` (what a run stores while it trains: epoch logs, candidates,
+evaluations, call traces), ``follow_ups`` (ablations and judge re-scores of a finished run)
+and ``model_pace`` (a model's pace on the workers). Every model is importable from here, as
+Django and the rest of the code expect (``training.models.Run``).
+"""
+
+from training.models.follow_ups import Ablation, RescoreJob
+from training.models.model_pace import ModelPace
+from training.models.programs import Endpoint, Program, ProgramVersion
+from training.models.records import (
+    Candidate,
+    EpochLog,
+    Evaluation,
+    EvaluationExample,
+    LMCallTrace,
+    OptimizerError,
+)
+from training.models.runs import Run, RunTag
+
+__all__ = [
+    "Ablation",
+    "Candidate",
+    "Endpoint",
+    "EpochLog",
+    "Evaluation",
+    "EvaluationExample",
+    "LMCallTrace",
+    "ModelPace",
+    "OptimizerError",
+    "Program",
+    "ProgramVersion",
+    "RescoreJob",
+    "Run",
+    "RunTag",
+]
