@@ -189,7 +189,7 @@ def execute(user, program, config: dict) -> dict:
     from django.db.models import Sum
 
     from training.execution.pace import cpu_meter
-    from training.execution.pace.calibration import OPTIMIZER_ROLES
+    from training.execution.pace.learning import OPTIMIZER_ROLES
 
     load = os.getloadavg()
     cpu_started = cpu_meter.sample()

@@ -14,7 +14,7 @@ from django.urls import reverse
 from training.engine.pace import Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
-from training.execution.pace import calibration
+from training.execution.pace import calibration, learning
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 
@@ -253,7 +253,7 @@ def test_an_lm_judge_on_another_model_is_sized_by_its_runs_on_that_model(
     ModelPace.objects.filter(model="fake/fewshot").update(sizes={})
     old = {k: v for k, v in run.forecast.items() if k != "pace_keys"}
     Run.objects.filter(pk=run.pk).update(forecast=old)
-    calibration.learn_from_run(run.pk)
+    learning.learn_from_run(run.pk)
     assert ModelPace.objects.get(model="fake/fewshot").sizes["judge"]["completion"] == 5.0
 
 
@@ -262,7 +262,7 @@ def test_the_oldest_judge_sizes_by_program_are_dropped_whatever_order_the_keys_c
 ):
     # A JSON object's keys come back in the store's order (PostgreSQL's jsonb: shorter keys
     # first), not the order they were written in: each learn here reads them reversed.
-    monkeypatch.setattr(calibration, "JUDGE_DATA_KEPT", 2)
+    monkeypatch.setattr(learning, "JUDGE_DATA_KEPT", 2)
     programs = [make_program(user, demo_dataset, model="fake/rules") for _ in range(4)]
     stored_pace("fake/rules", judge_size=(150.0, 90.0))
     config = run_config(
@@ -273,7 +273,7 @@ def test_the_oldest_judge_sizes_by_program_are_dropped_whatever_order_the_keys_c
 
     def learn_for(program):
         Run.objects.filter(pk=run.pk).update(program=program)
-        calibration.learn_from_run(run.pk)
+        learning.learn_from_run(run.pk)
         row = ModelPace.objects.get(model="fake/rules")
         row.sizes = dict(reversed(list(row.sizes.items())))
         row.save(update_fields=["sizes"])

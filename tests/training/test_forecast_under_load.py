@@ -15,7 +15,7 @@ from training.engine.contention import LOAD_WINDOWS, load_share
 from training.engine.pace import TIME_FACTOR_BOUNDS, Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
-from training.execution.pace import calibration, cpu_meter
+from training.execution.pace import calibration, cpu_meter, learning
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 
@@ -97,7 +97,7 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
         machine.others = others
         if others:  # the idle time the rule says for the run: its ratio on the idle machine
             machine.step = 2 * 30.0 / ratios[0]
-        calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+        learning.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
         learned, _ = calibration.current(model)
         ratios.append(learned.time_ratios[-1])
         assert learned.contention == 3.0 * others / 1.5  # the load it met, kept for forecasts
@@ -105,9 +105,9 @@ def test_a_run_measured_under_load_teaches_the_factor_of_an_idle_machine(
     assert low < ratios[1] < ratios[0] < high
     assert ratios[1] == pytest.approx(ratios[0] / 2)
     # a run of a few seconds measured a moment of the load: not kept for the next forecasts
-    Run.objects.filter(pk=run.pk).update(active_seconds=calibration.CONTENTION_MIN_SECONDS - 1)
+    Run.objects.filter(pk=run.pk).update(active_seconds=learning.CONTENTION_MIN_SECONDS - 1)
     ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
-    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    learning.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
     assert calibration.current(model)[0].contention is None
 
 
@@ -129,7 +129,7 @@ def _idle_seconds(run, pace, machine):
     """What the rule says ``run``'s work takes on an idle machine (its ratio learnt there:
     30 s over it), the pace put back as it was."""
     machine.others = 0.0
-    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    learning.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
     idle = 30.0 / calibration.current(pace_model(run))[0].time_ratios[-1]
     ModelPace.objects.filter(model=pace_model(run)).update(pace=pace.to_dict())
     return idle
@@ -150,7 +150,7 @@ def test_a_run_that_wanted_less_cpu_than_its_threads_reads_the_others_it_met_not
     run, pace = _a_local_run_of(user, demo_dataset, model)
     idle = _idle_seconds(run, pace, machine)
     machine.others, machine.own, machine.step = 1.75, 0.25, 2 * idle
-    calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+    learning.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
     assert calibration.current(model)[0].contention == 3.5
 
 
@@ -302,6 +302,6 @@ def test_another_local_run_of_this_application_is_not_counted_again_as_an_other_
                 forecast={"local": True, "batch_size": 1},
             )
         ModelPace.objects.filter(model=model).update(pace=pace.to_dict())
-        calibration.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
+        learning.learn_from_run(run.pk, (cpu_meter.sample(), cpu_meter.sample()))
         found.append(calibration.current(model)[0].contention)
     assert found == [3.0, 2.0]

@@ -41,7 +41,7 @@ from training.execution import (
     run_state,
 )
 from training.execution.liveness.heartbeat import Heartbeat, close_connection
-from training.execution.pace import calibration, cpu_meter
+from training.execution.pace import cpu_meter, learning
 from training.execution.rate_limit_notice import RateLimitNotice
 from training.execution.recording import persistence, traces
 from training.execution.recording.persistence import PersistenceCallback
@@ -114,7 +114,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         return "superseded"  # the run is no longer this attempt's: leave its state alone
     run_state.finish(run_id, attempt, status, **fields)
     # the model's pace, for the next forecasts
-    calibration.learn_from_run(run_id, (cpu_started, cpu_meter.sample()))
+    learning.learn_from_run(run_id, (cpu_started, cpu_meter.sample()))
     close_old_connections()
     return status
 

@@ -24,7 +24,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
 
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
-worker's :func:`~training.execution.pace.calibration.learn_from_run` learns from the difference.
+worker's :func:`~training.execution.pace.learning.learn_from_run` learns from the difference.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pace: how fast a model runs where the workers run it, the figures the forecast reads.
 
-A model's seconds per token, measured by a worker and refined by every run it ends
-(``calibration``), and what the other processes on the machine take of its CPUs
+A model's seconds per token, measured by a worker (``calibration``) and refined by every run
+it ends (``learning``), and what the other processes on the machine take of its CPUs
 (``cpu_meter``).
 """
