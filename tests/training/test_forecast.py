@@ -14,6 +14,7 @@ from django.urls import reverse
 from training.engine.pace import Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
+from training.execution import forecast_text
 from training.execution.pace import calibration, learning
 from training.models import ModelPace, Run
 from training.runs import launch as runs
@@ -420,7 +421,7 @@ def test_a_finished_run_lands_within_the_forecast_it_stored_at_launch(
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     run.refresh_from_db()
     assert stored["calls"]["low"] <= run.lm_calls <= stored["calls"]["high"]
-    rows = {row["label"]: row for row in forecast_services.comparison(run)}
+    rows = {row["label"]: row for row in forecast_text.comparison(run)}
     assert rows["LM calls"]["actual"] == str(run.lm_calls)
     assert rows["LM calls"]["error"] == round(
         100 * (run.lm_calls - stored["calls"]["expected"]) / stored["calls"]["expected"]

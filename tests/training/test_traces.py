@@ -222,12 +222,12 @@ class _MidRunReader:
 
     @staticmethod
     def _read(run_id):
-        from training.execution import forecast
+        from training.execution import forecast_text
         from training.insight import trace_reads
 
         try:
             run = Run.objects.get(pk=run_id)
-            actual = next(row["actual"] for row in forecast.comparison(run))
+            actual = next(row["actual"] for row in forecast_text.comparison(run))
             return run.status, run.lm_calls, actual, trace_reads.trace_summary(run)["trace_total"]
         finally:
             connection.close()

@@ -14,7 +14,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   worker (``training.execution.pace.calibration``: a short calibration, then every run it ends),
   read from the database. A model not measured yet: the forecast says "measuring" (a worker
   is asked, in the background) and gives calls only until the pace is stored.
-- **The machine now** (:func:`machine`): runs executing or queued take worker processes and,
+- **The machine now** (:func:`~training.execution.pace.machine.machine`): runs executing or queued take worker processes and,
   on a local model, its cores: the run's ``share`` of the model's parallel calls, and how
   long it waits for a worker (``wait``). Other processes on the machine (not this
   application's runs) slow a local model's calls too: their demand is the load average
@@ -25,24 +25,18 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
 worker's :func:`~training.execution.pace.learning.learn_from_run` learns from the difference.
+How a forecast reads in words is :mod:`training.execution.forecast_text`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
-from datetime import timedelta
 from typing import Any
 
-from django.db.models import Q
-from django.utils import timezone
-
-from core.worker_status import worker_status
 from datasets.services import get_split
 from training import conf, optimizer_registry
 from training.engine import forecast as engine_forecast
-from training.engine.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.card import DRAWS, EDITABLE, EXAMPLES, INSTRUCTIONS, NEAREST
@@ -50,10 +44,9 @@ from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
-from training.execution import budget, run_config
-from training.execution.pace import calibration, cpu_meter
+from training.execution import budget, forecast_text, run_config
+from training.execution.pace import calibration, machine
 from training.execution.run_config import judge_model, optimizer_model
-from training.models import Run
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
 
@@ -279,115 +272,6 @@ def learned_or_assumed(
     return CallSize(_tokens(prompt_chars, 2, pace), pace.long_answer_tokens)
 
 
-# -- the machine now --------------------------------------------------------------------------
-
-
-def machine(local: bool) -> dict[str, Any]:
-    """Runs executing or queued now: how many, the share of the model's parallel calls a
-    new run gets, and about how long it waits for a worker process (seconds). The worker
-    processes are those of the workers alive now (their beats say their pool sizes), else,
-    with none beating, TRAINBOARD_WORKER_CONCURRENCY."""
-    workers = worker_status()["slots"] or max(1, int(conf.get("TRAINBOARD_WORKER_CONCURRENCY")))
-    active = list(
-        Run.objects.filter(status__in=Run.ACTIVE).values_list(
-            "status", "active_seconds", "forecast"
-        )[:50]
-    )
-    running = sum(1 for status, _, _ in active if status == Run.RUNNING)
-    queued = len(active) - running
-    left = []
-    for _, used, stored in active:
-        expected = ((stored or {}).get("seconds") or {}).get("expected")
-        left.append(max(0.0, float(expected) - float(used or 0)) if expected else 0.0)
-    wait = 0.0
-    if len(active) >= workers:  # the earliest free worker process, one after another
-        slots = sorted(left[:workers])
-        for remaining in left[workers:]:
-            slots[0] += remaining
-            slots.sort()
-        wait = slots[0]
-    together = min(workers, len(active) + 1)
-    found = {
-        "running": running,
-        "queued": queued,
-        "workers": workers,
-        "share": 1.0 / together if local else 1.0,
-        "wait": wait,
-    }
-    if local:
-        found["contention"] = contention_now()
-    return found
-
-
-#: Runs ended this long ago (seconds) still count in the load averages (the 15-minute one).
-RECENT_RUNS_SECONDS = 3 * LOAD_WINDOWS[-1]
-
-
-def contention_now() -> dict[str, Any] | None:
-    """The other processes' demand on this machine's cores now (JSON: ``low``, ``expected``,
-    ``high`` runnable threads, ``cores``, ``loads``: the load averages, ``own``: what this
-    application's local runs count in each); None when the load cannot be read."""
-    loads = cpu_meter.load_average()
-    if not loads:
-        return None
-    cores = cpu_meter.cores()
-    now = timezone.now()
-    since = now - timedelta(seconds=RECENT_RUNS_SECONDS)
-    rows = Run.objects.filter(Q(status=Run.RUNNING) | Q(finished_at__gte=since)).values_list(
-        "status", "clock_started_at", "finished_at", "active_seconds", "forecast"
-    )[:50]
-    own = [0.0 for _ in LOAD_WINDOWS]
-    for status, clock, finished, used, stored in rows:
-        stored = stored or {}
-        if not stored.get("local"):
-            continue  # a provider's calls run elsewhere
-        threads = min(float(cores), float(stored.get("batch_size") or 1))
-        if status == Run.RUNNING:
-            lasted = (now - clock).total_seconds() if clock else float(used or 0)
-            ago = 0.0
-        elif finished is not None:
-            lasted, ago = float(used or 0), (now - finished).total_seconds()
-        else:
-            continue
-        for index, window in enumerate(LOAD_WINDOWS):
-            own[index] += load_share(threads, lasted, ago, window)
-    span = ContentionSpan.from_loads(tuple(loads), tuple(own), cores)
-    return {
-        "low": span.low.others,
-        "expected": span.expected.others,
-        "high": span.high.others,
-        "cores": cores,
-        "loads": [round(v, 2) for v in loads],
-        "own": [round(v, 2) for v in own],
-    }
-
-
-#: A contention measured this recently (seconds: by the model's calibration or its latest
-#: run, ``Pace.contention_at``) is the one a forecast expects; the load averages bound it.
-MEASURED_RECENTLY_SECONDS = 600.0
-
-
-def _contention_span(found: dict[str, Any] | None, pace: Pace) -> ContentionSpan | None:
-    """The contention a local model's run is expected to meet: the one last measured on
-    this machine while it is recent (what the other processes took while a run or the
-    calibration competed with them: the load average counts processes waiting on disk and
-    ones a lower priority keeps back, and over-stated it 1.5x in the bench), else the load
-    averages'; the range spans both."""
-    if not found:
-        return None
-    cores = int(found["cores"])
-    low, expected, high = (float(found[k]) for k in ("low", "expected", "high"))
-    at = pace.contention_at
-    if pace.contention is not None and at is not None:
-        if 0 <= time.time() - at <= MEASURED_RECENTLY_SECONDS:
-            expected = float(pace.contention)
-            found["measured"] = expected
-            found["expected"] = expected
-            low, high = min(low, expected), max(high, expected)
-            found["low"], found["high"] = low, high
-    return ContentionSpan(*(Contention(v, cores) for v in (low, expected, high)))
-
-
 # -- the forecast -----------------------------------------------------------------------------
 
 
@@ -452,11 +336,11 @@ def forecast(
     if not missing:
         result.update(_measured(program_row, dataset, config, calls, paces, learned, local))
         span = result["seconds"]
-        result["seconds_expected_text"] = duration_text(span["expected"])
-        result["seconds_range_text"] = seconds_text(span["low"], span["high"])
+        result["seconds_expected_text"] = forecast_text.duration_text(span["expected"])
+        result["seconds_range_text"] = forecast_text.seconds_text(span["low"], span["high"])
         # the time range every page promises ("6–9 min"): the launch form, the home page
         result["time_text"] = result["seconds_range_text"]
-    result["summary"] = summary(result)
+    result["summary"] = forecast_text.summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
 
@@ -500,7 +384,7 @@ def _measured(
     pace = paces["prediction"]
     assumptions: list[str] = []
     sizes, by_part = call_sizes(program_row, dataset, config, pace, learned, assumptions)
-    now = machine(local)
+    now = machine.machine(local)
     estimate = run_time(
         calls,
         sizes,
@@ -510,7 +394,7 @@ def _measured(
         prediction_sizes=by_part,
         role_paces={role: p for role, p in paces.items() if role != "prediction"},
         # a pace for an idle machine meets the load now (one stored before: its load inside)
-        contention=_contention_span(now.get("contention"), pace) if pace.idle else None,
+        contention=machine.contention_span(now.get("contention"), pace) if pace.idle else None,
     )
     tokens = estimate.tokens
     cost = None
@@ -575,7 +459,7 @@ def _assumed(
         notes.append(_contention_note(now.get("contention"), pace, slowdown or {}))
     if now["wait"]:
         notes.append(
-            f"starts after about {duration_text(now['wait'])} "
+            f"starts after about {forecast_text.duration_text(now['wait'])} "
             f"({now['running']} running, {now['queued']} queued, {now['workers']} worker processes)"
         )
     if pace.runs:
@@ -614,105 +498,3 @@ def at_launch(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[st
     except Exception:
         logger.exception("forecast at launch failed")
         return None
-
-
-# -- words ------------------------------------------------------------------------------------
-
-
-def tokens_text(value: float) -> str:
-    if value >= 1_000_000:
-        return f"{value / 1_000_000:.1f} M tokens"
-    if value >= 1_000:
-        return f"{value / 1_000:.0f} k tokens"
-    return f"{value:.0f} tokens"
-
-
-def cost_text(cost: dict[str, float] | None, local: bool) -> str:
-    if cost is None:
-        return "cost unknown"
-    text = f"${cost['expected']:.2f}"
-    return f"{text} (local)" if local else text
-
-
-def seconds_text(low: float, high: float) -> str:
-    """A duration range in the unit that reads best: "40–70 s", "6–9 min", "1.5–2.0 h"."""
-    if high < 90:
-        return f"{low:.0f}–{max(high, low + 1):.0f} s"
-    if high < 90 * 60:
-        low_m, high_m = int(low // 60), int(-(-high // 60))
-        return f"{low_m}–{max(high_m, low_m + 1)} min"
-    return f"{low / 3600:.1f}–{high / 3600:.1f} h"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def summary(result: dict[str, Any]) -> str:
-    """ "about 420 calls, 190 k tokens, $0.00 (local), 6–9 min"."""
-    calls = result["calls"]
-    parts = [f"about {calls['expected']} calls"]
-    if "seconds" in result:
-        parts.append(f"{tokens_text(result['tokens']['expected'])}")
-        parts.append(cost_text(result["cost"], result["local"]))
-        parts.append(seconds_text(result["seconds"]["low"], result["seconds"]["high"]))
-        if result.get("wait"):
-            parts.append(f"starting in about {duration_text(result['wait'])}")
-    return ", ".join(parts)
-
-
-def comparison(run: Any) -> list[dict[str, Any]]:
-    """The run page's rows: forecast against actual (calls, tokens, cost, time)."""
-    stored = run.forecast or {}
-    if not stored:
-        return []
-    usage = run.usage or {}
-    seconds = float(run.active_seconds or 0.0)
-    if not seconds and run.duration is not None:
-        seconds = run.duration.total_seconds()
-    finished = run.status == run.SUCCEEDED  # a stopped or failed run did not do it all
-    rows = []
-
-    def row(label: str, forecast_text: str, actual_text: str, expected, actual) -> None:
-        error = None
-        if finished and expected and actual is not None:
-            error = round(100.0 * (actual - expected) / expected)
-        rows.append(
-            {"label": label, "forecast": forecast_text, "actual": actual_text, "error": error}
-        )
-
-    calls = stored["calls"]
-    calls_text = f"about {calls['expected']}"
-    if calls["low"] != calls["high"]:
-        calls_text += f" ({calls['low']}–{calls['high']})"
-    row("LM calls", calls_text, str(run.lm_calls), calls["expected"], run.lm_calls)
-    if "seconds" in stored:
-        tokens = int(usage.get("total_tokens") or 0)
-        row(
-            "Tokens",
-            tokens_text(stored["tokens"]["expected"]),
-            tokens_text(tokens),
-            stored["tokens"]["expected"],
-            tokens,
-        )
-        cost = usage.get("cost")
-        row(
-            "Cost",
-            cost_text(stored["cost"], stored.get("local", False)),
-            "unknown" if cost is None and run.lm_calls else f"${float(cost or 0):.2f}",
-            None,
-            None,
-        )
-        span = stored["seconds"]
-        row(
-            "Time",
-            seconds_text(span["low"], span["high"]),
-            duration_text(seconds),
-            span["expected"],
-            seconds,
-        )
-    return rows

@@ -1,4 +1,4 @@
-"""The run page's forecast-and-budget figures (``training.execution.forecast`` /
+"""The run page's forecast-and-budget figures (``training.execution.forecast_text`` /
 ``training.execution.budget``), so the fragment renders from the run alone (live updates
 included)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import template
 
-from training.execution import budget, forecast
+from training.execution import budget, forecast_text
 from training.runs.forms import ResumeBudgetForm
 
 register = template.Library()
@@ -14,7 +14,7 @@ register = template.Library()
 
 @register.simple_tag
 def forecast_rows(run):
-    return forecast.comparison(run)
+    return forecast_text.comparison(run)
 
 
 @register.simple_tag

@@ -221,7 +221,7 @@ def _run_contention(
     if measured is None:
         return None
     # The meter counts this application's other local runs among the other processes; the
-    # forecast counts them in its share of the cores already (``forecast.machine``).
+    # forecast counts them in its share of the cores already (``pace.machine``).
     own = own_local_threads(pace.parallel, exclude=run_id)
     return Contention(max(0.0, measured.others - own), measured.cores)
 
