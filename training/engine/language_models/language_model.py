@@ -27,7 +27,12 @@ from training.engine.language_models import budget as budget_mod
 from training.engine.language_models import tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
-from training.engine.language_models.completion import RawCompletion, new_meta
+from training.engine.language_models.completion import (
+    RawCompletion,
+    new_meta,
+    read_response,
+    response_format,
+)
 from training.engine.language_models.endpoints.address_guard import AddressPolicy
 from training.engine.language_models.endpoints.endpoint_client import EndpointClients
 from training.engine.language_models.errors import (
@@ -483,36 +488,8 @@ class LanguageModel(LabelScoring):
             kwargs["timeout"] = self.timeout
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if schema is not None and self.structured_output == "json_object":
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        elif schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": True},
-            }
+        if schema is not None:
+            kwargs["response_format"] = response_format(schema, self.structured_output)
         kwargs.update(extra or {})
         response = await litellm.acompletion(**kwargs)
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        usage = getattr(response, "usage", None)
-        try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:
-            cost = None
-        logprobs = getattr(choice, "logprobs", None)
-        if isinstance(logprobs, dict):
-            logprobs = logprobs.get("content")
-        elif logprobs is not None:
-            logprobs = getattr(logprobs, "content", None)
-        raw = RawCompletion(
-            text=text,
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cost=cost,
-        )
-        return raw, logprobs
-
-
-def _schema_name(schema: dict) -> str:
-    title = str(schema.get("title") or "output")
-    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in title)[:64] or "output"
+        return read_response(litellm, response)
