@@ -29,7 +29,9 @@ Which candidate a variable takes (``select`` at each epoch end, ``on_train_end``
 ``selection.champion``: the seed (the starting value) unless a candidate beats it beyond noise
 (the paired interval of its gain over the seed on the same scored examples lies above 0; each
 scored candidate keeps its per-example rewards, ``example_rewards``, for it). After each
-selection a ``selection`` event says, per variable, how many candidates beat the seed.
+selection a ``selection`` event says, per variable, how many candidates beat the seed
+(the :class:`~training.engine.optimizers.champions.Champions` mixin). A saved state is read
+back checked (``saved_state.py``).
 
 With a selection split (``fit(selection_split=...)``, ``attach_selection``), ``on_train_end``
 scores the top validation candidates on it (``final_selection``) and the variable takes the
@@ -45,16 +47,17 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from training.engine.bounds import MAX_COUNT, Flag, IntRange, ParameterError, check_parameters
 from training.engine.language_models.tracing import trace_context
-from training.engine.optimizers import final_selection, label_balance
+from training.engine.optimizers import label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.card import Card
+from training.engine.optimizers.champions import Champions
+from training.engine.optimizers.saved_state import rng_from_state, rng_state, scores_from_state
 from training.engine.saving import register_synalinks_serializable
 from training.engine.trainers.candidate_scores import (
     MAX_SAVED_SCORES,
@@ -76,7 +79,7 @@ def by_hand_size(value: Any) -> int:
 
 
 @register_synalinks_serializable(package="synalinks")
-class Optimizer:
+class Optimizer(Champions):
     """Base optimizer. On its own it keeps the starting variables (a no-op that still scores).
 
     ``PARAMETERS`` declares the limits of the constructor's parameters; subclasses extend it
@@ -376,71 +379,6 @@ class Optimizer:
             await self.score_candidates(group)
         await self.select(epoch)
 
-    def champion(self, variable: Variable) -> dict[str, Any] | None:
-        """The candidate ``variable`` takes: the seed unless a candidate beats it by the tie
-        margin (``selection.champion``)."""
-        return sel.champion(variable.candidates, self.tie_margin)
-
-    def beating_seed(self) -> dict[str, tuple[int, int]]:
-        """{variable name: (candidates scored besides the seed, how many beat the seed)}."""
-        return {
-            v.name: sel.count_beating(v.candidates, self.tie_margin)
-            for v in self.trainable_variables
-        }
-
-    @property
-    def kept_seed(self) -> bool:
-        """Whether every trainable variable holds its seed's value (no candidate replaced it)."""
-        for variable in self.trainable_variables:
-            seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
-            if seed is not None and variable.value != seed["value"]:
-                return False
-        return True
-
-    @property
-    def candidates_beating_seed(self) -> int:
-        """How many candidates (all variables) beat their seed beyond noise (``selection``)."""
-        return sum(beating for _, beating in self.beating_seed().values())
-
-    async def select(self, epoch: int) -> None:
-        """Assign each variable its champion (see ``champion``), then emit ``selection``."""
-        for variable in self.trainable_variables:
-            best = self.champion(variable)
-            if best is not None and best["value"] != variable.value:
-                variable.assign(best["value"])
-        await self.emit_selection()
-
-    async def emit_selection(self) -> None:
-        """One ``selection`` event per variable: candidates scored besides the seed, how many
-        beat it (``beat_seed``), the margin, the seed's and the champion's rewards, and the
-        best-scored other candidate's gain over the seed (``best_gain``: its paired interval,
-        the evidence the rule weighed; None when there is none)."""
-        counts = self.beating_seed()
-        for variable in self.trainable_variables:
-            scored, beating = counts[variable.name]
-            seed = next((c for c in variable.candidates if c.get("operation") == "seed"), None)
-            best = self.champion(variable)
-            others = [
-                c
-                for c in variable.candidates
-                if c is not seed and c.get("reward") is not None and c.get("gain")
-            ]
-            top = max(others, key=lambda c: c["reward"], default=None)
-            await self.emit(
-                {
-                    "type": "selection",
-                    "epoch": self.epoch,
-                    "variable": variable.name,
-                    "candidates": scored,
-                    "beat_seed": beating,
-                    "margin": round(self.tie_margin, 6),
-                    "seed_reward": None if seed is None else seed.get("reward"),
-                    "champion_id": None if best is None else best["id"],
-                    "champion_reward": None if best is None else best["reward"],
-                    "best_gain": None if top is None else dict(top["gain"], id=top["id"]),
-                }
-            )
-
     async def on_train_end(self) -> None:
         champions = {v.name: self.champion(v) for v in self.trainable_variables}
         for variable in self.trainable_variables:  # every variable at its validation champion
@@ -457,46 +395,6 @@ class Optimizer:
             variable.assign(best["value"])
             best["status"] = "best"
             await self.emit_candidate(variable, best)
-
-    async def choose_on_selection(
-        self, variable: Variable, validation_best: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Score ``variable``'s top validation candidates on the selection split (the other
-        variables at their champions) and return the best there (``final_selection``); emit
-        each contender's ``selection_reward`` and one ``final_selection`` event."""
-        scorer = self._selection_scorer
-        contenders = final_selection.contenders(variable.candidates)
-        for candidate in contenders:
-            if candidate.get("selection_reward") is not None:
-                continue
-            with trace_context(candidate_id=candidate["id"]):
-                details = await scorer.score_examples({variable.name: candidate["value"]})
-            candidate["selection_reward"] = details.reward
-            candidate["selection_example_rewards"] = details.event_fields()["example_rewards"]
-            await self.emit_candidate(
-                variable,
-                candidate,
-                selection_reward=details.reward,
-                **details.event_fields(prefix="selection_"),
-            )
-        margin = sel.tie_margin(getattr(scorer, "examples", None))
-        chosen = final_selection.choose(contenders, margin) or validation_best
-        await self.emit(
-            {
-                "type": "final_selection",
-                "epoch": self.epoch,
-                "variable": variable.name,
-                "top_k": final_selection.TOP_K,
-                "contenders": [c["id"] for c in contenders],
-                "selection_samples": getattr(scorer, "examples", None),
-                "margin": round(margin, 6),
-                "validation_best_id": validation_best["id"],
-                "chosen_id": chosen["id"],
-                "chosen_reward": chosen.get("reward"),
-                "chosen_selection_reward": chosen.get("selection_reward"),
-            }
-        )
-        return chosen
 
     # -- examples (few-shot) ---------------------------------------------------------------
     def collect_examples(self, x, y, y_pred, rewards, traces) -> None:
@@ -595,64 +493,3 @@ class Optimizer:
         saved = scores_from_state(state.get("candidate_scores"))
         self._scoring_set, self._scores = saved if saved is not None else (None, {})
         self._scores_restored = saved is not None
-
-
-def scores_from_state(saved: Any) -> tuple[str, dict[str, float]] | None:
-    """(scoring set key, {assignment digest: reward}) from a state's ``candidate_scores``
-    (``get_state``), or None when it is not one (checked, never trusted: plain JSON from a
-    document; at most ``MAX_SAVED_SCORES`` entries, the latest, are taken)."""
-    if not isinstance(saved, dict):
-        return None
-    key, entries = saved.get("scoring_set_key"), saved.get("scores")
-    if not _is_digest(key) or not isinstance(entries, list):
-        return None
-    scores: dict[str, float] = {}
-    for entry in entries[-MAX_SAVED_SCORES:]:
-        if not (isinstance(entry, list) and len(entry) == 2 and _is_digest(entry[0])):
-            return None
-        reward = entry[1]
-        if (
-            not isinstance(reward, int | float)
-            or isinstance(reward, bool)
-            or not math.isfinite(reward)
-        ):
-            return None
-        scores[entry[0]] = float(reward)
-    return key, scores
-
-
-def _is_digest(value: Any) -> bool:
-    """A sha256 hex digest (64 lower-case hex characters)."""
-    return (
-        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-    )
-
-
-#: ``random.Random.getstate()``'s Mersenne Twister state: 624 words and the position.
-_RNG_WORDS = 625
-
-
-def rng_state(rng: random.Random) -> list[Any]:
-    """The optimizer's random generator as JSON (saved in its state, so a fit resumed from a
-    checkpoint, e.g. after the dashboard's Pause, makes the same draws as one never stopped)."""
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
-
-
-def rng_from_state(saved: Any) -> random.Random | None:
-    """The generator ``rng_state`` saved, or None when ``saved`` is not one (checked, never
-    trusted: a state is plain JSON from a document)."""
-    try:
-        version, internal, gauss = saved
-        words = [int(word) for word in internal]
-        if (
-            version != 3
-            or len(words) != _RNG_WORDS
-            or any(not 0 <= word < 2**32 for word in words[:-1])
-        ):
-            return None
-        rng = random.Random()
-        rng.setstate((3, tuple(words), None if gauss is None else float(gauss)))
-        return rng
-    except (TypeError, ValueError, OverflowError):
-        return None
