@@ -25,8 +25,8 @@ from django.urls import reverse
 
 from training import optimizer_registry
 from training.engine.optimizers.card import STEPS
+from training.engine.optimizers.competition import embedding_text
 from training.engine.optimizers.mutation import canonical
-from training.engine.optimizers.omega import embedding_text
 from training.engine.utils.projection import compact_embedding, pca_2d
 from training.models import Candidate, Run
 from training.programs import lm

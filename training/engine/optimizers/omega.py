@@ -15,14 +15,14 @@ How a fit goes (the hooks of :class:`Optimizer`):
   punctuation only, much shorter than its parent, repeating itself, naming labels outside the
   label set, or the parent's unchanged: ``candidate_checks.py``) is refused before it is
   scored: counted in ``refusals`` by rule and reported as a ``candidate_refused`` event; with
-  fresh examples the step still proposes the parent's few-shot variant.
+  fresh examples the step still proposes the parent's few-shot variant (``evolution.py``).
 - ``on_epoch_end``: the competition. ``algorithm="dns"``: Dominated Novelty Search over each
   variable's population (``dns.py``); distances are cosine distances between candidate
   embeddings, each distinct value embedded once (cached by content hash) and all pairs computed
   in one numpy operation, or a custom async ``distance_function``. ``algorithm="ga"``: the top
   ``population_size`` by reward. Every competitor is emitted as ``kept`` or ``dropped`` (with
   ``competition_epoch`` and, when DNS embedded it, a bounded ``embedding`` for the dashboard's
-  population map); each variable is then assigned its best candidate.
+  population map; ``competition.py``); each variable is then assigned its best candidate.
 - ``on_train_end``: the best candidates are assigned and emitted as ``best``.
 
 Construction refuses the guide's pitfalls with clear errors (see ``__init__``).
@@ -31,20 +31,18 @@ Construction refuses the guide's pitfalls with clear errors (see ``__init__``).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import logging
-import time
 from typing import Any
 
-import jsonschema
 import numpy as np
 
 from training.engine.bounds import Choice, Flag, FloatRange, check_parameters, with_help
-from training.engine.language_models.tracing import trace_context
-from training.engine.optimizers import candidate_checks, dns, label_balance
+from training.engine.optimizers import dns, label_balance
 from training.engine.optimizers import selection as sel
 from training.engine.optimizers.card import EDITABLE, INSTRUCTIONS, STEPS, Card
+from training.engine.optimizers.competition import Competition
+from training.engine.optimizers.evolution import Evolution
 from training.engine.optimizers.mutation import (
     FROZEN_FIELDS,
     VariableEvolver,
@@ -53,7 +51,6 @@ from training.engine.optimizers.mutation import (
 )
 from training.engine.optimizers.optimizer import Optimizer
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
-from training.engine.utils.projection import compact_embedding
 from training.engine.variables import Variable
 
 logger = logging.getLogger(__name__)
@@ -69,8 +66,6 @@ TEMPERATURES = (
 #: Every temperature must be above 0 (0 breaks the softmax). The bound is closed at 0.01 so a
 #: browser can enforce it exactly; below it the softmax already picks the best every time.
 TEMPERATURE = FloatRange(0.01)
-#: Characters of a refused text carried by its ``candidate_refused`` event.
-REFUSED_TEXT_CHARS = 200
 
 
 def _is_async_callable(function: Any) -> bool:
@@ -80,23 +75,8 @@ def _is_async_callable(function: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def embedding_text(value: dict[str, Any]) -> str:
-    """What DNS embeds of a candidate: its canonical JSON, a NearestFewShot pool summarised
-    (its base64 vectors say nothing a text embedding can read, and would fill its window)."""
-    retrieval = value.get("retrieval")
-    if isinstance(retrieval, dict) and retrieval.get("pool"):
-        pool = retrieval["pool"]
-        value = {**value, "retrieval": {"k": retrieval.get("k"), "pool_size": len(pool)}}
-    return canonical(value)
-
-
-def _embedding_key(value: Any) -> str:
-    """The embedding cache's key for a candidate value (its canonical JSON's digest)."""
-    return hashlib.sha1(canonical(value).encode()).hexdigest()
-
-
 @register_synalinks_serializable(package="synalinks")
-class OMEGA(Optimizer):
+class OMEGA(Evolution, Competition, Optimizer):
     """OMEGA: evolves the trainable variables with LM-written mutations and crossovers.
 
     Each batch end picks parents (``selection``), asks ``language_model`` for a mutation or a
@@ -300,25 +280,6 @@ class OMEGA(Optimizer):
     def average_reward(self, variable: Variable) -> float:
         return sel.mean([c["reward"] for c in self.population(variable)])
 
-    def evolver(self, variable: Variable) -> VariableEvolver:
-        found = self._evolvers.get(variable.name)
-        if found is None:
-            found = VariableEvolver(
-                variable,
-                self.language_model,
-                self.mutation_temperature,
-                self.crossover_temperature,
-                self.instructions,
-            )
-            self._evolvers[variable.name] = found
-        return found
-
-    def evolvable(self, variable: Variable) -> bool:
-        """Can this variable change at all: editable fields, or examples to resample."""
-        if self.evolver(variable).editable:
-            return True
-        return self.few_shot_learning and "examples" in variable.value
-
     # -- hooks -----------------------------------------------------------------------------
     async def on_batch_end(
         self, batch: int, x: Any, y: Any, y_pred: Any, rewards: list[float]
@@ -361,256 +322,12 @@ class OMEGA(Optimizer):
         finally:
             await super().on_train_end()
 
-    async def evolve(self, variable: Variable, batch: list[dict]) -> dict[str, Any] | None:
-        """Make, score and return one new candidate for ``variable`` (None when skipped)."""
-        return await self.run_step(self.plan(variable), batch)
-
-    def plan(self, variable: Variable) -> dict[str, Any]:
-        """Every random choice of one step, in this order: crossover or mutation, the
-        parent(s) (``selection``), the fresh examples (``few_shot_learning``)."""
-        population = self.population(variable)
-        rewards = [c["reward"] for c in population]
-        operation = "mutation"
-        if len(population) >= 2 and self.rng.random() < sel.crossover_probability(
-            self.merging_rate, self.epoch
-        ):
-            operation = "crossover"
-        if operation == "crossover":
-            picks = sel.select_indices(
-                rewards, 2, self.selection, self.selection_temperature, self.rng
-            )
-            parents = [population[i] for i in picks]
-        else:
-            parents = [
-                population[
-                    sel.select_index(rewards, self.selection, self.selection_temperature, self.rng)
-                ]
-            ]
-        examples = None
-        if self.few_shot_learning and "examples" in parents[0]["value"]:
-            examples = self.sample_examples(variable.name)
-        return {
-            "variable": variable,
-            "operation": operation,
-            "parents": parents,
-            "population": population,
-            "examples": examples,
-        }
-
-    async def run_step(self, plan: dict[str, Any], batch: list[dict]) -> dict[str, Any] | None:
-        """The LM call of a planned step, then its candidate, scored (None when skipped)."""
-        variable, operation, parents = plan["variable"], plan["operation"], plan["parents"]
-        evolver = self.evolver(variable)
-        value = dict(parents[0]["value"])
-        if evolver.editable:
-            try:
-                # its LM calls (traced as mutation/crossover) name the candidate they start
-                # from: the parent (a crossover's first)
-                with trace_context(candidate_id=parents[0]["id"]):
-                    if operation == "crossover":
-                        a, b = parents
-                        edited = await evolver.crossover(
-                            a["value"], a["reward"], b["value"], b["reward"], batch
-                        )
-                    else:
-                        edited = await evolver.mutate(
-                            parents[0]["value"], parents[0]["reward"], batch
-                        )
-            except Exception as exc:  # a failed LM call never kills fit
-                await self._failed(variable, operation, exc)
-                return None
-            value.update(edited)
-            refused = candidate_checks.refusal(
-                evolver.editable_part(value),
-                [evolver.editable_part(p["value"]) for p in parents],
-                self.label_set(variable),
-            )
-            if refused is not None:
-                # Junk text (or a parent's, unchanged: a small model often gives it back) is
-                # never scored. Only new examples can still make a candidate, and then it is
-                # the parent's few-shot variant.
-                await self._refused(variable, operation, parents, value, refused)
-                if plan["examples"] is None:
-                    return None
-                operation, parents = "few_shot", parents[:1]
-                value = dict(parents[0]["value"])
-        elif operation == "mutation":
-            operation = "few_shot"
-        if plan["examples"] is not None:
-            value["examples"] = plan["examples"]
-        value = variable.with_pinned(value)  # before the duplicate check below
-        try:
-            jsonschema.validate(value, variable.schema or {})
-        except jsonschema.ValidationError as exc:
-            await self._failed(
-                variable, operation, f"the new value does not fit the schema: {exc.message}"
-            )
-            return None
-        if any(canonical(c["value"]) == canonical(value) for c in plan["population"]):
-            logger.debug(
-                "OMEGA: %s of %s gave a value already in the population", operation, variable.name
-            )
-            return None
-        # A value dropped by an earlier competition may come back and compete again; scoring
-        # it costs no prediction (``Optimizer.score`` remembers every assignment's reward).
-        candidate = self.add_candidate(
-            variable, value, operation, parent_ids=[p["id"] for p in parents]
-        )
-        await self.score_candidates([(variable, candidate)])
-        return candidate
-
-    def label_set(self, variable: Variable) -> list[str] | None:
-        """The labels of the output's label fields of ``variable``'s module (None: none)."""
-        fields = label_balance.output_labels(self.program, variable.name)
-        return [label for labels in fields.values() for label in labels] or None
-
-    async def _refused(
-        self,
-        variable: Variable,
-        operation: str,
-        parents: list[dict[str, Any]],
-        value: dict[str, Any],
-        refused: candidate_checks.Refusal,
-    ) -> None:
-        """Count a refused mutation/crossover (``refusals`` by rule) and emit a
-        ``candidate_refused`` event: the rule, its reason, the field and a clipped text."""
-        self.refusals[refused.rule] = self.refusals.get(refused.rule, 0) + 1
-        if refused.rule == "unchanged":
-            self.unchanged_operations += 1
-        text = value.get(refused.field)
-        logger.debug("OMEGA: %s of %s refused: %s", operation, variable.name, refused.reason)
-        await self.emit(
-            {
-                "type": "candidate_refused",
-                "epoch": self.epoch,
-                "variable": variable.name,
-                "operation": operation,
-                "parent_ids": [p["id"] for p in parents],
-                **refused.to_dict(),
-                "text": text[:REFUSED_TEXT_CHARS] if isinstance(text, str) else None,
-            }
-        )
-
-    async def _failed(self, variable: Variable, operation: str, error: Any) -> None:
-        self.failed_operations += 1
-        message = (
-            f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
-        )
-        logger.warning("OMEGA: %s of variable %r skipped: %s", operation, variable.name, message)
-        await self.emit(
-            {
-                "type": "optimizer_error",
-                "epoch": self.epoch,
-                "variable": variable.name,
-                "operation": operation,
-                "error": message[:500],
-            }
-        )
-
     async def select(self, epoch: int) -> None:
         """The competition of every variable's population, then assign each variable its best."""
         for variable in self.trainable_variables:
             await self.compete(variable)
         self._prune_embeddings()
         await super().select(epoch)
-
-    def _prune_embeddings(self) -> None:
-        """Forget the vectors of dropped candidates (the cache stays population-sized)."""
-        alive = {
-            _embedding_key(c["value"])
-            for variable in self.trainable_variables
-            for c in self.population(variable)
-        }
-        self._embeddings = {k: v for k, v in self._embeddings.items() if k in alive}
-
-    # -- competition -----------------------------------------------------------------------
-    async def compete(self, variable: Variable) -> list[dict[str, Any]]:
-        """Run DNS (or GA elitism) on ``variable``'s population; emit kept/dropped; return kept."""
-        population = self.population(variable)
-        if not population:
-            return []
-        rewards = [c["reward"] for c in population]
-        started = time.perf_counter()
-        texts_before = self.texts_embedded
-        scores: np.ndarray | None = None
-        if self.algorithm == "dns" and len(population) > 1:
-            try:
-                distances = await self.distance_matrix([c["value"] for c in population], rewards)
-                kept, scores = dns.dns_select(
-                    rewards, distances, self.k_nearest_fitter, self.population_size
-                )
-            except Exception as exc:  # no distances: keep the fittest rather than stop fit
-                await self._failed(variable, "competition", exc)
-                kept = dns.elitism(rewards, self.population_size)
-        else:
-            kept = dns.elitism(rewards, self.population_size)
-        self.competition_stats.append(
-            {
-                "epoch": self.epoch,
-                "variable": variable.name,
-                "population": len(population),
-                "kept": len(kept),
-                "embedding_texts": self.texts_embedded - texts_before,
-                "seconds": time.perf_counter() - started,
-            }
-        )
-        kept_set = set(kept)
-        for index, candidate in enumerate(population):
-            candidate["novelty"] = None if scores is None else round(float(scores[index]), 6)
-            candidate["status"] = "kept" if index in kept_set else "dropped"
-            await self.emit_candidate(variable, candidate, **self._map_fields(candidate))
-        return [population[i] for i in kept]
-
-    def _map_fields(self, candidate: dict[str, Any]) -> dict[str, Any]:
-        """What a population map needs beyond the candidate: the epoch of this competition
-        and the candidate's embedding when DNS computed one (bounded: ``compact_embedding``).
-        Never stored on the candidate itself (it is saved with the program)."""
-        fields: dict[str, Any] = {"competition_epoch": self.epoch}
-        vector = self._embeddings.get(_embedding_key(candidate["value"]))
-        if vector is not None:
-            fields["embedding"] = compact_embedding(vector)
-        return fields
-
-    async def embed(self, values: list[dict[str, Any]]) -> np.ndarray:
-        """One vector per value; each distinct value is embedded once for the whole fit."""
-        keys = [_embedding_key(v) for v in values]
-        missing: dict[str, str] = {}
-        for key, value in zip(keys, values, strict=True):
-            if key not in self._embeddings and key not in missing:
-                missing[key] = embedding_text(value)
-        if missing:
-            vectors = await self.embedding_model(list(missing.values()))
-            if len(vectors) != len(missing):
-                raise RuntimeError(
-                    f"embedding model returned {len(vectors)} vectors for {len(missing)} texts"
-                )
-            self.texts_embedded += len(missing)
-            for key, vector in zip(missing, vectors, strict=True):
-                self._embeddings[key] = np.asarray(vector, dtype=float)
-        return np.stack([self._embeddings[key] for key in keys])
-
-    async def distance_matrix(
-        self, values: list[dict[str, Any]], rewards: list[float]
-    ) -> np.ndarray:
-        """N×N distances: cosine over embeddings (one numpy op), or the custom function on the
-        pairs DNS reads (those with different rewards; the function is taken as symmetric)."""
-        if self.distance_function is None:
-            return dns.cosine_distance_matrix(await self.embed(values))
-        count = len(values)
-        pairs = [
-            (i, j) for i in range(count) for j in range(i + 1, count) if rewards[i] != rewards[j]
-        ]
-        results = await asyncio.gather(
-            *(
-                self.distance_function(values[i], values[j], embedding_model=self.embedding_model)
-                for i, j in pairs
-            )
-        )
-        distances = np.full((count, count), np.nan)
-        np.fill_diagonal(distances, 0.0)
-        for (i, j), value in zip(pairs, results, strict=True):
-            distances[i, j] = distances[j, i] = float(value)
-        return distances
 
     # -- few-shot examples -----------------------------------------------------------------
     def _add_example(
