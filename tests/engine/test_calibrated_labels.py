@@ -18,7 +18,7 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_events import EventRecorder
-from training.engine.modules import label_decision
+from training.engine.modules import label_decision, label_readout
 from training.engine.optimizers import CalibratedLabels
 from training.engine.saving import register_synalinks_serializable
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
@@ -129,17 +129,29 @@ async def test_calibration_learns_a_bias_that_turns_a_biased_model_right():
     assert selection["beat_seed"] == 1
 
 
-async def test_the_vote_of_the_nearest_rows_counts_when_the_scores_say_nothing():
+async def test_the_inputs_embeddings_decide_when_the_scores_say_nothing():
     optimizer = CalibratedLabels(embedding_model=FakeEmbeddingModel(), seed=0)
     program = await program_on(scorer_lm(noise_scores), optimizer)
     x, y = arrays(rows(60, seed=4))
     x_test, y_test = arrays(rows(30, seed=5))
     await program.fit(x, y, validation_split=0.25, epochs=1, batch_size=8, seed=0)
-    state = program.trainable_variables[0].value
-    assert state["decision"]["vote_weight"] > 0
-    assert state["retrieval"]["in_prompt"] is False and state["retrieval"]["vote"] is False
-    assert len(state["retrieval"]["pool"]) == 45  # the training rows, not the validation's
+    decision = program.trainable_variables[0].value["decision"]
+    assert decision["readout_weight"] > 0
+    assert decision["readout"]["embedding_model"] == FakeEmbeddingModel().model
+    assert set(decision["readout"]["weights"]) == set(TEAMS)
     assert (await program.evaluate(x_test, y_test))["reward"] >= 0.9
+
+
+async def test_the_vote_of_the_nearest_rows_counts_without_the_readout():
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 3, size=90)
+    counts = np.zeros((90, 3))
+    counts[np.arange(90), truth] = 4  # the neighbours agree with the row
+    counts += rng.integers(0, 2, size=(90, 3))
+    fitted = label_decision.fit_decision(
+        TEAMS, "team", rng.normal(size=(90, 3)), np.eye(3)[truth], {5: counts}, seed=0
+    )
+    assert fitted.decision["vote_weight"] > 0 and "readout" not in fitted.decision
 
 
 async def test_a_gain_within_noise_keeps_the_seed():
@@ -220,3 +232,45 @@ async def test_a_program_with_no_label_field_gets_nearest_few_shots_pool():
     assert retrieval["k"] == 4 and retrieval["vote"] is True
     assert "in_prompt" not in retrieval  # the neighbours are shown in the prompt (the default)
     assert "decision" not in proposed["value"]
+
+
+def test_a_readout_fitted_on_rows_names_their_labels_and_survives_json():
+    rng = np.random.default_rng(2)
+    directions = rng.normal(size=(3, 16))
+    truth = rng.integers(0, 3, size=60)
+    vectors = directions[truth] + 0.3 * rng.normal(size=(60, 16))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    weights, intercepts = label_readout.fit_readout(vectors, np.eye(3)[truth])
+    scores = label_readout.readout_scores(weights, intercepts, vectors)
+    assert (scores.argmax(axis=1) == truth).mean() == 1.0
+    stored = label_readout.to_json(weights, intercepts, TEAMS, "local/minilm")
+    again = label_readout.readout_scores(*label_readout.from_json(stored, TEAMS), vectors)
+    assert np.abs(again - scores).max() < 0.05  # float16 directions
+    folds = [list(range(i, 60, 5)) for i in range(5)]
+    held = label_readout.out_of_fold(vectors, np.eye(3)[truth], folds)
+    assert (held.argmax(axis=1) == truth).mean() >= 0.9
+
+
+def test_a_stored_readout_is_checked_before_it_is_used():
+    weights, intercepts = label_readout.fit_readout(np.eye(4)[:, :3], np.eye(2)[[0, 1, 0, 1]])
+    good = label_readout.to_json(weights, intercepts, ["a", "b"], "local/minilm")
+    decision = {"field": "f", "bias": {}, "lm_weight": 1, "vote_weight": 0,
+                "readout_weight": 1, "readout": good}  # fmt: skip
+    label_decision.check_decision(decision, ["a", "b"])
+    with pytest.raises(ValueError, match="name exactly"):
+        label_decision.check_decision(decision, ["a", "b", "c"])
+    for key, bad in (("norms", float("inf")), ("intercepts", 1e6), ("norms", "2")):
+        broken = {**good, key: {**good[key], "a": bad}}
+        with pytest.raises(ValueError, match="numbers within"):
+            label_decision.check_decision({**decision, "readout": broken}, ["a", "b"])
+    broken = {**good, "weights": {**good["weights"], "a": "not base64!"}}
+    with pytest.raises(ValueError, match="read-out's weights"):
+        label_decision.check_decision({**decision, "readout": broken}, ["a", "b"])
+
+
+def test_the_readout_weighs_in_the_decision():
+    decision = {"field": "f", "bias": {}, "lm_weight": 1.0, "vote_weight": 0.0,
+                "readout_weight": 2.0}  # fmt: skip
+    index, scores = label_decision.decide([0.0, -0.1], ["a", "b"], decision, readout=[0.0, 1.0])
+    assert index == 1 and scores[1] > scores[0]
+    assert label_decision.decide([0.0, -0.1], ["a", "b"], decision)[0] == 0

@@ -99,7 +99,8 @@ def retrieval_summary(retrieval: Any) -> dict[str, Any] | None:
 
 def decision_summary(decision: Any) -> dict[str, Any] | None:
     """What a candidate page shows of a label ``decision`` (CalibratedLabels): the field, the
-    weights of the LM's scores and of the neighbours' vote, and each label's bias; one line of
+    weights of the LM's scores, the neighbours' vote and the embedding read-out (its vectors
+    are not shown), and each label's bias; one line of
     text (``text``) is also what the diff shows. None when the value has none."""
     if not isinstance(decision, dict):
         return None
@@ -109,6 +110,9 @@ def decision_summary(decision: Any) -> dict[str, Any] | None:
     parts = [f"LM scores × {lm:g}" if isinstance(lm, int | float) else "LM scores"]
     if isinstance(vote, int | float) and vote:
         parts.append(f"the nearest examples' vote × {vote:g}")
+    readout = decision.get("readout_weight")
+    if isinstance(readout, int | float) and readout and decision.get("readout"):
+        parts.append(f"the embedding read-out × {readout:g}")
     biases = ", ".join(f"{label} {value:+.2f}" for label, value in numbers.items())
     return {
         "field": str(decision.get("field") or ""),

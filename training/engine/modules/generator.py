@@ -28,7 +28,7 @@ from training.engine.data_model import DataModel, data_model_from_schema, label_
 from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.language_models.language_model import LanguageModel
 from training.engine.modules import example_retrieval as retrieval
-from training.engine.modules import label_decision
+from training.engine.modules import label_decision, label_readout
 from training.engine.modules.module import TRACE, Module, field_list
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.trainers import output_bounds
@@ -390,7 +390,12 @@ class Generator(Module):
             labels, [(example.get("outputs") or {}).get(field) for example in retrieved]
         )
         index, _ = label_decision.decide(
-            scores, labels, state.get("decision"), counts, len(retrieved)
+            scores,
+            labels,
+            state.get("decision"),
+            counts,
+            len(retrieved),
+            await self._readout(state.get("decision"), labels, input_json),
         )
         output = self.output_data_model(**{field: labels[index]})
         if trace is not None:
@@ -404,6 +409,27 @@ class Generator(Module):
                 }
             )
         return output
+
+    async def _readout(
+        self, decision: Any, labels: list[str], input_json: dict[str, Any]
+    ) -> np.ndarray | None:
+        """Each label's embedding read-out score for the input, when the decision has a
+        read-out (the input embedded by the model it names, cached like a retrieval query)."""
+        stored = decision.get("readout") if isinstance(decision, dict) else None
+        if not stored:
+            return None
+        weights, intercepts = label_readout.from_json(stored, labels)
+        model = self.retrieval_embedding_model(
+            {"embedding_model": stored.get("embedding_model") or ""}
+        )
+        vector = await self.query_vector(model, retrieval.retrieval_text(input_json))
+        if len(vector) != weights.shape[0]:
+            raise retrieval.RetrievalError(
+                f"{type(self).__name__} {self.name!r}: the decision's read-out takes "
+                f"{weights.shape[0]}-dimensional embeddings; {stored.get('embedding_model')!r} "
+                f"gave {len(vector)}"
+            )
+        return label_readout.readout_scores(weights, intercepts, vector)
 
     @property
     def deterministic(self) -> bool:

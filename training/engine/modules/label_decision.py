@@ -1,4 +1,4 @@
-"""How a Generator decides a label field from scores: the LM's, a per-label bias, a vote.
+"""How a Generator decides a label field from scores: the LM's, a bias, a vote, a read-out.
 
 Why: a small model's label scores are biased (the local 135M model answered 2 of 4 labels, below
 "always the commonest label"), and on label tasks the labels of the nearest training examples
@@ -7,17 +7,20 @@ scored by the LM (its log-probability as the field's value, ``LanguageModel.scor
 and the label with the best *decision score* wins:
 
     score(label) = lm_weight × log P_LM(label) + bias[label] + vote_weight × vote(label)
+                   + readout_weight × readout(label)
 
-where ``log P_LM`` is the LM's distribution over the labels (log-softmax of their scores) and
+where ``log P_LM`` is the LM's distribution over the labels (log-softmax of their scores),
 ``vote(label) = log((n + 1) / (k + C))``, ``n`` being how many of the ``k`` nearest pool
-examples (the state's ``retrieval``) have that label, ``C`` the number of labels. Without a
-``decision`` in the state the weights are 1, 0 and no bias: the LM's best label.
+examples (the state's ``retrieval``) have that label, ``C`` the number of labels, and
+``readout(label)`` a linear read-out of the input's embedding (``label_readout.py``). Without
+a ``decision`` in the state the weights are 1, 0 and no bias: the LM's best label.
 
 The decision is part of the Generator's state, a trainable JSON value like its instructions and
 examples (saved, loaded, shown and diffed; no model weight changes)::
 
     "decision": {"field": "label", "bias": {"anger": 0.4, "joy": -1.2},
-                 "lm_weight": 0.8, "vote_weight": 1.5}
+                 "lm_weight": 0.8, "vote_weight": 1.5,
+                 "readout_weight": 2.0, "readout": {...}}  # the last two optional
 
 :func:`fit_decision` learns it from training rows (the ``CalibratedLabels`` optimizer): the
 weights and biases of a softmax over decision scores, fitted by Newton's method on a
@@ -36,12 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from training.engine.modules import label_readout
+
 #: Largest absolute weight or bias a stored decision may hold (a loaded document is bounded).
 MAX_WEIGHT = 100.0
 #: Labels a decision may name (the grammar's label sets are far smaller).
 MAX_LABELS = 200
 #: Neighbour counts tried for the vote, when the pool has that many rows to spare.
 VOTE_KS = (3, 5, 10, 20)
+#: The vote's ``k`` beside an embedding read-out.
+VOTE_K = 5
 #: L2 strengths tried (the penalty added to the mean cross-entropy is ``strength × |θ|²``).
 #: Measured on four TweetEval tasks × 3 draws (80 fitting rows): 0.001-0.03 gave a mean test
 #: accuracy of 0.604 against 0.591 for 0.003-0.3 (0.3 shrank every weight to the majority);
@@ -73,6 +80,8 @@ def decision_schema(labels: Sequence[str] | None = None) -> dict[str, Any]:
             "bias": bias,
             "lm_weight": bound,
             "vote_weight": bound,
+            "readout_weight": bound,
+            "readout": label_readout.readout_schema(),
         },
         "required": ["field", "bias", "lm_weight", "vote_weight"],
     }
@@ -109,7 +118,12 @@ def check_decision(decision: Any, labels: Sequence[str]) -> dict[str, Any]:
     bias = decision.get("bias") or {}
     if not isinstance(bias, dict) or set(bias) - set(labels):
         raise ValueError(f"a decision's bias names labels outside {list(labels)}")
-    numbers = [decision.get("lm_weight", 1.0), decision.get("vote_weight", 0.0), *bias.values()]
+    numbers = [
+        decision.get("lm_weight", 1.0),
+        decision.get("vote_weight", 0.0),
+        decision.get("readout_weight", 0.0),
+        *bias.values(),
+    ]
     for number in numbers:
         if (
             isinstance(number, bool)
@@ -118,6 +132,8 @@ def check_decision(decision: Any, labels: Sequence[str]) -> dict[str, Any]:
             or abs(number) > MAX_WEIGHT
         ):
             raise ValueError(f"a decision's weights are numbers within ±{MAX_WEIGHT:g}")
+    if decision.get("readout") is not None:
+        label_readout.from_json(decision["readout"], labels)
     return decision
 
 
@@ -127,6 +143,7 @@ def decide(
     decision: dict[str, Any] | None,
     counts: Any = None,
     k: int = 0,
+    readout: Any = None,
 ) -> tuple[int, np.ndarray]:
     """(the index of the label decided, every label's decision score).
 
@@ -136,6 +153,7 @@ def decide(
         decision: the state's ``decision`` (None: the LM's best label).
         counts: each label's count among the ``k`` nearest pool examples (None: no vote).
         k: how many neighbours were counted.
+        readout: each label's read-out score for the input (None: no read-out).
 
     Ties go to the label listed first.
     """
@@ -148,6 +166,9 @@ def decide(
         weight = float(decision.get("vote_weight", 0.0))
         if weight and counts is not None and k > 0:
             scores = scores + weight * vote(counts, k)
+        weight = float(decision.get("readout_weight", 0.0))
+        if weight and readout is not None:
+            scores = scores + weight * np.asarray(readout, dtype=np.float64)
     return int(np.argmax(scores)), scores
 
 
@@ -161,10 +182,19 @@ class Config:
     use_lm: bool
     k: int  # 0: no vote
     strength: float
+    readout: bool = False
 
     @property
     def parts(self) -> str:
-        named = [n for n, on in (("LM scores", self.use_lm), (f"{self.k}-NN vote", self.k)) if on]
+        named = [
+            name
+            for name, on in (
+                ("LM scores", self.use_lm),
+                (f"{self.k}-NN vote", self.k),
+                ("embedding read-out", self.readout),
+            )
+            if on
+        ]
         return " + ".join([*named, "bias"])
 
 
@@ -223,12 +253,16 @@ def _newton(design: np.ndarray, targets: np.ndarray, strength: float) -> np.ndar
     return np.clip(theta, -MAX_WEIGHT, MAX_WEIGHT)
 
 
-def _features(config: Config, lm: np.ndarray, votes: dict[int, np.ndarray]) -> list[np.ndarray]:
+def _features(
+    config: Config, lm: np.ndarray, votes: dict[int, np.ndarray], readout: np.ndarray | None
+) -> list[np.ndarray]:
     found = []
     if config.use_lm:
         found.append(lm)
     if config.k:
         found.append(votes[config.k])
+    if config.readout:
+        found.append(readout)
     return found
 
 
@@ -252,6 +286,8 @@ def fit_decision(
     seed: int | None = None,
     use_lm: Sequence[bool] = (True, False),
     strengths: Sequence[float] = STRENGTHS,
+    vectors: Any = None,
+    embedding_model: str = "",
 ) -> FittedDecision:
     """Learn a ``decision`` from training rows.
 
@@ -266,6 +302,11 @@ def fit_decision(
         seed: seeds the cross-validation's folds.
         use_lm: whether the LM's scores may be a part (``(False,)``: a model that cannot
             score labels; ``(True,)``: always).
+        vectors: (rows, dimensions) each row's input embedding: an embedding read-out may
+            be a part (its scores for a row come from a read-out fitted without the row's
+            fold); None: no read-out.
+        embedding_model: the model that made ``vectors`` (stored with the read-out: a new
+            input is embedded by it).
 
     Returns:
         A :class:`FittedDecision`: the configuration with the best mean reward over
@@ -280,19 +321,28 @@ def fit_decision(
         for k, c in neighbour_counts_by_k.items()
     }
     targets = _soft_targets(reward_matrix)
-    configs = [
-        Config(lm_part, k, strength)
-        for lm_part in use_lm
-        for k in [0, *sorted(votes)]
-        for strength in strengths
-        if lm_part or k
-    ] or [Config(False, 0, s) for s in strengths]
     order = list(range(rows))
     random.Random(seed).shuffle(order)
     folds = [order[i::FOLDS] for i in range(min(FOLDS, rows))] if rows >= 2 else [order]
+    readout = None
+    if vectors is not None and rows >= 2 * FOLDS:
+        readout = label_readout.out_of_fold(vectors, targets, folds)
+    if readout is not None:
+        # Every part in, the vote of VOTE_K or none: each choice the cross-validation makes
+        # on ~100 rows is noise it can fit (choosing the parts as well cost 0.05 on a task).
+        ks = [0, *([min(votes, key=lambda k: abs(k - VOTE_K))] if votes else [])]
+        configs = [Config(use_lm[0], k, s, True) for k in ks for s in strengths]
+    else:
+        configs = [
+            Config(lm_part, k, strength)
+            for lm_part in use_lm
+            for k in [0, *sorted(votes)]
+            for strength in strengths
+            if lm_part or k
+        ] or [Config(False, 0, s) for s in strengths]
     compared: dict[Config, float] = {}
     for config in configs:
-        design = _design(_features(config, lm, votes), rows, count)
+        design = _design(_features(config, lm, votes, readout), rows, count)
         earned = []
         for fold in folds:
             held = np.zeros(rows, dtype=bool)
@@ -306,24 +356,33 @@ def fit_decision(
         compared[config] = float(sum(earned) / rows) if earned else 0.0
 
     def simplicity(config: Config) -> tuple:
-        return (compared[config], -(config.use_lm + bool(config.k)), config.strength)
+        parts = config.use_lm + bool(config.k) + config.readout
+        return (compared[config], -parts, config.strength)
 
     best = max(configs, key=simplicity)
-    design = _design(_features(best, lm, votes), rows, count)
+    design = _design(_features(best, lm, votes, readout), rows, count)
     theta = _newton(design, targets, best.strength)
+    weights = {"lm_weight": 0.0, "vote_weight": 0.0, "readout_weight": 0.0}
     position = 0
-    lm_weight = vote_weight = 0.0
-    if best.use_lm:
-        lm_weight, position = float(theta[position]), position + 1
-    if best.k:
-        vote_weight, position = float(theta[position]), position + 1
+    for name, on in (
+        ("lm_weight", best.use_lm),
+        ("vote_weight", best.k),
+        ("readout_weight", best.readout),
+    ):
+        if on:
+            weights[name], position = float(theta[position]), position + 1
     bias = {label: round(float(b), 4) for label, b in zip(labels, theta[position:], strict=True)}
-    decision = {
+    decision: dict[str, Any] = {
         "field": field,
         "bias": bias,
-        "lm_weight": round(lm_weight, 4),
-        "vote_weight": round(vote_weight, 4),
+        "lm_weight": round(weights["lm_weight"], 4),
+        "vote_weight": round(weights["vote_weight"], 4),
     }
+    if best.readout:
+        decision["readout_weight"] = round(weights["readout_weight"], 4)
+        decision["readout"] = label_readout.to_json(
+            *label_readout.fit_readout(vectors, targets), labels, embedding_model
+        )
     train = _reward(np.einsum("rcp,p->rc", design, theta), reward_matrix)
     return FittedDecision(
         decision=decision,

@@ -6,8 +6,9 @@ SmolLM2-135M's zero-shot answers scored below "always the commonest label" on tw
 nearest-neighbour vote over MiniLM embeddings did not). Few-shot examples in the prompt did not
 fix it: the model copied one label. What works is to combine the evidence at the decision
 (kNN prompting, arXiv 2303.13824; "Calibrate Before Use", Zhao et al. 2021): every label is
-scored by the LM, then weighed with a bias per label and the vote of the nearest training
-examples, each weight learned from the training rows (``modules/label_decision.py``).
+scored by the LM, then weighed with a bias per label, the vote of the nearest training
+examples and a linear read-out of the input's embedding (``modules/label_readout.py``),
+each weight learned from the training rows (``modules/label_decision.py``).
 
 How a fit goes (the :class:`Optimizer` hooks):
 
@@ -35,13 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from training.engine.bounds import Flag, check_parameters
 from training.engine.modules import example_retrieval as retrieval
-from training.engine.modules import label_decision
+from training.engine.modules import label_decision, label_readout
 from training.engine.optimizers.card import ONCE, Card
 from training.engine.optimizers.nearest_few_shot import DEFAULT_K, NearestFewShot
 from training.engine.optimizers.optimizer import Optimizer
@@ -60,8 +62,9 @@ class CalibratedLabels(NearestFewShot):
         embedding_model: embeds the training examples and each input for the neighbours'
             vote (the dashboard's default is ``local/minilm``); not needed with
             ``vote=False``.
-        vote: let the labels of the nearest training examples count in the decision (its
-            weight learned, 0 when they do not help); False: a bias per label only.
+        vote: let the labels of the nearest training examples and a linear read-out of
+            the input's embedding count in the decision (their weights learned, 0 when they
+            do not help); False: a bias per label only.
         pool_size: most training examples kept for the vote.
         seed: seeds the cross-validation's folds and which examples stay in a full pool.
         name: the optimizer's name.
@@ -83,8 +86,9 @@ class CalibratedLabels(NearestFewShot):
         prefix="cal_",
         help=(
             "scores every label, then learns a bias per label and how much the labels of the "
-            "nearest training examples count, from the training rows (no extra LM calls). The "
-            "one to pick when the program answers a label set."
+            "nearest training examples and a read-out of the input's embedding count, from "
+            "the training rows (no extra LM calls). The one to pick when the program answers "
+            "a label set."
         ),
         primary="vote",
         proposes=ONCE,
@@ -182,7 +186,7 @@ class CalibratedLabels(NearestFewShot):
             if label is None or len(rows) < max(2 * len(label[1]), 8):
                 pools.append((variable, module))  # nothing to calibrate: the pool instead
                 continue
-            value, counts = await self._calibrated(variable, module, label, rows)
+            value, evidence = await self._calibrated(variable, module, label, rows)
             if value == variable.value or any(c["value"] == value for c in variable.candidates):
                 continue
             parent = self.champion(variable)
@@ -195,7 +199,7 @@ class CalibratedLabels(NearestFewShot):
             )
             # Thousands of small fits on a large split: off the event loop, so a cancel or a
             # pause is still heard meanwhile.
-            candidate["held_out"] = await asyncio.to_thread(self._held_out, rows, label, counts)
+            candidate["held_out"] = await asyncio.to_thread(self._held_out, rows, label, evidence)
             group.append((variable, candidate))
         if pools and self.embedding_model is not None and not group:
             return await super().propose(epoch)
@@ -203,42 +207,45 @@ class CalibratedLabels(NearestFewShot):
 
     async def _calibrated(
         self, variable: Variable, module: Any, label: tuple[str, list[str]], rows: list[dict]
-    ) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
+    ) -> tuple[dict[str, Any], RowEvidence]:
         """(the current value with a decision fitted on ``rows``, and a vote-only pool when
-        the vote is part of it; the rows' neighbour counts the fit used)."""
+        the vote is part of it; what the fit used of the rows besides their LM scores)."""
         field, labels = label
         value = copy.deepcopy(variable.value)
         existing = value.get("retrieval")
-        counts, settings = {}, None
+        evidence = RowEvidence()
         if self.vote and self.embedding_model is not None:
-            counts, settings = await self._neighbour_counts(variable, module, rows, existing)
+            evidence = await self._neighbour_counts(variable, module, rows, existing)
         fitted = await asyncio.to_thread(
             label_decision.fit_decision,
             labels,
             field,
             [row["scores"] for row in rows],
             _one_hot(labels, [row["label"] for row in rows]),
-            counts,
+            evidence.counts,
             seed=self.rng.randrange(2**31),
+            vectors=evidence.vectors,
+            embedding_model=evidence.embedding_model,
         )
         self.fits[variable.name] = fitted
         value["decision"] = fitted.decision
-        if fitted.vote_k and existing is None and settings is not None:
-            value["retrieval"] = {**settings, "k": fitted.vote_k}
-        return value, counts
+        if fitted.vote_k and existing is None and evidence.settings is not None:
+            value["retrieval"] = {**evidence.settings, "k": fitted.vote_k}
+        return value, evidence
 
     async def _neighbour_counts(
         self, variable: Variable, module: Any, rows: list[dict], existing: dict | None
-    ) -> tuple[dict[int, np.ndarray], dict[str, Any] | None]:
-        """({k: each row's label counts among its k nearest pool examples, itself left
-        out}, the vote-only retrieval settings) for the ``k`` worth trying: the existing
-        pool's own ``k`` when the value has one (its prompt shows those neighbours)."""
+    ) -> RowEvidence:
+        """Each row's label counts among its k nearest pool examples (itself left out) for
+        the ``k`` worth trying (the existing pool's own ``k`` when the value has one: its
+        prompt shows those neighbours), each row's input vector, and the vote-only
+        retrieval settings."""
         field, labels = module.label_field()
+        model = self.model_of(module)
         settings = None
         if existing:
             pool, ks = existing.get("pool") or [], [int(existing.get("k", 1))]
         else:
-            model = self.model_of(module)
             pool = await self.embedded(model, self.pool_examples(variable.name))
             ks = [k for k in label_decision.VOTE_KS if k < len(pool)]
             settings = {
@@ -248,30 +255,30 @@ class CalibratedLabels(NearestFewShot):
                 "pool": pool,
             }
         if not pool or not ks:
-            return {}, settings
+            return RowEvidence(settings=settings)
         matrix = retrieval.pool_matrix(pool)
         keys = [retrieval.same_inputs_key(entry["inputs"]) for entry in pool]
         pool_labels = [(entry.get("outputs") or {}).get(field) for entry in pool]
         counts = {k: np.zeros((len(rows), len(labels))) for k in ks}
+        vectors = np.zeros((len(rows), matrix.shape[1]))
         where = {key: i for i, key in enumerate(keys)}
         for r, row in enumerate(rows):
             own = retrieval.same_inputs_key(row["inputs"])
             if own in where:  # a pooled row: its vector is in the pool already
                 query = matrix[where[own]]
             else:
-                query = await module.query_vector(
-                    self.model_of(module), retrieval.retrieval_text(row["inputs"])
-                )
+                query = await module.query_vector(model, retrieval.retrieval_text(row["inputs"]))
+            vectors[r] = query
             excluded = [i for i, key in enumerate(keys) if key == own]
             nearest = retrieval.nearest_indices(matrix, query, max(ks), excluded)
             for k in ks:
                 counts[k][r] = label_decision.neighbour_counts(
                     labels, [pool_labels[i] for i in nearest[:k]]
                 )
-        return counts, settings
+        return RowEvidence(counts, vectors, str(getattr(model, "model", "")), settings)
 
     def _held_out(
-        self, rows: list[dict], label: tuple[str, list[str]], counts: dict[int, np.ndarray]
+        self, rows: list[dict], label: tuple[str, list[str]], evidence: RowEvidence
     ) -> dict[str, list[float]]:
         """The cross-fitted evidence: each training row the seed was recorded on, predicted by
         a decision fitted on the other folds (its configuration chosen there too); the seed's
@@ -286,7 +293,8 @@ class CalibratedLabels(NearestFewShot):
         field, labels = label
         scores = np.array([row["scores"] for row in recorded], dtype=np.float64)
         rewards = _one_hot(labels, [row["label"] for row in recorded])
-        votes = {k: np.asarray(c)[kept] for k, c in counts.items()}
+        votes = {k: np.asarray(c)[kept] for k, c in evidence.counts.items()}
+        vectors = None if evidence.vectors is None else evidence.vectors[kept]
         order = list(range(len(recorded)))
         self.rng.shuffle(order)
         predicted = np.zeros(len(recorded), dtype=int)
@@ -299,11 +307,23 @@ class CalibratedLabels(NearestFewShot):
                 rewards[rest],
                 {k: c[rest] for k, c in votes.items()},
                 seed=self.rng.randrange(2**31),
+                vectors=None if vectors is None else vectors[rest],
+                embedding_model=evidence.embedding_model,
             )
             k = inner.vote_k
-            for i in fold:
+            readout = None
+            if inner.decision.get("readout") is not None:
+                readout = label_readout.readout_scores(
+                    *label_readout.from_json(inner.decision["readout"], labels), vectors[fold]
+                )
+            for position, i in enumerate(fold):
                 predicted[i], _ = label_decision.decide(
-                    scores[i], labels, inner.decision, votes[k][i] if k else None, k
+                    scores[i],
+                    labels,
+                    inner.decision,
+                    votes[k][i] if k else None,
+                    k,
+                    None if readout is None else readout[position],
                 )
         return {
             "seed": [row["seed_reward"] for row in recorded],
@@ -344,6 +364,19 @@ class CalibratedLabels(NearestFewShot):
         if config.get("embedding_model") is not None:
             config["embedding_model"] = deserialize(config["embedding_model"], custom_objects)
         return cls(**config)
+
+
+@dataclass
+class RowEvidence:
+    """What a decision is fitted on besides the rows' LM scores: each row's label counts
+    among its nearest pool examples by ``k`` (itself left out), each row's input vector (for
+    the embedding read-out) and the model that made them, and the vote-only retrieval
+    settings a candidate takes when the vote is part of its decision."""
+
+    counts: dict[int, np.ndarray] = field(default_factory=dict)
+    vectors: np.ndarray | None = None
+    embedding_model: str = ""
+    settings: dict[str, Any] | None = None
 
 
 def _seed_value(variable: Variable) -> Any:
