@@ -12,15 +12,10 @@ import pytest
 
 from training.engine.local import smollm2
 from training.engine.local.core_slots import CoreSlots
-from training.engine.local.decoding import (
-    LLAMA_RANDOM_SEED,
-    Decoder,
-    batches,
-    fixed_seed,
-    shared_prefix,
-)
+from training.engine.local.decoding import Decoder, batches, shared_prefix
 from training.engine.local.instance_pool import InstancePool
 from training.engine.local.prefix_store import PrefixStore
+from training.engine.local.sampling import LLAMA_RANDOM_SEED, fixed_seed
 
 pytestmark = pytest.mark.slow
 

@@ -4,22 +4,10 @@ checked on one token, the answer fixed by the request.
 Why not ``Llama.create_chat_completion``: on a 2-core machine three things made it slow or
 unsteady, and each is fixed here with llama.cpp's own low-level API:
 
-- **Constrained decoding cost ~8× free text.** llama-cpp-python puts the grammar in the
-  sampler chain, so for every generated token llama.cpp checks the grammar against all 49,152
-  vocabulary entries. Here the token is chosen first, then only that one token is checked
-  against the grammar; only when the grammar rejects it is the grammar applied to the whole
-  vocabulary (what llama.cpp's own ``common_sampler`` does). At temperature 0 this picks
-  exactly the token that full-grammar greedy picks: the best token, when the grammar allows
-  it, is also the best allowed token.
-- **Most of a structured answer is forced.** With json.dumps's spacing (``grammar.py``) the
-  grammar leaves one way to go between two values (``{"team": "`` before the first string,
-  ``"}`` after it): decoding and sampling each of those tokens one at a time cost as much as
-  the answer itself. Here, whenever the grammar admits a single next character, the forced
-  text is found (:meth:`Decoder._forced`: the grammar tried on the 256 one-byte tokens),
-  tokenised, and appended; its tokens are evaluated in one batch with the token before them
-  (with the prompt, for the opening), and once the grammar admits nothing but the end, the
-  call ends without evaluating its last token. Only the tokens the model chooses are
-  sampled, so at temperature 0 the answer is what the model picks at each of its choices.
+- **Constrained decoding cost ~8× free text, and most of a structured answer is forced.**
+  The token is chosen first and only it is checked against the grammar, and the text the
+  grammar forces is appended without sampling it (:mod:`training.engine.local.sampling`
+  says how, and why the answer does not change).
 - **Prefix reuse could depend on history.** The instance keeps the keys and values of its last
   prompt and the next call evaluates only what follows the prefix the two share. Measured on
   llama.cpp's CPU backend: a token's logits are bitwise the same however the prompt before it
@@ -42,7 +30,7 @@ unsteady, and each is fixed here with llama.cpp's own low-level API:
 - **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
   call's seed from the instance's previous seed, so which instance served how many calls
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
-  itself (:func:`request_seed`): the same request gets the same answer whatever the
+  itself (:func:`~training.engine.local.sampling.request_seed`): the same request gets the same answer whatever the
   scheduling; different requests (another parent, another batch) differ as before.
 - **A lone call left the other core idle.** OMEGA's mutation runs alone (nothing else of the
   run can start until it answers), so on two cores one of them idled through its ~350-token
@@ -86,9 +74,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
-import json
-import math
 import threading
 import time
 from collections.abc import Iterator
@@ -98,6 +83,13 @@ from typing import Any
 import numpy as np
 
 from training.engine.local.prefix_store import CLAIMED, SAVED, PrefixStore, shared_prefix
+from training.engine.local.sampling import (
+    TOKEN_DATA,
+    TOP_P,
+    TokenSampling,
+    fixed_seed,
+    request_seed,
+)
 
 #: The fewest prompt tokens evaluated in one llama.cpp batch: a one-token batch is computed by
 #: another kernel than a longer one, and its rounding would make an answer depend on where the
@@ -106,41 +98,14 @@ MIN_BATCH_TOKENS = 2
 #: Grammars whose forced opening a decoder remembers (the grammar text varies with each call's
 #: token budget, so a long-lived worker would otherwise keep one entry per budget ever seen).
 OPENINGS_CACHE_SIZE = 64
-#: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
-#: its repeat penalty defaults to 1.0, i.e. off).
-TOP_K = 40
-TOP_P = 0.95
-MIN_P = 0.05
-
-#: Tokens the grammar is applied to when the sampled one is rejected (before the whole
-#: vocabulary): the best ones by logit.
-SHORTLIST = 256
-
-#: The longest forced text looked for at once (bytes); a longer forced run continues after
-#: the next evaluation.
-MAX_FORCED_BYTES = 64
 
 #: The shortest prefix worth saving (tokens): a shorter one costs little to evaluate.
 MIN_SAVED_TOKENS = 64
-
-_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
-
 
 #: The fewest prompt tokens worth borrowing free cores for: a short evaluation (a user turn
 #: after a held prefix, ~10-30 tokens) takes a few tenths of a second on one thread, and a
 #: borrowed core makes a call that starts meanwhile wait for it.
 MIN_BORROW_TOKENS = 64
-
-#: llama.cpp's LLAMA_DEFAULT_SEED: to its samplers this value means "pick a random seed".
-LLAMA_RANDOM_SEED = 0xFFFFFFFF
-
-
-def fixed_seed(seed: int) -> int:
-    """``seed`` as the 32-bit seed llama.cpp's sampler takes, never the value it reads as
-    "random" (``-1``, or a request's hash that happens to be 0xFFFFFFFF): a seed fixes the
-    answer."""
-    value = seed & 0xFFFFFFFF
-    return value - 1 if value == LLAMA_RANDOM_SEED else value
 
 
 @dataclass
@@ -160,14 +125,6 @@ class Counts:
     borrowed_cores: int = 0
 
 
-def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: str | None) -> int:
-    """A 32-bit sampling seed fixed by the request (prompt tokens, sampling, grammar)."""
-    digest = hashlib.blake2b(
-        json.dumps([prompt, temperature, top_p, grammar]).encode("utf-8"), digest_size=4
-    )
-    return int.from_bytes(digest.digest(), "little")
-
-
 def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
     """``[start, end)`` cut into batches of at most ``size`` tokens, none of one token."""
     bounds = [(i, min(i + size, end)) for i in range(start, end, size)]
@@ -177,7 +134,7 @@ def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-class Decoder:
+class Decoder(TokenSampling):
     """Chat completions on one ``llama_cpp.Llama`` (not thread-safe: one call at a time).
 
     Args:
@@ -228,11 +185,11 @@ class Decoder:
         #: with one and shares less with ``held``.
         self.saved = prefixes if prefixes is not None else PrefixStore()
         self._turn_end = llama.token_eos()
-        self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
+        self._candidates = np.zeros(self._n_vocab, dtype=TOKEN_DATA)
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
         self._one = (llama_cpp.llama_token_data * 1)()
         self._bytes = self._byte_tokens()
-        self._probe = np.zeros(len(self._bytes) + 1, dtype=_TOKEN_DATA)
+        self._probe = np.zeros(len(self._bytes) + 1, dtype=TOKEN_DATA)
         #: the forced opening of each grammar (the same for every call with that schema)
         self._openings: dict[str, tuple[list[int], bool]] = {}
 
@@ -408,137 +365,6 @@ class Decoder:
     def _logits(self) -> np.ndarray:
         pointer = self._lib.llama_get_logits_ith(self.llama._ctx.ctx, -1)
         return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,)).copy()
-
-    # -- sampling ----------------------------------------------------------------------------
-    def _array(self, logits: np.ndarray) -> Any:
-        """``logits`` as a llama.cpp candidate array (the samplers sort it in place, so every
-        field is written again)."""
-        self._candidates["id"] = self._ids
-        self._candidates["logit"] = logits
-        self._candidates["p"] = 0.0
-        return self._lib.llama_token_data_array(
-            data=self._candidates.ctypes.data_as(self._lib.llama_token_data_p),
-            size=self._n_vocab,
-            selected=-1,
-            sorted=False,
-        )
-
-    def _allowed(self, grammar: Any, token: int) -> bool:
-        """Whether the grammar accepts ``token`` next (checks this one token only)."""
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, 1.0, 0.0
-        single = self._lib.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
-        self._lib.llama_sampler_apply(grammar, ctypes.byref(single))
-        return not math.isinf(self._one[0].logit)
-
-    def _pick(self, logits: np.ndarray, chain: Any) -> int:
-        """One token from ``logits``: greedy (``chain`` None) or ``chain``'s sample."""
-        if chain is None:
-            return int(np.argmax(logits))
-        array = self._array(logits)
-        self._lib.llama_sampler_apply(chain, ctypes.byref(array))
-        return int(array.data[array.selected].id)
-
-    def _sample(self, logits: np.ndarray, chain: Any, grammar: Any | None, counts: Counts) -> int:
-        """Sample, then check the one token against the grammar; on a rejection constrain the
-        :data:`SHORTLIST` best tokens, and the whole vocabulary only when too few of them
-        are allowed. Each step picks what the grammar applied to the whole vocabulary would:
-        greedy needs one allowed token in the shortlist (the best allowed one overall is
-        then among them), sampling needs TOP_K of them (then the TOP_K best allowed tokens
-        overall, all that top-k keeps, are among them)."""
-        token = self._pick(logits, chain)
-        if grammar is None:
-            return token
-        counts.grammar_checks += 1
-        if self._allowed(grammar, token):
-            return token
-        best = np.argpartition(logits, -SHORTLIST)[-SHORTLIST:]
-        short = np.zeros(SHORTLIST, dtype=_TOKEN_DATA)
-        short["id"], short["logit"] = best, logits[best]
-        array = self._lib.llama_token_data_array(
-            data=short.ctypes.data_as(self._lib.llama_token_data_p),
-            size=SHORTLIST,
-            selected=-1,
-            sorted=False,
-        )
-        self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
-        allowed = np.isfinite(short["logit"])
-        if allowed.sum() >= (1 if chain is None else TOP_K):
-            masked = np.full_like(logits, -np.inf)
-            masked[short["id"][allowed]] = short["logit"][allowed]
-        else:
-            counts.grammar_full_passes += 1  # constrain the whole vocabulary
-            array = self._array(logits)
-            self._lib.llama_sampler_apply(grammar, ctypes.byref(array))
-            masked = self._candidates["logit"].copy()
-        return self._pick(masked, chain)
-
-    def _forced(self, grammar: Any) -> tuple[bytes, bool]:
-        """(text, ends): the text the grammar admits as the only way on from its state (up to
-        :data:`MAX_FORCED_BYTES`), and whether the output must end after it. The grammar's
-        state is left as it was (a copy is advanced)."""
-        lib = self._lib
-        probe = lib.llama_sampler_clone(grammar)
-        text = b""
-        eog = self.llama.token_eos()
-        try:
-            while len(text) < MAX_FORCED_BYTES:
-                self._probe["id"][:-1] = [token for token, _ in self._bytes]
-                self._probe["id"][-1] = eog
-                self._probe["logit"] = 0.0
-                array = lib.llama_token_data_array(
-                    data=self._probe.ctypes.data_as(lib.llama_token_data_p),
-                    size=len(self._probe),
-                    selected=-1,
-                    sorted=False,
-                )
-                lib.llama_sampler_apply(probe, ctypes.byref(array))
-                allowed = np.flatnonzero(np.isfinite(self._probe["logit"][:-1]))
-                ends = bool(np.isfinite(self._probe["logit"][-1]))
-                if ends or len(allowed) != 1:
-                    return text, ends and len(allowed) == 0
-                token, byte = self._bytes[int(allowed[0])]
-                lib.llama_sampler_accept(probe, token)
-                text += byte
-            return text, False
-        finally:
-            lib.llama_sampler_free(probe)
-
-    def _forced_tokens(self, grammar: Any) -> tuple[list[int], bool]:
-        """The forced text (:meth:`_forced`) as tokens, and whether the output ends after
-        them; none when its tokens would not spell it exactly (the model then goes on token
-        by token). The tokens are not accepted by ``grammar`` yet."""
-        if not self.append_forced:
-            return [], False
-        text, ends = self._forced(grammar)
-        if not text:
-            return [], ends
-        tokens = self.llama.tokenize(text, add_bos=False, special=False)
-        if self.llama.detokenize(tokens) != text:
-            return [], False
-        return tokens, ends
-
-    def _accept_forced(self, grammar: Any, tokens: list[int]) -> None:
-        """Advance ``grammar`` over forced ``tokens`` (each checked first: accepting a token
-        the grammar refuses aborts llama.cpp)."""
-        for token in tokens:
-            if not self._allowed_then_accept(grammar, token):
-                raise RuntimeError("llama.cpp's grammar refused a token of its own forced text")
-
-    def _allowed_then_accept(self, grammar: Any, token: int) -> bool:
-        if not self._allowed(grammar, token):
-            return False
-        self._lib.llama_sampler_accept(grammar, token)
-        return True
-
-    def _chain(self, temperature: float, top_p: float, seed: int) -> Any:
-        lib = self._lib
-        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_k(TOP_K))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_p(top_p, 1))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_min_p(MIN_P, 1))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_temp(temperature))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_dist(seed))
-        return chain
 
     # -- the call ----------------------------------------------------------------------------
     def complete(
