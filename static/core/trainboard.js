@@ -67,3 +67,34 @@ window.Trainboard = {
   document.addEventListener("DOMContentLoaded", () => watch(document.body));
   document.addEventListener("htmx:load", (event) => watch(event.target));
 })();
+
+// A page's advanced sections are folds, <details data-fold="name">, closed in the markup; each
+// stays as its reader left it, across reloads and runs: localStorage "trainboard:fold:<name>"
+// is "open" or "closed". A fold that opens sends a resize, so the drawings inside it (folded,
+// they had no size) draw again at the size they now have.
+(() => {
+  const key = (fold) => `trainboard:fold:${fold.dataset.fold}`;
+  const read = (fold) => {
+    try { return window.localStorage.getItem(key(fold)); } catch (error) { return null; }
+  };
+  const write = (fold) => {
+    try { window.localStorage.setItem(key(fold), fold.open ? "open" : "closed"); } catch (error) { /* storage off: folds reset */ }
+  };
+  const restore = (root) => {
+    if (!root || root.nodeType !== Node.ELEMENT_NODE) return;
+    const folds = Array.from(root.querySelectorAll("details[data-fold]"));
+    if (root.matches("details[data-fold]")) folds.push(root);
+    folds.forEach((fold) => {
+      const state = read(fold);
+      if (state === "open" || state === "closed") fold.open = state === "open";
+      if (fold.dataset.foldWatched) return;
+      fold.dataset.foldWatched = "1";
+      fold.addEventListener("toggle", () => {
+        write(fold);
+        if (fold.open) window.dispatchEvent(new Event("resize"));
+      });
+    });
+  };
+  document.addEventListener("DOMContentLoaded", () => restore(document.body));
+  document.addEventListener("htmx:load", (event) => restore(event.target));
+})();

@@ -87,6 +87,9 @@
     svg.append(el("rect", { x: 0, y: 0, width: WIDTH, height: HEIGHT, class: "map-frame" }));
     const axis = el("text", { x: WIDTH - 6, y: HEIGHT - 6, "text-anchor": "end", class: "map-axis" });
     axis.textContent = `PC1 ${Math.round(100 * (data.explained[0] || 0))}% · PC2 ${Math.round(100 * (data.explained[1] || 0))}%`;
+    const axisHelp = el("title", {});
+    axisHelp.textContent = "PC1 / PC2: the share of all the differences between the candidates' embeddings that the horizontal / vertical axis shows";
+    axis.append(axisHelp);
     svg.append(axis);
     const edges = el("g", { class: "map-edges" });
     const dots = el("g", { class: "map-points" });
@@ -144,6 +147,8 @@
     draw();
   }
 
+  // a folded map is drawn at no size: trainboard.js sends resize when its fold opens
+  window.addEventListener("resize", draw);
   htmx.onLoad((elt) => {
     if (Trainboard.within(elt, "population-epoch")) wire();
     else if (Trainboard.within(elt, "run-population")) draw();

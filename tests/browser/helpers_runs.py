@@ -214,6 +214,19 @@ def fits_the_width(page) -> bool:
     )
 
 
+def unfold(page, *folds: str) -> None:
+    """Open the run page's folded sections ``folds`` (their ``data-fold`` names: selection,
+    population, lineage, spend) by their summary, as a reader would; trainboard.js keeps each
+    open across reloads for the rest of the page's browser context."""
+    for name in folds:
+        fold = page.locator(f'details[data-fold="{name}"]')
+        if not fold.evaluate("d => d.open"):
+            fold.locator(":scope > summary").click()
+        page.wait_for_function(
+            "(n) => document.querySelector(`details[data-fold='${n}']`).open", arg=name
+        )
+
+
 def scroll_to(page, selector: str) -> None:
     """Scroll ``selector`` into view in one step of the page's own script: a run page's live
     snapshot may swap the element between Playwright finding it and scrolling it ("not

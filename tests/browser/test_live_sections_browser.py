@@ -69,6 +69,7 @@ def test_a_run_watched_to_its_end_reads_like_the_reloaded_page(logged_in_page, l
     page.reload()
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for()
     page.locator("#run-rescore-box #rescore-form").wait_for()
-    page.locator("#run-candidate-confidence #provenance").wait_for()  # loaded once the page is up
+    # loaded once the page is up, in the Selection section (folded: attached, not shown)
+    page.locator("#run-candidate-confidence #provenance").wait_for(state="attached")
     assert section_texts(page) == watched
     assert errors == []

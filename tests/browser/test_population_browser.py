@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers_runs import open_rules_omega_run
+from helpers_runs import open_rules_omega_run, unfold
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -27,6 +27,7 @@ def test_the_map_grows_live_during_an_omega_run(logged_in_page, live_stack):
     open_rules_omega_run(
         page, live_stack, "Rules map", 0.1, epochs=4, omega_merging_rate=0.5, evaluations=(1, 0)
     )
+    unfold(page, "population", "lineage", "spend")  # folded by default: advanced sections
     svg = page.locator("#population-svg")
     running = page.locator('#run-status .status-badge[data-status="running"]')
     # the first competition places the first points while the run is still going

@@ -20,6 +20,7 @@ from helpers_runs import (
     screenshot,
     scroll_to,
     shell,
+    unfold,
 )
 from playwright.sync_api import expect
 
@@ -68,6 +69,7 @@ def test_intervals_verdicts_and_charts_of_an_omega_run(logged_in_page, live_stac
     [entry] = final.values()
     page.reload()
 
+    unfold(page, "selection")  # folded by default: an advanced section
     scroll_to(page, "#selection-section")
     table = page.locator("#confidence-table")
     table.wait_for(timeout=30_000)
