@@ -1,0 +1,225 @@
+"""The first hour at phone width, in Chromium: at 390 px the upload's label-set control, the
+runs' test before → after and change, and the home page's recent runs are on screen without
+sideways scrolling, and the ✓/✗ correction buttons are 44 px touch targets; at 1280 px the
+same pages keep their tables' columns. The run page explains its terms where they appear, and
+its advanced sections are folded until opened, then stay as left across a reload.
+
+Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep the pages at 1280 and 390 px."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers_runs import QUICK_OMEGA, SMALL_RUN, screenshot, shell, unfold
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "a-phone-reader-password-1"
+
+#: A user of their own, the demo program, and a small run and an OMEGA run of it (fake
+#: models: seconds each); prints the runs' ids.
+READER = """
+import json
+from django.contrib.auth import get_user_model
+from training.execution.run_config import validate_run_config
+from training.programs import programs as ps
+from training.programs.demo import ensure_demo_program
+from training.runs import launch as runs
+user = get_user_model().objects.create_user({name!r}, password={password!r})
+program = ensure_demo_program(user, model="fake/fewshot")
+engine = ps.program_from_json(program.engine_json)
+ids = []
+for config in {configs!r}:
+    config = validate_run_config(config, ps.output_field_names(engine), program.dataset.target_names, program.model)
+    ids.append(runs.launch(user, program, program.dataset, config).pk)
+print(json.dumps(ids))
+"""
+
+#: A file whose ``team`` column is offered as a label set (two values).
+CSV = "message,team\n" + "".join(
+    f"refund number {i} please,billing\napp crash number {i},tech\n" for i in range(6)
+)
+
+#: The columns each table shows at 1280 px.
+RUN_LIST_COLUMNS = ["Select", "Run", "Start", "Status", "Program", "Dataset", "Optimizer"]
+RUN_LIST_COLUMNS += ["Model", "Best val./train", "Test before → after", "Test Δ", "LM calls"]
+RUN_LIST_COLUMNS += ["Duration"]
+HOME_COLUMNS = ["Run", "Status", "Program", "Optimizer", "Test reward before → after", "Started"]
+MAPPING_COLUMNS = ["Column", "Inferred", "Role", "Field name", "Type", "Description"]
+
+
+@pytest.fixture(scope="module")
+def reader(live_stack):
+    """A new user with a finished small run and a finished OMEGA run."""
+    omega = {**QUICK_OMEGA, "evaluations_before": 1, "evaluations_after": 1}
+    code = READER.format(name="phone-reader", password=PASSWORD, configs=[SMALL_RUN, omega])
+    small, omega_run = json.loads(shell(live_stack, code))
+    return {"username": "phone-reader", "small": small, "omega": omega_run}
+
+
+def log_in(page, reader) -> list[str]:
+    """Log ``reader`` in; returns the list the page's console errors are collected in."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/accounts/login/")
+    page.fill("#id_username", reader["username"])
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+    return errors
+
+
+def finished(page, run_id: int) -> None:
+    """Open the run's page and wait for its live status to say it succeeded, then reload: the
+    per-example table comes with the page."""
+    page.goto(f"/runs/{run_id}/")
+    page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
+    page.reload()
+
+
+def upload_mapping(page) -> None:
+    """Drop CSV on the upload page and go on to its column mapping."""
+    page.goto("/datasets/upload/")
+    page.evaluate(
+        """([name, text]) => {
+            const transfer = new DataTransfer();
+            transfer.items.add(new File([text], name, {type: "text/csv"}));
+            const zone = document.getElementById("dropzone");
+            zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: transfer, bubbles: true}));
+            zone.dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true}));
+        }""",
+        ["tickets.csv", CSV],
+    )
+    page.click("#upload-submit")
+    page.wait_for_url("**/datasets/uploads/*/")
+    page.locator("#mapped-rows").wait_for()
+
+
+def within(box, width: int) -> bool:
+    return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+
+
+def header(page, selector: str) -> list[str]:
+    return [text.strip().rstrip(" ▲▼") for text in page.locator(selector).all_inner_texts()]
+
+
+def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_page, reader):
+    page = browser_page
+    errors = log_in(page, reader)
+    finished(page, reader["small"])
+    finished(page, reader["omega"])
+
+    page.set_viewport_size({"width": 390, "height": 900})
+    upload_mapping(page)
+    label_set = page.locator('select[name="col-1-type"]')  # the team column's type
+    assert "label set" in label_set.locator("option").all_inner_texts()[-1]
+    label_set.scroll_into_view_if_needed()
+    assert within(label_set.bounding_box(), 390), label_set.bounding_box()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "upload-mapping-390")
+
+    page.goto("/runs/")
+    rows = page.locator("#run-list tbody tr")
+    assert rows.count() == 2
+    for row in rows.all():
+        for cell in ("td.test-before-after", "td.test-change-cell", "td.run-id"):
+            box = row.locator(cell).bounding_box()
+            assert within(box, 390), (cell, box)
+        checkbox = row.locator("td.run-select label").bounding_box()
+        assert checkbox["width"] >= 44 and checkbox["height"] >= 44
+    assert "→" in rows.first.locator("td.test-before-after").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "runs-390")
+
+    page.goto("/")
+    for cell in page.locator("#home-run-list td.test-before-after").all():
+        assert within(cell.bounding_box(), 390), cell.bounding_box()
+    screenshot(page, "home-390")
+
+    page.goto(f"/runs/{reader['small']}/")
+    marks = page.locator("#eval-rows .mark-right-button, #eval-rows .mark-wrong-button")
+    assert marks.count() >= 2
+    for button in marks.all()[:6]:
+        box = button.bounding_box()
+        assert box["width"] >= 44 and box["height"] >= 44, box
+    screenshot(page, "run-390")
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/runs/")
+    assert header(page, "#run-list thead th") == RUN_LIST_COLUMNS
+    for cell in ("td.test-before-after", "td.test-change-cell", "td.best-reward"):
+        box = page.locator(f"#run-list tbody tr >> nth=0 >> {cell}").bounding_box()
+        assert within(box, 1280), (cell, box)
+    tops = (
+        page.locator("#run-list tbody tr")
+        .first.locator("td")
+        .evaluate_all("(cells) => cells.map((c) => Math.round(c.getBoundingClientRect().top))")
+    )
+    assert len(set(tops)) == 1  # one table row, not a card
+    screenshot(page, "runs-1280")
+    page.goto("/")
+    assert header(page, "#home-run-list thead th") == HOME_COLUMNS
+    screenshot(page, "home-1280")
+    upload_mapping(page)
+    assert header(page, ".ds-mapping thead th") == MAPPING_COLUMNS
+    screenshot(page, "upload-mapping-1280")
+    page.goto(f"/runs/{reader['small']}/")
+    box = page.locator("#eval-rows .mark-right-button").first.bounding_box()
+    assert box["height"] < 44  # the desktop table keeps its compact marks
+    screenshot(page, "run-1280")
+    assert errors == []
+
+
+def test_the_run_page_explains_its_terms_and_keeps_its_folds(browser_page, reader):
+    page = browser_page
+    errors = log_in(page, reader)
+    finished(page, reader["omega"])
+    # the summary at the top is never folded
+    assert page.locator("#run-status").is_visible()
+    assert page.locator("details #run-status").count() == 0
+    folds = page.locator("details[data-fold]")
+    assert sorted(f.get_attribute("data-fold") for f in folds.all()) == [
+        "lineage",
+        "population",
+        "selection",
+        "spend",
+    ]
+    for fold in folds.all():  # folded by default, its summary says what is inside
+        assert fold.evaluate("d => !d.open")
+        assert fold.locator(":scope > summary").is_visible()
+
+    # each term is explained where it appears: a title on hover, a plain line under it
+    unfold(page, "selection", "population")
+    help_text = page.locator("#selection-help").inner_text()
+    help_text += " " + page.locator("#population-help").inner_text()
+    for term in ("Non-dominated", "Within noise", "95% interval", "DNS novelty", "PC1 / PC2"):
+        assert term in help_text, term
+    page.locator("#confidence-table").wait_for()
+    front = page.locator("#confidence-table thead abbr", has_text="Front")
+    assert "no other candidate" in front.get_attribute("title")
+    assert page.locator("#population-section abbr", has_text="DNS").get_attribute("title")
+    axis = page.locator("#population-svg text.map-axis")
+    axis.wait_for(state="attached")
+    assert axis.text_content().startswith("PC1") and "share" in axis.locator("title").text_content()
+
+    # opened, a fold stays open across a reload; closed again, it stays closed
+    page.reload()
+    page.wait_for_function("() => document.querySelector(`details[data-fold='population']`).open")
+    assert page.locator('details[data-fold="selection"]').evaluate("d => d.open")
+    assert page.locator('details[data-fold="lineage"]').evaluate("d => !d.open")
+    point = page.locator("#population-svg circle.map-point").first
+    point.wait_for()  # drawn, at the size it has open
+    assert point.bounding_box()["width"] > 0
+    screenshot(page, "run-folds-open-1280")
+    page.locator('details[data-fold="population"] > summary').click()
+    page.wait_for_function("() => localStorage.getItem('trainboard:fold:population') === 'closed'")
+    page.reload()
+    assert page.locator('details[data-fold="population"]').evaluate("d => !d.open")
+    assert page.locator('details[data-fold="selection"]').evaluate("d => d.open")
+    page.set_viewport_size({"width": 390, "height": 900})
+    summary = page.locator('details[data-fold="lineage"] > summary').bounding_box()
+    assert summary["height"] >= 44 and within(summary, 390)
+    screenshot(page, "run-folds-390")
+    assert errors == []
