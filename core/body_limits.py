@@ -13,7 +13,8 @@ upload got its 413 only after all of it arrived. Here, as soon as the headers ar
 The limit: TRAINBOARD_UPLOAD_MAX_BYTES (plus the multipart framing around the file) for a
 request of a logged-in member, and TRAINBOARD_ANONYMOUS_BODY_MAX_BYTES for any other
 (nobody logged out needs more than a log-in form). A member is told by the signed pass that
-names the request's session cookie (``body_pass.py``), checked here without the database; a
+names the request's session cookie (``body_pass.py``), or by an API token this server signed
+(``token_signing.py``), both checked here without the database; a
 proxy in front (README) can still cap bodies earlier.
 
 ``install()`` (called by project.asgi, which daphne imports before it starts listening)
@@ -28,7 +29,7 @@ import logging
 from daphne import http_protocol
 from django.conf import settings
 
-from core import body_pass
+from core import body_pass, token_signing
 from datasets.upload_handler import MULTIPART_SLACK
 
 logger = logging.getLogger(__name__)
@@ -64,9 +65,12 @@ class LimitedWebRequest(http_protocol.WebRequest):
     body_refused = False
 
     def gotLength(self, length):
-        self.is_member = body_pass.names_session(
-            _cookie(self.received_cookies, body_pass.BODY_PASS_COOKIE),
-            _cookie(self.received_cookies, settings.SESSION_COOKIE_NAME),
+        self.is_member = (
+            body_pass.names_session(
+                _cookie(self.received_cookies, body_pass.BODY_PASS_COOKIE),
+                _cookie(self.received_cookies, settings.SESSION_COOKIE_NAME),
+            )
+            or self._signed_token()
         )
         self.body_limit = body_limit(self.is_member)
         self.body_received = 0
@@ -75,6 +79,12 @@ class LimitedWebRequest(http_protocol.WebRequest):
             self.refuse_body(length)
             return
         super().gotLength(length)
+
+    def _signed_token(self) -> bool:
+        """Whether the request carries an API token this server signed (a script's pass)."""
+        values = self.requestHeaders.getRawHeaders(b"authorization") or []
+        header = values[0].decode("latin-1") if values else None
+        return token_signing.token_id(token_signing.bearer(header)) is not None
 
     def handleContentChunk(self, data):
         if self.body_refused:

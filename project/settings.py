@@ -66,7 +66,9 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "csp",
+    "ninja",
     "core",
+    "api",
     "datasets",
     "training",
 ]
@@ -216,6 +218,11 @@ TRAINBOARD_OPTIMIZERS = [
 # Called with each member the Team page adds (core.team.services.welcome): what every member
 # starts with. The training app's demo dataset and program.
 TRAINBOARD_NEW_MEMBER_HOOKS = ["training.programs.demo.ensure_demo_program"]
+# Sections of the Settings page from other apps: each a function (request, **shown) -> its
+# context with its "template" (core.views.render_settings).
+TRAINBOARD_SETTINGS_SECTIONS = ["api.views.tokens_section"]
+# Requests one API token may make (django-ninja's throttle rate; per process).
+TRAINBOARD_API_RATE = os.environ.get("TRAINBOARD_API_RATE", "120/min")
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
 # Django's default (1000), raised if ever needed so that the mapping form of the widest
 # file accepted (plus the settings fields) parses.

@@ -10,6 +10,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from api import urls as api_urls
+from api import views as api_views
 from core import views as core_views
 from core.login_throttle import ThrottledLoginView
 from core.team import views as team_views
@@ -30,6 +32,9 @@ urlpatterns = [
     path("team/add/", team_views.add_member, name="team-add"),
     path("team/<int:pk>/password/", team_views.reset_password, name="team-password"),
     path("team/<int:pk>/active/", team_views.set_active, name="team-active"),
+    path("api/", api_urls.urls),
+    path("settings/tokens/", api_views.token_create, name="token-create"),
+    path("settings/tokens/<int:pk>/revoke/", api_views.token_revoke, name="token-revoke"),
     path("datasets/", include("datasets.urls")),
     path("", include("training.urls")),
 ]

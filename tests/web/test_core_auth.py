@@ -11,7 +11,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 # Reachable without login, on purpose: the login form, /healthz for monitors (it only says
 # up/down per component; see README "Health check") and /favicon.ico, a redirect to the
 # static icon that a browser asks for on the login page too (tests/web/test_favicon.py).
-PUBLIC = {"login", "healthz", "favicon"}
+PUBLIC = {"login", "healthz", "favicon", "openapi-json", "openapi-view"}
 
 SAMPLES = {"int": "1", "str": "x", "slug": "x", "uuid": str(uuid.uuid4()), "path": "x/y"}
 
@@ -43,6 +43,19 @@ def every_url(resolver=None, prefix="/"):
             yield text, entry.name
 
 
+def api_methods(path: str) -> set[str]:
+    """The methods the API's schema offers at ``path`` (placeholders filled)."""
+    from api.urls import api
+
+    paths = api.get_openapi_schema()["paths"]
+    if path in paths:  # /api/programs/import, not /api/programs/{program_id}
+        return set(paths[path])
+    for template, operations in paths.items():
+        if re.fullmatch(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template)), path):
+            return set(operations)
+    return set()
+
+
 def test_url_enumeration_sees_core_pages():
     names = {name for _, name in every_url()}
     assert {"login", "healthz", "settings", "worker-status", "home"} <= names
@@ -57,6 +70,15 @@ def test_anonymous_requests_are_refused_everywhere(client, method):
         if name in PUBLIC:
             continue
         response = getattr(client, method)(path)
+        if path.startswith("/api/"):  # a token's door: refused as JSON, never redirected
+            if not api_methods(path):  # the API's root: nothing there
+                assert response.status_code == 404, (method, path)
+            elif method in api_methods(path):
+                assert response.status_code == 401, (method, path)
+                assert response.json()["detail"].startswith("A live personal token is needed")
+            else:
+                assert response.status_code == 405, (method, path)
+            continue
         checked += 1
         assert response.status_code == 302, (
             f"{method.upper()} {path} ({name}) answered {response.status_code}"

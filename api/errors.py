@@ -1,0 +1,67 @@
+"""Errors as JSON: ``{"detail": what is wrong, "field": where}`` (field null when it is the
+request as a whole), never an HTML page or a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
+
+#: The first part of a ninja error's location when it names where the value was read.
+SOURCES = ("body", "query", "path", "form", "file", "header", "cookie")
+
+
+class FieldError(Exception):
+    """A bad value: answered 400 naming the field (or 409 for a state that refuses it)."""
+
+    def __init__(self, detail: str, field: str | None = None, status: int = 400):
+        super().__init__(detail)
+        self.detail, self.field, self.status = detail, field, status
+
+
+def from_form(form) -> FieldError:
+    """The first problem of an invalid Django form, as the page would show it."""
+    for name, errors in form.errors.items():
+        return FieldError(str(errors[0]), None if name == "__all__" else name)
+    return FieldError("The request is not valid.")
+
+
+def install(api) -> None:
+    def answer(request, status: int, detail: str, field: Any = None):
+        return api.create_response(request, {"detail": detail, "field": field}, status=status)
+
+    @api.exception_handler(FieldError)
+    def field_error(request, exc: FieldError):
+        return answer(request, exc.status, exc.detail, exc.field)
+
+    @api.exception_handler(ValidationError)
+    def validation_error(request, exc: ValidationError):
+        first = exc.errors[0] if exc.errors else {}
+        where = [str(part) for part in first.get("loc", ())]
+        if where and where[0] in SOURCES:  # where ninja read it from, not the field
+            where = where[1:]
+        if where and where[0] == "payload":  # the name ninja gives a form's whole body
+            where = where[1:]
+        return answer(
+            request, 422, str(first.get("msg", "invalid request")), ".".join(where) or None
+        )
+
+    @api.exception_handler(Http404)
+    def not_found(request, exc):
+        return answer(request, 404, "Not found (or not yours).")
+
+    @api.exception_handler(AuthenticationError)
+    def unauthenticated(request, exc):
+        return answer(request, 401, "A live personal token is needed: Authorization: Bearer tb_…")
+
+    @api.exception_handler(Throttled)
+    def throttled(request, exc: Throttled):
+        response = answer(request, 429, "Too many requests for this token; wait and retry.")
+        if exc.wait:
+            response["Retry-After"] = str(int(exc.wait) + 1)
+        return response
+
+    @api.exception_handler(HttpError)
+    def http_error(request, exc: HttpError):
+        return answer(request, exc.status_code, str(exc))

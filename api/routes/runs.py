@@ -1,0 +1,259 @@
+"""Runs: launch (the launch form's validation, forecast and caps), read what the run page
+shows (status, history, candidates, per-example results, traces), cancel, pause, resume, and
+download the trained program."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Model
+from django.http import Http404, QueryDict
+from ninja import Router, Schema
+
+from api.errors import FieldError, from_form
+from training.insight import eval_table
+from training.runs import launch as run_services
+from training.runs import prefill, selectors
+from training.runs.forms import RunForm
+
+router = Router(tags=["runs"])
+
+#: Most rows one read of examples or traces returns (``offset`` pages on).
+PAGE_ROWS = 200
+
+
+class RunOut(Schema):
+    id: int
+    url: str
+    status: str
+    outcome: str
+    phase: str
+    error: str
+    program_id: int
+    program_version: int | None
+    dataset_id: int
+    optimizer: str
+    config: dict[str, Any]
+    epochs_done: int
+    test_reward_before: float | None
+    test_reward_after: float | None
+    forecast: dict[str, Any] | None
+    lm_calls: int
+    usage: dict[str, Any]
+    created: str
+    started: str | None
+    finished: str | None
+
+
+def _time(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_out(request, run) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "url": request.build_absolute_uri(run.get_absolute_url()),
+        "status": run.status,
+        "outcome": run.outcome,
+        "phase": run.phase,
+        "error": run.error,
+        "program_id": run.program_id,
+        "program_version": run.program_version.number if run.program_version else None,
+        "dataset_id": run.dataset_id,
+        "optimizer": str(run.config.get("optimizer", "")),
+        "config": run.config,
+        "epochs_done": run.current_epoch,
+        "test_reward_before": run.baseline_reward,
+        "test_reward_after": run.final_reward,
+        "forecast": run.forecast,
+        "lm_calls": run.lm_calls,
+        "usage": run.usage,
+        "created": run.created.isoformat(),
+        "started": _time(run.started_at),
+        "finished": _time(run.finished_at),
+    }
+
+
+@router.get("/", response=list[RunOut], summary="Your runs, newest first")
+def list_runs(request, limit: int = 50, offset: int = 0):
+    runs = selectors.runs_of(request.user).order_by("-created", "-pk")
+    limit = max(1, min(limit, PAGE_ROWS))
+    return [run_out(request, run) for run in runs[max(0, offset) : max(0, offset) + limit]]
+
+
+def _form_data(user, body: dict[str, Any]) -> dict[str, Any]:
+    """What the launch form would post: its pre-filled values for the program asked for
+    (the recommended optimizer and its defaults, as the page opens), then the body's."""
+    query = QueryDict(mutable=True)
+    for key in ("program", "version", "preset"):
+        if body.get(key) not in (None, ""):
+            query[key] = str(body[key])
+    initial = prefill.initial_from_query(user, query)
+    opened = RunForm(user=user, initial=initial)
+    data: dict[str, Any] = {}
+    for name, field in opened.fields.items():
+        value = opened.get_initial_for_field(field, name)
+        if isinstance(value, Model):
+            value = value.pk
+        if value is not None:
+            data[name] = value
+    data.update({key: value for key, value in body.items() if key != "preset"})
+    return data
+
+
+LAUNCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "additionalProperties": True},
+                "example": {"program": 1, "dataset": 1, "preset": "quick"},
+            }
+        },
+    }
+}
+#: Largest launch body read (a launch names fields; it never carries documents).
+MAX_LAUNCH_BYTES = 64 * 1024
+
+
+def _json_object(request) -> dict[str, Any]:
+    if len(request.body) > MAX_LAUNCH_BYTES:
+        raise FieldError(f"the body is larger than {MAX_LAUNCH_BYTES // 1024} KB")
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FieldError(f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise FieldError("the body is a JSON object of the launch form's fields")
+    return body
+
+
+@router.post(
+    "/",
+    response={201: RunOut},
+    summary="Launch a run, as the launch form does",
+    openapi_extra=LAUNCH_BODY,
+)
+def launch_run(request):
+    """The body takes the launch form's field names (``program``, ``dataset``,
+    ``optimizer``, ``epochs``, ``batch_size``, ``validation_split``, ``reward``, the
+    optimizer's own fields such as ``cal_vote``, ...) or ``preset`` (e.g. ``"quick"``).
+    Fields left out take the value the form opens with for that program. The same
+    validation, forecast and budget caps as the page: a bad value is answered 400 with its
+    field, and nothing is queued."""
+    body = _json_object(request)
+    form = RunForm(_form_data(request.user, body), user=request.user)
+    if not form.is_valid():
+        raise from_form(form)
+    run = run_services.launch(
+        request.user,
+        form.cleaned_data["program"],
+        form.cleaned_data["dataset"],
+        form.run_config,
+        version=form.version,
+    )
+    return 201, run_out(request, run)
+
+
+@router.get("/{int:run_id}", response=RunOut, summary="One of your runs")
+def get_run(request, run_id: int):
+    return run_out(request, selectors.owned_run(request.user, run_id))
+
+
+@router.get("/{int:run_id}/history", summary="Each epoch's logged rewards and metrics")
+def run_history(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    return [{"epoch": log.epoch + 1, "logs": log.logs} for log in selectors.epoch_logs(run)]
+
+
+@router.get("/{int:run_id}/candidates", summary="Every candidate the optimizer proposed")
+def run_candidates(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    return [
+        {
+            "id": c.pk,
+            "candidate_id": c.candidate_id,
+            "variable": c.variable,
+            "operation": c.operation,
+            "parent_ids": c.parent_ids,
+            "epoch": c.epoch,
+            "status": c.status,
+            "reward": c.reward,
+            "value": c.value,
+        }
+        for c in run.candidates.order_by("epoch", "pk")
+    ]
+
+
+@router.get("/{int:run_id}/examples", summary="Per-example results on the test split")
+def run_examples(request, run_id: int, offset: int = 0):
+    """Rows as the run page's table and its CSV (before and after training)."""
+    run = selectors.owned_run(request.user, run_id)
+    rows = eval_table.csv_rows(run, eval_table.TableFilters.from_query(QueryDict()))
+    header = next(rows)
+    kept = [dict(zip(header, row, strict=False)) for row in rows]
+    offset = max(0, offset)
+    return {"total": len(kept), "offset": offset, "rows": kept[offset : offset + PAGE_ROWS]}
+
+
+@router.get("/{int:run_id}/traces", summary="The run's LM calls, in order")
+def run_traces(request, run_id: int, offset: int = 0):
+    run = selectors.owned_run(request.user, run_id)
+    calls = run.call_traces.order_by("seq")
+    offset = max(0, offset)
+    return {
+        "total": calls.count(),
+        "offset": offset,
+        "calls": [
+            {
+                "seq": t.seq,
+                "role": t.role,
+                "model": t.model,
+                "split": t.split,
+                "example": t.example_index,
+                "messages": t.messages,
+                "response": t.response,
+                "error": t.error,
+                "latency": t.latency,
+                "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens,
+            }
+            for t in calls[offset : offset + PAGE_ROWS]
+        ],
+    }
+
+
+@router.post("/{int:run_id}/cancel", response=RunOut, summary="Cancel a queued or running run")
+def cancel_run(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    return run_out(request, run_services.request_cancel(run))
+
+
+@router.post("/{int:run_id}/pause", response=RunOut, summary="Pause a run after its batch")
+def pause_run(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    try:
+        run = run_services.request_pause(run)
+    except run_services.PauseError as exc:
+        raise FieldError(str(exc), status=409) from None
+    return run_out(request, run)
+
+
+@router.post("/{int:run_id}/resume", response=RunOut, summary="Resume a paused or failed run")
+def resume_run(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    try:
+        run = run_services.resume(run)
+    except run_services.ResumeError as exc:
+        raise FieldError(str(exc), status=409) from None
+    return run_out(request, run)
+
+
+@router.get("/{int:run_id}/program", summary="The trained program's JSON (Program.load)")
+def trained_program(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    document = run.trained_program_json or run.checkpoint_json
+    if document is None:
+        raise Http404("This run has no trained program yet.")
+    return document
