@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 
 import requests
@@ -266,3 +269,28 @@ def test_the_docs_page_and_schema_are_served(live_stack):
     assert {"/api/runs/", "/api/datasets/", "/api/programs/import"} <= set(schema["paths"])
     docs = requests.get(live_stack.url + "api/docs", timeout=10)
     assert docs.status_code == 200 and "swagger-ui-bundle.js" in docs.text
+
+
+def test_the_ci_command_launches_waits_and_exits_with_the_verdict(live_stack):
+    token, _ = settings_token(live_stack, "ci")
+    _, program_id = demo_program(live_stack, "api ci", "fake/fewshot")
+    tiny = tiny_dataset_id(live_stack, train=8, test=6)
+    command = [sys.executable, "scripts/trainboard_run.py", "--url", live_stack.url,
+               "--program", str(program_id), "--dataset", str(tiny), "--timeout", "240"]  # fmt: skip
+    env = {**os.environ, "TRAINBOARD_TOKEN": token}
+    done = subprocess.run(
+        [*command, "--set", "epochs=1"], env=env, capture_output=True, text=True, timeout=300
+    )
+    run_id = int(re.search(r"^Run (\d+): ", done.stdout, re.M).group(1))
+    run = api(live_stack, token, "GET", f"runs/{run_id}").json()
+    assert run["status"] == "succeeded" and run["url"] in done.stdout
+    assert done.returncode == (0 if run["outcome"] == "improved" else 1), done.stdout
+    assert run["outcome"].replace("_", " ") in done.stdout
+    refused = subprocess.run(
+        [*command, "--set", "epochs=0"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and "Not launched (epochs)" in refused.stderr
+    missing = subprocess.run(
+        command, env={**env, "TRAINBOARD_TOKEN": ""}, capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 2 and "TRAINBOARD_TOKEN" in missing.stderr
