@@ -223,6 +223,8 @@ TRAINBOARD_NEW_MEMBER_HOOKS = ["training.programs.demo.ensure_demo_program"]
 TRAINBOARD_SETTINGS_SECTIONS = ["api.views.tokens_section"]
 # Requests one API token may make (django-ninja's throttle rate; per process).
 TRAINBOARD_API_RATE = os.environ.get("TRAINBOARD_API_RATE", "120/min")
+# Longest a served program's prediction may take before the request is answered 504.
+TRAINBOARD_SERVE_SECONDS = float(os.environ.get("TRAINBOARD_SERVE_SECONDS", 60))
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
 # Django's default (1000), raised if ever needed so that the mapping form of the widest
 # file accepted (plus the settings fields) parses.

@@ -10,7 +10,7 @@ from ninja.files import UploadedFile
 from api.errors import FieldError
 from datasets import selectors as dataset_selectors
 from training.programs import programs as program_services
-from training.programs import selectors
+from training.programs import selectors, serving
 
 router = Router(tags=["programs"])
 
@@ -91,3 +91,40 @@ def import_program(
         request.user, document, summary, name=name.strip()[:200], dataset=dataset
     )
     return 201, program_out(program)
+
+
+PREDICT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "additionalProperties": True},
+                "example": {"message": "My parcel never arrived."},
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "/{int:program_id}/predict",
+    summary="Serve the program: POST its inputs, get its outputs; ?version=N for a version",
+    openapi_extra=PREDICT_BODY,
+)
+def predict(request, program_id: int, version: int | None = None):
+    """The body is the program's input fields as JSON (validated against its input data
+    model; at most 64 KB). Each request is recorded, its LM calls counted, and shown on the
+    program's page; the per-token rate limit of the API holds."""
+    program = selectors.owned_program(request.user, program_id)
+    try:
+        inputs = serving.parse_inputs(request.body)
+        return serving.serve(
+            request.user,
+            program,
+            version,
+            inputs,
+            token_id=request.auth.pk,
+            token_name=request.auth.name,
+        )
+    except serving.ServeError as exc:
+        raise FieldError(str(exc), exc.field, exc.status) from None

@@ -294,3 +294,43 @@ def test_the_ci_command_launches_waits_and_exits_with_the_verdict(live_stack):
         command, env={**env, "TRAINBOARD_TOKEN": ""}, capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 2 and "TRAINBOARD_TOKEN" in missing.stderr
+
+
+def test_a_served_program_answers_validates_and_shows_its_traffic(live_stack):
+    token, session = settings_token(live_stack, "served")
+    _, program_id = demo_program(live_stack, "api served", "fake/keywords")
+    path = f"programs/{program_id}/predict"
+    answer = api(live_stack, token, "POST", path, json={"message": "I want a refund"})
+    assert answer.status_code == 200, answer.text
+    served = answer.json()
+    assert set(served["outputs"]) == {"team"} and served["lm_calls"] == 1
+    for body, status, field in [
+        ({}, 400, "message"),
+        ({"message": ["not", "text"]}, 400, "message"),
+        ([1, 2], 400, None),
+    ]:
+        refused = api(live_stack, token, "POST", path, json=body)
+        assert (refused.status_code, refused.json()["field"]) == (status, field), refused.text
+    deep = "[" * 50 + "]" * 50
+    refused = api(live_stack, token, "POST", path, data=deep)
+    assert refused.status_code == 400 and "nest deeper" in refused.json()["detail"]
+    missing = api(live_stack, token, "POST", path + "?version=9", json={"message": "x"})
+    assert (missing.status_code, missing.json()["field"]) == (404, "version")
+    theirs = other_member_token(live_stack)
+    assert api(live_stack, theirs, "POST", path, json={"message": "x"}).status_code == 404
+    page = session.get(live_stack.url + f"programs/{program_id}/", timeout=10)
+    assert "1 request in the last 7 days" in page.text and "served" in page.text
+
+
+def test_a_token_past_its_rate_is_answered_429(live_stack):
+    token, _ = settings_token(live_stack, "busy")
+    rate = int(live_stack.env.get("TRAINBOARD_API_RATE", "120/min").split("/")[0])
+    with requests.Session() as session:
+        session.headers["Authorization"] = f"Bearer {token}"
+        codes = [
+            session.get(live_stack.url + "api/datasets/", timeout=10).status_code
+            for _ in range(rate)
+        ]
+        over = session.get(live_stack.url + "api/datasets/", timeout=10)
+    assert codes == [200] * rate
+    assert over.status_code == 429 and int(over.headers["Retry-After"]) > 0

@@ -2,7 +2,7 @@
 
 One module a concept: ``programs`` (programs, their versions, endpoints), ``runs`` (a run and
 its tags), ``records`` (what a run stores while it trains: epoch logs, candidates,
-evaluations, call traces), ``follow_ups`` (ablations and judge re-scores of a finished run)
+evaluations, call traces), ``serving`` (what a served program answered), ``follow_ups`` (ablations and judge re-scores of a finished run)
 and ``model_pace`` (a model's pace on the workers). Every model is importable from here, as
 Django and the rest of the code expect (``training.models.Run``).
 """
@@ -19,6 +19,7 @@ from training.models.records import (
     OptimizerError,
 )
 from training.models.runs import Run, RunTag
+from training.models.serving import ServedCall
 
 __all__ = [
     "Ablation",
@@ -35,4 +36,5 @@ __all__ = [
     "RescoreJob",
     "Run",
     "RunTag",
+    "ServedCall",
 ]

@@ -13,13 +13,18 @@ Example:
 
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from training.models import (
     Program,
     ProgramVersion,
     Run,
+    ServedCall,
 )
 from training.programs import programs
 
@@ -100,3 +105,19 @@ def answers_labels(program_id) -> bool:
         return programs.answers_labels(programs.program_from_json(program.engine_json))
     except programs.ProgramError:
         return False
+
+
+def served_traffic(program: Program, days: int = 7) -> dict[str, Any]:
+    """What the program page shows of the requests its served versions answered in the last
+    ``days``: how many, how many failed, the median seconds and the latest five."""
+    since = timezone.now() - timedelta(days=days)
+    calls = ServedCall.objects.filter(program=program, created__gte=since)
+    counts = calls.aggregate(total=Count("pk"), failed=Count("pk", filter=~Q(error="")))
+    seconds = sorted(calls.values_list("seconds", flat=True)[:1000])
+    return {
+        "days": days,
+        "total": counts["total"],
+        "failed": counts["failed"],
+        "median_seconds": seconds[len(seconds) // 2] if seconds else None,
+        "recent": list(calls[:5]),
+    }

@@ -73,7 +73,11 @@ def program_import(request):
 @require_GET
 def program_detail(request, pk: int):
     program = selectors.owned_program(request.user, pk)
-    context = {"program": program, "runs": selectors.runs_of_program(program)}
+    context = {
+        "program": program,
+        "runs": selectors.runs_of_program(program),
+        "traffic": selectors.served_traffic(program),
+    }
     engine_program = None
     context.update(program_versions.version_context(request, program))
     shown = context["version"].engine_json if context["version"] else program.engine_json
