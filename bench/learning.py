@@ -2,8 +2,8 @@
 
 Question it answers: on the local 135M model (``local/smollm2``), with about 100 training rows
 and 150 test rows a task, does what the launch form does by default on a label task
-(``CalibratedLabels``: every label scored, a bias per label and the nearest training rows'
-vote learned from the training rows) beat the floor — always answering the commonest label
+(``CalibratedLabels``: every label scored, a bias per label, the nearest training rows' vote
+and a ridge read-out of the input's embedding learned from the training rows) beat the floor — always answering the commonest label
 (``majority``) and a nearest-neighbour vote over the same MiniLM embeddings (``knn``) — and
 the untrained program (``zero-shot``, its label sampled as before), and does any run end with a
 program worse than its seed?
@@ -24,7 +24,8 @@ validation split 0.2 (the launch form's), batch size 8, one epoch, seed = the ru
 - ``zero-shot``: the untrained program with its label sampled (``score_labels=False``): what a
   program did before labels were scored;
 - ``scored``: the untrained program, every label scored (the seed of every fit below);
-- ``default``: ``CalibratedLabels`` with the vote (the launch form's default on a label task);
+- ``default``: ``CalibratedLabels`` with the vote and the embedding read-out (the launch
+  form's default on a label task);
 - ``calibrated``: ``CalibratedLabels(vote=False)``: a bias per label only;
 - ``nearest``: ``NearestFewShot`` (k=4, vote hint); ``rfs``: ``RandomFewShot`` (1-3 examples,
   4 candidates); ``omega``: ``OMEGA`` (few-shot on, DNS on MiniLM, mutations on the local model
