@@ -46,8 +46,18 @@ def test_balanced_indices_cover_every_label_before_one_repeats():
     )
     # more than the pool: all of it; the pick function chooses within a label
     assert sorted(label_balance.balanced_indices(labels, 99, random.Random(0))) == list(range(8))
-    first = label_balance.balanced_indices(labels, 1, random.Random(0), pick=lambda rest: 0)
-    assert first[0] in (0, 6, 7)
+    # with a pick that always takes a label's first remaining index, the draw is each label's
+    # indices in order, the labels in the order the seeded generator shuffles them into
+    order = sorted(set(labels))
+    random.Random(0).shuffle(order)
+    first_of_each = [labels.index(label) for label in order]
+    assert (
+        label_balance.balanced_indices(labels, 3, random.Random(0), pick=lambda rest: 0)
+        == first_of_each
+    )
+    all_eight = label_balance.balanced_indices(labels, 8, random.Random(0), pick=lambda rest: 0)
+    assert all_eight[:3] == first_of_each
+    assert [i for i in all_eight if labels[i] == "a"] == [0, 1, 2, 3, 4, 5]
 
 
 def test_label_fields_are_the_literal_string_fields():

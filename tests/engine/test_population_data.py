@@ -4,6 +4,8 @@ whether or not call traces are recorded."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -108,8 +110,16 @@ async def test_an_omega_fit_splits_its_usage_by_role_and_sends_embeddings():
     assert sum(v["prompt_tokens"] for v in by_role.values()) == data["prompt_tokens"]
     competed = [e for e in recorder.of("candidate") if e["status"] in ("kept", "dropped")]
     assert competed
+    # each competition's candidates carry its epoch: as many as it weighed, as many kept as
+    # it kept (the optimizer's own record of its competitions)
+    weighed, kept = Counter(), Counter()
+    for competition in optimizer.competition_stats:
+        weighed[competition["epoch"]] += competition["population"]
+        kept[competition["epoch"]] += competition["kept"]
+    assert sorted(weighed) == [0, 1]  # one competition an epoch
+    assert Counter(e["competition_epoch"] for e in competed) == weighed
+    assert Counter(e["competition_epoch"] for e in competed if e["status"] == "kept") == kept
     for event in competed:
-        assert event["competition_epoch"] in (0, 1)
         assert 0 < len(event["embedding"]) <= MAX_EMBEDDING_DIMS
         assert all(isinstance(v, float) for v in event["embedding"])
     # the vectors never ride along in the saved program (only the events carry them)

@@ -11,6 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from training.engine.utils.paired_bootstrap import paired_bootstrap
 from training.insight import candidate_confidence, live, provenance
 from training.models import Candidate, ProgramVersion, Run
 from training.programs import program_versions
@@ -65,7 +66,24 @@ def test_the_section_shows_intervals_and_paired_verdicts(client_user, user, demo
         assert row.low <= row.reward <= row.high
         assert row.n == len(row.candidate.example_rewards)
     assert child.vs_parent is not None and child.vs_parent.n == child.n
-    assert child.vs_parent.word in ("yes", "worse", "within noise")
+    # the verdict is the one the two stored reward lists give: derived here from the
+    # engine's paired bootstrap at the section's level, not taken from the presenter
+    parent = Candidate.objects.get(
+        run=run,
+        variable=child.candidate.variable,
+        candidate_id=child.candidate.parent_ids[0],
+    )
+    paired = paired_bootstrap(
+        parent.example_rewards,
+        child.candidate.example_rewards,
+        confidence=candidate_confidence.CONFIDENCE,
+        resamples=candidate_confidence.RESAMPLES,
+    )
+    expected = "within noise" if paired.within_noise else ("yes" if paired.low > 0 else "worse")
+    assert child.vs_parent.word == expected
+    assert child.vs_parent.difference == pytest.approx(
+        sum(child.candidate.example_rewards) / child.n - sum(parent.example_rewards) / child.n
+    )
     assert seed.vs_seed is None
     # what the page says is what the report computed
     cell = re.search(
