@@ -4,11 +4,13 @@ launch and compared with what the run did."""
 
 from __future__ import annotations
 
+import html as html_module
 import re
 import threading
 import time
 
 import pytest
+from django.core import signing
 from django.urls import reverse
 
 from training.engine.pace import Pace
@@ -449,3 +451,39 @@ def test_the_form_warns_when_a_calls_cap_is_below_the_forecast(client_user, prog
     assert 0 < done < batches
     tiny = forecast_html(client_user, program, demo_dataset, epochs="2", budget_calls="3")
     assert "it leaves no calls for training" in tiny
+
+
+def shown_value(html: str) -> str:
+    return html_module.unescape(re.search(r'name="forecast_shown" value="([^"]+)"', html).group(1))
+
+
+def test_a_launch_stores_the_forecast_the_form_showed_for_those_values(
+    client_user, user, program, demo_dataset, no_broker, django_capture_on_commit_callbacks
+):
+    stored_pace(program.model)
+    shown = shown_value(forecast_html(client_user, program, demo_dataset))
+    ModelPace.objects.all().delete()  # the pace moves on after the form answered
+    data = {**launch_data(program, demo_dataset), "forecast_shown": shown}
+    with django_capture_on_commit_callbacks(execute=True):
+        client_user.post(reverse("training:run-create"), data)
+    run = Run.objects.get(owner=user)
+    carried = signing.loads(shown, salt="trainboard.forecast-shown")["forecast"]
+    assert run.forecast == carried and run.forecast["state"] == "ready"
+
+
+def test_a_forecast_shown_for_other_values_or_tampered_with_is_made_anew(
+    client_user, user, program, demo_dataset, no_broker, django_capture_on_commit_callbacks
+):
+    stored_pace(program.model)
+    shown = shown_value(forecast_html(client_user, program, demo_dataset, epochs="1"))
+    for value in (shown, shown[:-3] + "abc"):
+        data = {**launch_data(program, demo_dataset, epochs="2"), "forecast_shown": value}
+        with django_capture_on_commit_callbacks(execute=True):
+            client_user.post(reverse("training:run-create"), data)
+    launched = list(Run.objects.filter(owner=user).order_by("pk"))
+    carried = signing.loads(shown, salt="trainboard.forecast-shown")["forecast"]
+    made_now = forecast_services.at_launch(program, demo_dataset, launched[0].config)
+    for run in launched:
+        assert run.config["epochs"] == 2
+        assert run.forecast["calls"] != carried["calls"]
+        assert run.forecast["calls"] == made_now["calls"]

@@ -21,16 +21,18 @@ def launch(
     dataset,
     config: dict[str, Any],
     version: ProgramVersion | None = None,
+    shown_forecast: dict[str, Any] | None = None,
     **parents: Any,
 ) -> Run:
     """Create and enqueue a run of ``version`` of ``program`` (None: version 1, as created),
-    with the forecast made now (shown against the actual). ``parents``: a branch's
-    ``parent_run`` and ``parent_candidate``."""
+    with the forecast the launch form showed for these values (``shown_forecast``,
+    ``execution.forecast_shown``), else one made now; the run page shows it against the
+    actual. ``parents``: a branch's ``parent_run`` and ``parent_candidate``."""
     if version is None:
         version = program_versions.first_version(program)
     elif version.program_id != program.pk:
         raise ValueError(f"version {version.number} belongs to another program")
-    predicted = forecast.at_launch(program, dataset, config)
+    predicted = shown_forecast or forecast.at_launch(program, dataset, config)
     key, value = run_config.TRAINING_ORDER
     config = {**config, key: value}
     with transaction.atomic():

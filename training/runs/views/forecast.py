@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 
 from core.ids import whole_number
 from training.execution import forecast as forecast_services
+from training.execution import forecast_shown
 from training.programs.programs import ProgramError
 from training.runs.forms import RunForm
 
@@ -44,7 +45,14 @@ def run_forecast(request):
         )
     except (ProgramError, ValueError) as exc:
         return render(request, TEMPLATE, {"problem": str(exc), "revision": revision})
-    return render(request, TEMPLATE, {"forecast": result, "revision": revision})
+    shown = forecast_shown.carry(
+        form.cleaned_data["program"],
+        form.version,
+        form.cleaned_data["dataset"],
+        form.run_config,
+        result,
+    )
+    return render(request, TEMPLATE, {"forecast": result, "revision": revision, "shown": shown})
 
 
 def _first_problem(form: RunForm) -> str:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.redirects import page_redirect
 from datasets import selectors as dataset_selectors
 from training import optimizer_registry
+from training.execution import forecast_shown
 from training.models import Run
 from training.programs import selectors as program_selectors
 from training.runs import launch as run_services
@@ -51,12 +52,16 @@ def run_create(request):
     initial = prefill.initial_from_query(request.user, request.GET)
     form = RunForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
+        program, dataset = form.cleaned_data["program"], form.cleaned_data["dataset"]
         run = run_services.launch(
             request.user,
-            form.cleaned_data["program"],
-            form.cleaned_data["dataset"],
+            program,
+            dataset,
             form.run_config,
             version=form.version,
+            shown_forecast=forecast_shown.carried(
+                request.POST.get("forecast_shown"), program, form.version, dataset, form.run_config
+            ),
         )
         return redirect(run)
     return render(request, "training/run_form.html", {"form": form})
