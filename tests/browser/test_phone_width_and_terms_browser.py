@@ -1,8 +1,9 @@
 """The first hour at phone width, in Chromium: at 390 px the upload's label-set control, the
-runs' test before → after and change, and the home page's recent runs are on screen without
-sideways scrolling, and the ✓/✗ correction buttons are 44 px touch targets; at 1280 px the
-same pages keep their tables' columns. The run page explains its terms where they appear, and
-its advanced sections are folded until opened, then stay as left across a reload.
+runs' test before → after and change (and the list's sort links), and the home page's recent
+runs are on screen without sideways scrolling, and the ✓/✗ correction buttons are 44 px touch
+targets; at 1280 px the same pages keep their tables' columns. The run page explains its terms
+where they appear, and its advanced sections are folded until opened, then stay as left across
+a reload.
 
 Set ``TRAINBOARD_SCREENSHOT_DIR`` to keep the pages at 1280 and 390 px."""
 
@@ -130,6 +131,8 @@ def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_
         checkbox = row.locator("td.run-select label").bounding_box()
         assert checkbox["width"] >= 44 and checkbox["height"] >= 44
     assert "→" in rows.first.locator("td.test-before-after").inner_text()
+    sort = page.locator("#run-list thead th a").first  # its sort links stay, in a row above
+    assert within(sort.bounding_box(), 390) and sort.bounding_box()["height"] >= 44
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "runs-390")
 
