@@ -3,10 +3,13 @@ request as a whole), never an HTML page or a traceback."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import Http404
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
+
+logger = logging.getLogger(__name__)
 
 #: The first part of a ninja error's location when it names where the value was read.
 SOURCES = ("body", "query", "path", "form", "file", "header", "cookie")
@@ -61,6 +64,11 @@ def install(api) -> None:
         if exc.wait:
             response["Retry-After"] = str(int(exc.wait) + 1)
         return response
+
+    @api.exception_handler(Exception)
+    def unexpected(request, exc: Exception):
+        logger.exception("API %s %s failed", request.method, request.path)
+        return answer(request, 500, "The server failed on this request; the error is logged.")
 
     @api.exception_handler(HttpError)
     def http_error(request, exc: HttpError):

@@ -35,6 +35,10 @@ from datasets.upload_handler import MULTIPART_SLACK
 logger = logging.getLogger(__name__)
 
 
+#: The API routes that take files: only these lift the limit for a signed token.
+UPLOAD_PATHS = (b"/api/datasets/", b"/api/programs/import")
+
+
 def body_limit(is_member: bool) -> int:
     """Most body bytes accepted for a request, by whether a logged-in member sent it."""
     if is_member:
@@ -81,7 +85,13 @@ class LimitedWebRequest(http_protocol.WebRequest):
         super().gotLength(length)
 
     def _signed_token(self) -> bool:
-        """Whether the request carries an API token this server signed (a script's pass)."""
+        """Whether the request is an API upload carrying a token this server signed (a
+        script's pass). Only the upload routes: a revoked token, recognised here without
+        the database, can then at most send an upload that the API refuses."""
+        # the request line's path: Twisted sets ``self.path`` only once the body is in
+        path = getattr(self.channel, "_path", b"") or b""
+        if path.split(b"?", 1)[0] not in UPLOAD_PATHS:
+            return False
         values = self.requestHeaders.getRawHeaders(b"authorization") or []
         header = values[0].decode("latin-1") if values else None
         return token_signing.token_id(token_signing.bearer(header)) is not None

@@ -13,6 +13,7 @@ Pure Python, no Django import: ``datasets.ingest`` uses it too.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -106,3 +107,22 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
         elif isinstance(node, list):
             stack.extend((child, f"{where}[{index}]") for index, child in enumerate(node))
     return None
+
+
+def loads_bounded(raw: bytes, max_bytes: int, max_nesting: int) -> Any:
+    """``raw`` (a request body) as JSON, refused with UnsafeJSON saying why when it is larger
+    than ``max_bytes``, nests deeper than ``max_nesting``, is not JSON, holds NaN/Infinity or
+    a lone surrogate: every check before any work is done with it."""
+    if len(raw) > max_bytes:
+        raise UnsafeJSON(f"the body is larger than {max_bytes // 1024} KB")
+    text = raw.decode("utf-8", "replace")
+    if nesting_depth_exceeds(text, max_nesting) is not None:
+        raise UnsafeJSON(f"the body nests deeper than {max_nesting} levels")
+    try:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise UnsafeJSON(f"the body is not JSON: {exc.msg} (position {exc.pos})") from None
+    string = lone_surrogate(value, text)
+    if string is not None:
+        raise UnsafeJSON(f"the body holds {describe_surrogate(string)}")
+    return value

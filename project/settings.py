@@ -225,6 +225,8 @@ TRAINBOARD_SETTINGS_SECTIONS = ["api.views.tokens_section"]
 TRAINBOARD_API_RATE = os.environ.get("TRAINBOARD_API_RATE", "120/min")
 # Longest a served program's prediction may take before the request is answered 504.
 TRAINBOARD_SERVE_SECONDS = float(os.environ.get("TRAINBOARD_SERVE_SECONDS", 60))
+# Served predictions one web process makes at once (more wait, then get 503).
+TRAINBOARD_SERVE_AT_ONCE = int(os.environ.get("TRAINBOARD_SERVE_AT_ONCE", 2))
 TRAINBOARD_UPLOAD_MAX_BYTES = int(os.environ.get("TRAINBOARD_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
 # Django's default (1000), raised if ever needed so that the mapping form of the widest
 # file accepted (plus the settings fields) parses.

@@ -27,25 +27,44 @@ import urllib.request
 FINISHED = ("succeeded", "failed", "cancelled", "stopped")
 #: Seconds between two reads of the run's status.
 POLL_SECONDS = 2.0
+#: Retries of a request the server refused for now (429, 5xx) or did not answer.
+RETRIES = 5
+
+
+class Unreachable(Exception):
+    """The server did not answer usefully after the retries."""
 
 
 def call(base: str, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    """One API request; its JSON answer (an HTTP error's JSON too, with ``status``)."""
+    """One API request; its JSON answer (a refusal's JSON too, with its ``status``). A 429,
+    a 5xx or no connection is retried (``RETRIES``, honouring ``Retry-After``), then
+    Unreachable."""
     request = urllib.request.Request(
         base.rstrip("/") + "/api/" + path,
         data=None if body is None else json.dumps(body).encode(),
         method=method,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
+    problem = ""
+    for attempt in range(RETRIES + 1):
+        wait = min(2**attempt, 30)
         try:
-            found = json.loads(error.read() or b"{}")
-        except json.JSONDecodeError:
-            found = {"detail": error.reason}
-        return {"status": error.code, **found}
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            if error.code != 429 and error.code < 500:
+                try:
+                    found = json.loads(error.read() or b"{}")
+                except json.JSONDecodeError:
+                    found = {"detail": error.reason}
+                return {"status": error.code, **found}
+            problem = f"HTTP {error.code}"
+            wait = float(error.headers.get("Retry-After") or wait)
+        except (urllib.error.URLError, TimeoutError, OSError, json.JSONDecodeError) as error:
+            problem = str(error)
+        if attempt < RETRIES:
+            time.sleep(wait)
+    raise Unreachable(f"{method} {path}: {problem}")
 
 
 def settings(pairs: list[str]) -> dict:
@@ -63,6 +82,14 @@ def settings(pairs: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return launch_and_wait(argv)
+    except Unreachable as exc:
+        print(f"The server did not answer: {exc}", file=sys.stderr)
+        return 2
+
+
+def launch_and_wait(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("TRAINBOARD_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--program", type=int, required=True)
@@ -86,10 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({run.get('field')})" if run.get("field") else ""
         print(f"Not launched{where}: {run.get('detail')}", file=sys.stderr)
         return 2
-    print(f"Run {run['id']}: {run['url']}", flush=True)
+    run_id = run["id"]
+    print(f"Run {run_id}: {run['url']}", flush=True)
     deadline = time.monotonic() + args.timeout
     status = None
     while run.get("status") not in FINISHED:
+        if "id" not in run:  # refused (the token revoked meanwhile, the run deleted)
+            print(f"Run {run_id}: {run.get('detail')}", file=sys.stderr)
+            return 2
         if time.monotonic() > deadline:
             print(f"Still {run.get('status')} after {args.timeout:g} s.", file=sys.stderr)
             return 2
@@ -97,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             status = run.get("status")
             print(f"  {status}", flush=True)
         time.sleep(POLL_SECONDS)
-        run = call(args.url, token, "GET", f"runs/{run['id']}")
+        run = call(args.url, token, "GET", f"runs/{run_id}")
     before, after = run.get("test_reward_before"), run.get("test_reward_after")
     rewards = f"test {before:.3f} → {after:.3f}; " if None not in (before, after) else ""
     print(f"  {run['status']}: {rewards}{(run.get('outcome') or 'no verdict').replace('_', ' ')}")

@@ -4,14 +4,14 @@ download the trained program."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import Model
-from django.http import Http404, QueryDict
+from django.http import QueryDict
 from ninja import Router, Schema
 
 from api.errors import FieldError, from_form
+from core.bounded_json import UnsafeJSON, loads_bounded
 from training.insight import eval_table
 from training.runs import launch as run_services
 from training.runs import prefill, selectors
@@ -113,17 +113,17 @@ LAUNCH_BODY = {
         },
     }
 }
-#: Largest launch body read (a launch names fields; it never carries documents).
+#: Largest launch body read, and its deepest nesting (a launch names fields; it never
+#: carries documents).
 MAX_LAUNCH_BYTES = 64 * 1024
+MAX_LAUNCH_NESTING = 5
 
 
 def _json_object(request) -> dict[str, Any]:
-    if len(request.body) > MAX_LAUNCH_BYTES:
-        raise FieldError(f"the body is larger than {MAX_LAUNCH_BYTES // 1024} KB")
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FieldError(f"the body is not JSON: {exc}") from None
+        body = loads_bounded(request.body or b"{}", MAX_LAUNCH_BYTES, MAX_LAUNCH_NESTING)
+    except UnsafeJSON as exc:
+        raise FieldError(str(exc)) from None
     if not isinstance(body, dict):
         raise FieldError("the body is a JSON object of the launch form's fields")
     return body
@@ -143,6 +143,11 @@ def launch_run(request):
     validation, forecast and budget caps as the page: a bad value is answered 400 with its
     field, and nothing is queued."""
     body = _json_object(request)
+    unknown = sorted(set(body) - set(RunForm(user=request.user).fields) - {"preset"})
+    if unknown:
+        raise FieldError(f"{unknown[0]!r} is not a field of the launch form", unknown[0])
+    if body.get("program") in (None, ""):
+        raise FieldError("Name the program to train (its id).", "program")
     form = RunForm(_form_data(request.user, body), user=request.user)
     if not form.is_valid():
         raise from_form(form)
@@ -255,5 +260,5 @@ def trained_program(request, run_id: int):
     run = selectors.owned_run(request.user, run_id)
     document = run.trained_program_json or run.checkpoint_json
     if document is None:
-        raise Http404("This run has no trained program yet.")
+        raise FieldError("This run has no trained program yet.", status=409)
     return document

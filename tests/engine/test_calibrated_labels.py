@@ -139,6 +139,8 @@ async def test_the_inputs_embeddings_decide_when_the_scores_say_nothing():
     assert decision["readout_weight"] > 0
     assert decision["readout"]["embedding_model"] == FakeEmbeddingModel().model
     assert set(decision["readout"]["weights"]) == set(TEAMS)
+    # the read-out alone carries the label here: no vote, so no pool is stored
+    assert decision["vote_weight"] == 0 and "retrieval" not in program.trainable_variables[0].value
     assert (await program.evaluate(x_test, y_test))["reward"] >= 0.9
 
 

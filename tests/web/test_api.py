@@ -121,6 +121,22 @@ def test_a_token_made_in_settings_works_until_it_is_revoked(live_stack):
     assert refused.json()["detail"].startswith("A live personal token is needed")
 
 
+def test_a_deactivated_members_token_is_refused(live_stack):
+    token = shell(
+        live_stack,
+        "from django.contrib.auth import get_user_model as g; from api import tokens;"
+        "u, _ = g().objects.get_or_create(username='api-leaver');"
+        "print(tokens.create_token(u, 'old laptop')[1])",
+    )
+    assert api(live_stack, token, "GET", "runs/").status_code == 200
+    shell(
+        live_stack,
+        "from django.contrib.auth import get_user_model as g;"
+        "g().objects.filter(username='api-leaver').update(is_active=False); print('ok')",
+    )
+    assert api(live_stack, token, "GET", "runs/").status_code == 401
+
+
 def test_requests_without_a_live_token_are_refused_as_json(live_stack):
     for token in (None, "tb_1.forged:signature", "not-a-token"):
         answer = api(live_stack, token, "GET", "runs/")
@@ -177,7 +193,8 @@ def test_bad_values_are_answered_with_their_field_and_nothing_is_kept(live_stack
         ({"name": "x", "mapping": json.dumps([{"column": "nope", "role": "input", "name": "a"}])},
          "mapping", "does not exist in the file"),
         ({"name": " ", "mapping": json.dumps(MAPPING)}, "name", "Give the dataset a name."),
-        ({"name": "x", "mapping": json.dumps(MAPPING), "test_ratio": "1.5"}, "test_ratio", ""),
+        ({"name": "x", "mapping": json.dumps(MAPPING), "test_ratio": "1.5"}, "test_ratio",
+         "The test ratio must be between"),
     ]  # fmt: skip
     for form, field, words in cases:
         answer = api(live_stack, token, "POST", "datasets/", data=form,
@@ -196,6 +213,12 @@ def test_bad_values_are_answered_with_their_field_and_nothing_is_kept(live_stack
     assert api(live_stack, token, "POST", "runs/", data="[1]").json()["detail"] == (
         "the body is a JSON object of the launch form's fields"
     )
+    typo = api(live_stack, token, "POST", "runs/", json={"program": program_id, "epoch": 1})
+    assert typo.json() == {"detail": "'epoch' is not a field of the launch form", "field": "epoch"}
+    unnamed = api(live_stack, token, "POST", "runs/", json={"epochs": 1})
+    assert (unnamed.status_code, unnamed.json()["field"]) == (400, "program")
+    deep = api(live_stack, token, "POST", "runs/", data="[" * 3000 + "]" * 3000)
+    assert deep.status_code == 400 and "nests deeper" in deep.json()["detail"]
     assert api(live_stack, token, "GET", f"programs/{program_id}/export?version=99").json() == {
         "detail": "the program has no version 99",
         "field": "version",
@@ -313,13 +336,16 @@ def test_a_served_program_answers_validates_and_shows_its_traffic(live_stack):
         assert (refused.status_code, refused.json()["field"]) == (status, field), refused.text
     deep = "[" * 50 + "]" * 50
     refused = api(live_stack, token, "POST", path, data=deep)
-    assert refused.status_code == 400 and "nest deeper" in refused.json()["detail"]
+    assert refused.status_code == 400 and "nests deeper" in refused.json()["detail"]
     missing = api(live_stack, token, "POST", path + "?version=9", json={"message": "x"})
     assert (missing.status_code, missing.json()["field"]) == (404, "version")
     theirs = other_member_token(live_stack)
     assert api(live_stack, theirs, "POST", path, json={"message": "x"}).status_code == 404
     page = session.get(live_stack.url + f"programs/{program_id}/", timeout=10)
-    assert "1 request in the last 7 days" in page.text and "served" in page.text
+    assert "1 request in the last 7 days" in page.text and "<td>served</td>" in page.text
+    for body in (b'{"message": NaN}', b'{"message": "\\ud800"}'):
+        refused = api(live_stack, token, "POST", path, data=body)
+        assert refused.status_code == 400, refused.text  # refused before any LM call
 
 
 def test_a_token_past_its_rate_is_answered_429(live_stack):

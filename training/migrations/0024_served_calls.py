@@ -5,31 +5,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0023_run_resume_at_start'),
+        ("training", "0023_run_resume_at_start"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ServedCall',
+            name="ServedCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(blank=True, null=True)),
-                ('token_id', models.PositiveIntegerField(blank=True, null=True)),
-                ('token_name', models.CharField(blank=True, max_length=100)),
-                ('inputs', models.JSONField()),
-                ('outputs', models.JSONField(blank=True, null=True)),
-                ('error', models.CharField(blank=True, max_length=500)),
-                ('seconds', models.FloatField(default=0.0)),
-                ('lm_calls', models.PositiveIntegerField(default=0)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('created', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('program', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='served_calls', to='training.program')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(blank=True, null=True)),
+                ("token_id", models.PositiveIntegerField(blank=True, null=True)),
+                ("token_name", models.CharField(blank=True, max_length=100)),
+                ("inputs", models.JSONField()),
+                ("outputs", models.JSONField(blank=True, null=True)),
+                ("error", models.CharField(blank=True, max_length=500)),
+                ("seconds", models.FloatField(default=0.0)),
+                ("lm_calls", models.PositiveIntegerField(default=0)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("created", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "program",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="served_calls",
+                        to="training.program",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created', '-pk'],
+                "ordering": ["-created", "-pk"],
             },
         ),
     ]

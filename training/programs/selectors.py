@@ -90,6 +90,14 @@ def version_of(program: Program, number) -> ProgramVersion | None:
     return program.versions.filter(number=number).first()
 
 
+def version_or_latest(program: Program, number) -> ProgramVersion | None:
+    """The version a launch trains and a served call answers with: version ``number`` of
+    ``program``, its latest when ``number`` is None."""
+    if number is None:
+        return latest_version(program)
+    return version_of(program, number)
+
+
 def latest_version(program: Program) -> ProgramVersion | None:
     """The program's highest-numbered version (None only for a program never saved)."""
     return program.versions.order_by("-number").first()

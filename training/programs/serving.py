@@ -1,23 +1,29 @@
 """A program version served: inputs validated against its data model, one prediction bounded
 in time, each request recorded (its page shows the traffic; its LM usage is counted).
 
-Why here and not in the worker: a served call is one prediction a caller waits for, like the
-launch form's forecast trial, not a fit; the web process answers it in a thread of its own.
+Why here and not in the worker: a served call is one prediction a caller waits for, not a
+fit; the web process answers it in the request's own thread (a fresh event loop each time),
+at most ``TRAINBOARD_SERVE_AT_ONCE`` at once. A program on a local model loads it into the web
+process on its first served call. The time bound cancels the prediction's awaits; a local
+model's decode already under way ends at its token bound first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pydantic
 from django.conf import settings
+from django.utils import timezone
 
 import training.engine as synalinks
-from core.bounded_json import nesting_depth_exceeds
+from core.bounded_json import UnsafeJSON, loads_bounded
 from training.models import Program, ServedCall
 from training.programs import programs as program_services
 from training.programs import selectors
@@ -30,9 +36,30 @@ MAX_INPUT_NESTING = 20
 KEPT_CHARS = 4_000
 
 
+#: Served requests this process predicts at once (each holds a thread, and a local model one
+#: of its instances); more wait up to TRAINBOARD_SERVE_SECONDS, then get 503.
+SERVING = threading.BoundedSemaphore(settings.TRAINBOARD_SERVE_AT_ONCE)
+#: Days of requests kept per program (what its page shows), and most rows kept per program.
+KEPT_DAYS = 7
+KEPT_ROWS = 10_000
+
+
+def forget_old_calls(program: Program) -> None:
+    """Drop the program's requests older than KEPT_DAYS, and the oldest past KEPT_ROWS: the
+    record stays as large as what its page shows."""
+    calls = ServedCall.objects.filter(program=program)
+    calls.filter(created__lt=timezone.now() - timedelta(days=KEPT_DAYS)).delete()
+    cutoff = calls.order_by("-created", "-pk").values_list("pk", flat=True)[
+        KEPT_ROWS : KEPT_ROWS + 1
+    ]
+    if cutoff:
+        calls.filter(pk__lte=cutoff[0]).delete()
+
+
 class ServeError(ValueError):
     """A request that cannot be served: ``field`` names the input at fault, ``status`` the
-    HTTP answer (400 bad input, 404 no such version, 502 the model failed, 504 too slow)."""
+    HTTP answer (400 bad input, 404 no such version, 409 the program cannot run here, 502 the
+    model failed, 503 too many at once, 504 too slow)."""
 
     def __init__(self, message: str, field: str | None = None, status: int = 400):
         super().__init__(message)
@@ -46,28 +73,21 @@ def _kept(value: Any) -> Any:
 
 def parse_inputs(raw: bytes) -> Any:
     """The request body as JSON, bounded in size and depth before it is decoded."""
-    if len(raw) > MAX_INPUT_BYTES:
-        raise ServeError(f"the inputs are larger than {MAX_INPUT_BYTES // 1024} KB")
-    text = raw.decode("utf-8", "replace")
-    if nesting_depth_exceeds(text, MAX_INPUT_NESTING) is not None:
-        raise ServeError(f"the inputs nest deeper than {MAX_INPUT_NESTING} levels")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ServeError(f"the body is not JSON: {exc.msg} (position {exc.pos})") from None
+        return loads_bounded(raw, MAX_INPUT_BYTES, MAX_INPUT_NESTING)
+    except UnsafeJSON as exc:
+        raise ServeError(str(exc)) from None
 
 
 def serve(
     owner, program: Program, version: int | None, inputs: Any, token_id=None, token_name=""
 ) -> dict[str, Any]:
-    """Predict ``inputs`` with version ``version`` of ``program`` (None: as created); the
+    """Predict ``inputs`` with version ``version`` of ``program`` (None: its latest); the
     answer's ``outputs`` and what it cost. ServeError when it cannot."""
-    document = program.engine_json
-    if version is not None:
-        found = selectors.version_of(program, version)
-        if found is None:
-            raise ServeError(f"the program has no version {version}", "version", 404)
-        document = found.engine_json
+    found = selectors.version_or_latest(program, version)
+    if version is not None and found is None:
+        raise ServeError(f"the program has no version {version}", "version", 404)
+    document = found.engine_json if found else program.engine_json
     try:
         engine = program_services.program_from_json(document, owner)
     except program_services.ProgramError as exc:
@@ -82,6 +102,17 @@ def serve(
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ())) or None
         raise ServeError(f"{first.get('msg', 'invalid')}", where) from None
+    if not SERVING.acquire(timeout=settings.TRAINBOARD_SERVE_SECONDS):
+        raise ServeError(
+            f"{settings.TRAINBOARD_SERVE_AT_ONCE} requests are being served; retry", status=503
+        )
+    try:
+        return _predict(program, found, engine, x, inputs, token_id, token_name)
+    finally:
+        SERVING.release()
+
+
+def _predict(program, found, engine, x, inputs, token_id, token_name) -> dict[str, Any]:
     started = time.monotonic()
     error, outputs = "", None
     with synalinks.usage.track() as usage:
@@ -100,9 +131,10 @@ def serve(
         except Exception as exc:  # an unreachable model, a refused key: said, and recorded
             error = f"the model failed: {exc}"[:500]
     seconds = time.monotonic() - started
+    forget_old_calls(program)
     ServedCall.objects.create(
         program=program,
-        version=version,
+        version=found.number if found else None,
         token_id=token_id,
         token_name=token_name[:100],
         inputs=_kept(inputs),

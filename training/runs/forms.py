@@ -310,7 +310,7 @@ class RunForm(forms.Form):
             self.add_error("dataset_version", f"This dataset has no version {number}.")
             return data
         data["dataset"] = dataset
-        self.version = launch_version(program, data.get("version"))
+        self.version = selectors.version_or_latest(program, data.get("version"))
         if self.version is None:
             self.add_error("version", f"“{program.name}” has no version {data.get('version')}.")
             return data
@@ -354,13 +354,6 @@ class RunForm(forms.Form):
                 "publish them as a new version first.",
             )
         return data
-
-
-def launch_version(program: Program, number: int | None):
-    """The version a launch trains: version ``number`` of ``program``, its latest if blank."""
-    if number is None:
-        return selectors.latest_version(program)
-    return selectors.version_of(program, number)
 
 
 def budget_fields() -> dict[str, forms.Field]:

@@ -419,9 +419,14 @@ class Generator(Module):
         if not stored:
             return None
         weights, intercepts = label_readout.from_json(stored, labels)
-        model = self.retrieval_embedding_model(
-            {"embedding_model": stored.get("embedding_model") or ""}
-        )
+        named = stored.get("embedding_model") or ""
+        model = self.retrieval_embedding_model({"embedding_model": named})
+        if named and getattr(model, "model", named) != named:
+            raise retrieval.RetrievalError(
+                f"{type(self).__name__} {self.name!r}: the decision's read-out was fitted on "
+                f"{named!r} embeddings, not {model.model!r}'s: give it embedding_model=... "
+                "(the same model)"
+            )
         vector = await self.query_vector(model, retrieval.retrieval_text(input_json))
         if len(vector) != weights.shape[0]:
             raise retrieval.RetrievalError(

@@ -82,7 +82,8 @@ def to_json(
     weights: np.ndarray, intercepts: np.ndarray, labels: Sequence[str], embedding_model: str
 ) -> dict[str, Any]:
     """The read-out as a decision stores it (see the module docstring)."""
-    norms = np.linalg.norm(weights, axis=0)
+    norms = np.clip(np.linalg.norm(weights, axis=0), 0.0, MAX_NUMBER)
+    intercepts = np.clip(intercepts, -MAX_NUMBER, MAX_NUMBER)  # what from_json accepts
     return {
         "embedding_model": embedding_model,
         "weights": {
