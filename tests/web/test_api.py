@@ -342,7 +342,8 @@ def test_a_served_program_answers_validates_and_shows_its_traffic(live_stack):
     theirs = other_member_token(live_stack)
     assert api(live_stack, theirs, "POST", path, json={"message": "x"}).status_code == 404
     page = session.get(live_stack.url + f"programs/{program_id}/", timeout=10)
-    assert "1 request in the last 7 days" in page.text and "<td>served</td>" in page.text
+    assert "1 request in the last 7 days" in page.text
+    assert '<td data-label="Token">served</td>' in page.text
     for body in (b'{"message": NaN}', b'{"message": "\\ud800"}'):
         refused = api(live_stack, token, "POST", path, data=body)
         assert refused.status_code == 400, refused.text  # refused before any LM call

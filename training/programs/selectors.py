@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -127,5 +128,16 @@ def served_traffic(program: Program, days: int = 7) -> dict[str, Any]:
         "total": counts["total"],
         "failed": counts["failed"],
         "median_seconds": seconds[len(seconds) // 2] if seconds else None,
-        "recent": list(calls[:5]),
+        "recent": [
+            {
+                "created": call.created,
+                "answer": json.dumps(call.outputs, ensure_ascii=False),
+                "error": call.error,
+                "seconds": call.seconds,
+                "lm_calls": call.lm_calls,
+                "version": call.version,
+                "token_name": call.token_name,
+            }
+            for call in calls[:5]
+        ],
     }
