@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.waiting import until
 from training.engine.local.smollm2 import model_path
 
 #: Seconds the server may take to load the model and answer (measured: about 2-3 s here).
@@ -55,23 +56,23 @@ def llama_server_fixture(tmp_path_factory):
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ))
     url = f"http://127.0.0.1:{port}/v1"
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"llama.cpp server exited ({proc.returncode}): {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=1) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
     try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"llama.cpp server exited ({proc.returncode}): {log.read_text()[-2000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() - started > START_SECONDS:
-                pytest.fail(
-                    f"llama.cpp server not up in {START_SECONDS} s: {log.read_text()[-2000:]}"
-                )
-            time.sleep(0.1)
+        until(
+            answers,
+            START_SECONDS,
+            lambda: f"llama.cpp server up: {log.read_text()[-2000:]}",
+            poll=0.1,
+        )
         yield LlamaServer(url=url, started_in=time.monotonic() - started, log=str(log))
     finally:
         proc.terminate()

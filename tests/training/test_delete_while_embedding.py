@@ -15,11 +15,11 @@ both writers queue behind it, then it lets go.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
 
+from tests.support.waiting import until
 from training.insight import population_map
 from training.models import Candidate, Run
 from training.runs import run_management
@@ -61,18 +61,19 @@ class Worker(threading.Thread):
 def until_waiting_for_a_lock(worker: Worker) -> None:
     """Return once ``worker``'s transaction waits for a row lock (fails after a while)."""
     assert worker.backend.wait(LOCK_WAIT_SECONDS) and worker.pid is not None, worker.error
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
+
+    def waiting_for_a_lock() -> bool:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [worker.pid]
             )
             found = cursor.fetchone()
         if found and found[0] == "Lock":
-            return
+            return True
         assert worker.is_alive(), f"it ended without waiting: {worker.error!r}"
-        assert time.monotonic() < deadline, "it never waited for a lock"
-        time.sleep(0.02)
+        return False
+
+    until(waiting_for_a_lock, LOCK_WAIT_SECONDS, "it waited for a lock")
 
 
 @pytest.mark.django_db(transaction=True)

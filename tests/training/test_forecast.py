@@ -13,6 +13,7 @@ import pytest
 from django.core import signing
 from django.urls import reverse
 
+from tests.support.waiting import until
 from training.engine.pace import Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
@@ -81,13 +82,6 @@ def seconds_in(html: str) -> int:
     return int(re.search(r'data-seconds="(\d+)"', html).group(1))
 
 
-def wait_for(condition, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_a_model_never_measured_is_calibrated_by_a_worker_and_then_timed(
     client_user, user, demo_dataset, no_broker
 ):
@@ -95,10 +89,10 @@ def test_a_model_never_measured_is_calibrated_by_a_worker_and_then_timed(
     first = forecast_html(client_user, program, demo_dataset)
     assert 'data-state="measuring"' in first and "data-seconds" not in first
     assert "a short calibration, once" in first
-    wait_for(lambda: len(no_broker) == 1)  # a worker was asked, from a thread
+    until(lambda: len(no_broker) == 1, 5, "a worker was asked, from a thread")
     assert no_broker == [["fake/fewshot?latency=0.05"]]
     forecast_html(client_user, program, demo_dataset, epochs="3")
-    time.sleep(0.2)
+    time.sleep(0.2)  # wall time for a second ask from a thread, were there one
     assert len(no_broker) == 1  # asked once, not on every change of the form
     # The worker's task: a few calls alone and a burst together, on the model itself.
     calibration.calibrate_model("fake/fewshot?latency=0.05")
@@ -339,7 +333,7 @@ def test_the_forecast_answers_at_once_while_the_broker_hangs(
     def hang(*args, **options):
         asked.append(args)
         started.set()
-        time.sleep(3)
+        time.sleep(3)  # a broker that hangs: the behaviour the forecast must not wait on
 
     monkeypatch.setattr(calibration.calibrate_model, "apply_async", hang)
     program = make_program(user, demo_dataset, model="fake/fewshot")
@@ -350,7 +344,7 @@ def test_the_forecast_answers_at_once_while_the_broker_hangs(
     html = forecast_html(client_user, program, demo_dataset, optimizer="OMEGA")
     assert time.perf_counter() - began < 1.0
     assert 'data-state="measuring"' in html and calls_in(html) > 0
-    wait_for(lambda: len(asked) == 2)  # asked again, while the first ask still hangs
+    until(lambda: len(asked) == 2, 5, "asked again, while the first ask still hangs")
 
 
 def test_the_answer_echoes_the_forms_revision(client_user, program, demo_dataset):

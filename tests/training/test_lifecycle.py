@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from tests.support.waiting import until
 from training.execution import attempt as execution
 from training.execution.liveness import reaper
 from training.models import EpochLog, Evaluation, Run
@@ -27,9 +27,7 @@ def test_cancel_while_running_stops_after_the_batch_and_keeps_history(user, demo
         target=lambda: result.update(status=execution.execute(run.pk, run.attempt))
     )
     worker.start()
-    deadline = time.monotonic() + 30
-    while not EpochLog.objects.filter(run=run).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: EpochLog.objects.filter(run=run).exists(), 30, "the run logged an epoch")
     runs.request_cancel(Run.objects.get(pk=run.pk))
     worker.join(30)
     run.refresh_from_db()

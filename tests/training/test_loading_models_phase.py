@@ -4,10 +4,10 @@ models" (status partial, live), waits for the load, then runs; Cancel ends the w
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
+from tests.support.waiting import until
 from training.engine.local import preload
 from training.execution import model_loading
 from training.execution.attempt import execute
@@ -33,15 +33,6 @@ def slow_preload(monkeypatch):
     preload.wait(30)
 
 
-def wait_until(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def run_on_a_worker_thread(user, dataset) -> tuple[Run, threading.Thread, dict]:
     """A run of a program on MODEL, executed on a thread of its own as a worker would, so
     that the test can watch it wait for the load: (the run, the thread, the dict the run's
@@ -65,7 +56,11 @@ def test_models_of_names_every_model_a_run_uses(settings):
 def test_run_names_the_loading_phase_then_runs(client_user, user, demo_dataset, slow_preload):
     run, worker, outcome = run_on_a_worker_thread(user, demo_dataset)
     try:
-        assert wait_until(lambda: Run.objects.get(pk=run.pk).phase == "loading models")
+        until(
+            lambda: Run.objects.get(pk=run.pk).phase == "loading models",
+            60,
+            "the run's phase said loading models",
+        )
         html = client_user.get(run.get_absolute_url()).content.decode()
         assert '<span class="muted run-phase">loading models</span>' in html
         assert "still loading the local models" in html
@@ -83,7 +78,11 @@ def test_run_names_the_loading_phase_then_runs(client_user, user, demo_dataset, 
 def test_cancel_ends_the_wait_for_models(user, demo_dataset, slow_preload):
     run, worker, outcome = run_on_a_worker_thread(user, demo_dataset)
     try:
-        assert wait_until(lambda: Run.objects.get(pk=run.pk).phase == "loading models")
+        until(
+            lambda: Run.objects.get(pk=run.pk).phase == "loading models",
+            60,
+            "the run's phase said loading models",
+        )
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
         worker.join(120)
     finally:

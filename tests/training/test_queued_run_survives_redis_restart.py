@@ -22,6 +22,7 @@ import redis
 from tests.browser.helpers_runs import demo_program, launch_run, run_field, shell
 from tests.conftest import start_live_stack
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from tests.support.waiting import until
 
 REAPER_EVERY = 1.0  # seconds between the reaper's passes (make run: 15)
 RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 0, "evaluations_after": 0}
@@ -74,12 +75,12 @@ def test_a_run_queued_when_redis_restarts_is_sent_again_and_finishes(
     stack.start_worker()
     stack.wait_for_worker(timeout=60)
 
-    deadline = time.monotonic() + 90
-    while run_field(live, run_id, "status") in ("queued", "running"):
-        assert time.monotonic() < deadline, (
-            f"run still {run_field(live, run_id, 'status')} 90 s after Redis restarted"
-        )
-        time.sleep(0.5)
+    until(
+        lambda: run_field(live, run_id, "status") not in ("queued", "running"),
+        90,
+        lambda: f"run ended after Redis restarted: {run_field(live, run_id, 'status')}",
+        poll=0.5,
+    )
     assert run_field(live, run_id, "status") == "succeeded"
     assert run_field(live, run_id, "task_id") != first_task
     reaper_log = (stack.log_dir / "reaper.log").read_text()
@@ -113,9 +114,11 @@ def test_a_run_whose_message_a_dead_worker_held_is_sent_again_and_finishes(
     assert waiting_messages(private_redis.url) == 0
     stack.start_worker()
     stack.wait_for_worker(timeout=60)
-    deadline = time.monotonic() + 90
-    while run_field(live, run_id, "status") in ("queued", "running"):
-        assert time.monotonic() < deadline, "still queued: the held message was never replaced"
-        time.sleep(0.5)
+    until(
+        lambda: run_field(live, run_id, "status") not in ("queued", "running"),
+        90,
+        "run ended: the held message was replaced",
+        poll=0.5,
+    )
     assert run_field(live, run_id, "status") == "succeeded"
     assert run_field(live, run_id, "task_id") != first_task

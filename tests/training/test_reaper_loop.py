@@ -19,6 +19,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from core.local_runtime import launcher
+from tests.support.waiting import until
 from training import conf
 from training.execution.liveness import reaper
 from training.models import Run
@@ -79,11 +80,11 @@ def test_loop_in_a_thread_reaps_then_stops_promptly(settings, user, program, dem
         target=lambda: result.setdefault("reaped", reaper.reap_forever(every=0.2, stop=stop))
     )
     thread.start()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if Run.objects.filter(pk=stale.pk, status=Run.FAILED).exists():
-            break
-        time.sleep(0.05)
+    until(
+        lambda: Run.objects.filter(pk=stale.pk, status=Run.FAILED).exists(),
+        5,
+        "the loop reaped the stale run",
+    )
     stop.set()
     thread.join(timeout=2)
     assert not thread.is_alive()

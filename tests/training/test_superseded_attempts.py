@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 from django.db import OperationalError
 from django.db.models.query import QuerySet
 
+from tests.support.waiting import until
 from training.execution import attempt as execution
 from training.execution.liveness.heartbeat import Heartbeat
 from training.execution.recording.persistence import PersistenceCallback
@@ -147,9 +147,7 @@ def test_a_running_worker_stops_when_its_run_is_resumed_elsewhere(user, demo_dat
     result = {}
     worker = threading.Thread(target=lambda: result.update(status=execution.execute(run.pk, 1)))
     worker.start()
-    deadline = time.monotonic() + 30
-    while not EpochLog.objects.filter(run=run).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: EpochLog.objects.filter(run=run).exists(), 30, "the run logged an epoch")
     # Reaped as "worker lost" while alive, then resumed: the row now belongs to attempt 2.
     Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2, error="")
     counts = (

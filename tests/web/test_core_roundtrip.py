@@ -6,12 +6,13 @@ server. CI runs this file in both modes.
 
 import json
 import os
-import time
 import urllib.error
 import urllib.request
 import uuid
 
 import pytest
+
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.smoke
 
@@ -48,12 +49,14 @@ def _healthz(url: str) -> tuple[int, dict]:
 def test_live_healthz_all_up(live_stack):
     # Earlier tests in the session kill and restart the live worker on purpose; health says
     # "worker: down" until the restarted one answers a ping, so give it up to 30 s.
-    deadline = time.monotonic() + 30
-    status, body = _healthz(live_stack.url)
-    while status != 200 and time.monotonic() < deadline:
-        time.sleep(1)
-        status, body = _healthz(live_stack.url)
-    assert status == 200, body
+    seen = {}
+
+    def all_up() -> bool:
+        seen["status"], seen["body"] = _healthz(live_stack.url)
+        return seen["status"] == 200
+
+    until(all_up, 30, lambda: f"healthz answered 200 (last: {seen})", poll=1)
+    body = seen["body"]
     assert body == {
         "database": "up",
         "broker": "up",

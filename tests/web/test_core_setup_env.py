@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import until
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("setup_env", BASE_DIR / "scripts" / "setup_env.py")
 setup_env = importlib.util.module_from_spec(_spec)
@@ -63,13 +65,14 @@ def test_format_elapsed(seconds, text):
 
 def test_progress_prints_elapsed_and_step_until_stopped():
     lines = []
-    with output.Progress(interval=0.05, write=lines.append) as progress:
+    interval = 0.05
+    with output.Progress(interval=interval, write=lines.append) as progress:
         progress.step = "Building wheel for llama-cpp-python"
-        time.sleep(0.3)
+        until(lambda: len(lines) >= 2, 10, "Progress printed twice")
     printed = len(lines)
-    time.sleep(0.2)
+    # wall time for four more ticks: a ticker still running after the install would print
+    time.sleep(4 * interval)
 
-    assert printed >= 2
     assert lines[-1] == "setup: 0 s elapsed, Building wheel for llama-cpp-python"
     assert len(lines) == printed  # nothing after the install ended
 

@@ -15,6 +15,7 @@ import pytest
 from core import health, worker_status
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
 from tests.support.consumers import open_echo_socket
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -110,14 +111,14 @@ class _StandInWorker:
         self.app = Celery("stand-in", fixups=[], set_as_current=False)
 
 
-def _until(read, expected, timeout: float = 10.0):
-    """Poll ``read()`` until it gives ``expected``; the last value read."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while value != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-        value = read()
-    return value
+def _until(read, expected, timeout: float = 10.0) -> None:
+    """Return once ``read()`` gives ``expected`` (fails with the last value read)."""
+    last = []
+    until(
+        lambda: last.append(read()) or last[-1] == expected,
+        timeout,
+        lambda: f"{expected}, not {last[-1]}",
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -148,7 +149,7 @@ def test_a_worker_loading_its_models_is_starting_not_down(user_client, settings,
     name = f"starting-{time.time_ns()}@test"
     try:
         worker_init.send(sender=_StandInWorker(name))
-        assert _until(healthz, (200, "starting", "starting")) == (200, "starting", "starting")
+        _until(healthz, (200, "starting", "starting"))
         assert "worker: starting (loading models)" in indicator()
         assert 'data-state="starting"' in indicator()
 
@@ -158,12 +159,11 @@ def test_a_worker_loading_its_models_is_starting_not_down(user_client, settings,
         assert healthz() == (200, "starting", "starting")
 
         worker_status.loading_finished(name, 4242)
-        assert _until(healthz, (200, "up", "up")) == (200, "up", "up")
+        _until(healthz, (200, "up", "up"))
         assert "worker: alive" in indicator()
     finally:
         worker_shutdown.send(sender=None)
-    status = _until(healthz, (503, "down", "down"))
-    assert status == (503, "down", "down")
+    _until(healthz, (503, "down", "down"))
     assert "worker: not running" in indicator()
     worker_status.forget()
     health.forget()
@@ -234,12 +234,12 @@ def test_a_beat_that_fails_unexpectedly_does_not_stop_the_beacon(settings, monke
 
     monkeypatch.setattr(beacon, "state", state_failing_once)
     try:
-        assert _until(lambda: bool(failures), True) is True
+        _until(lambda: bool(failures), True)
         import redis
 
         client = redis.Redis.from_url(settings.REDIS_URL)
         failed_at = failures[0]
-        assert _until(lambda: client.zscore(worker_status.BEACON_KEY, name) > failed_at, True)
+        _until(lambda: client.zscore(worker_status.BEACON_KEY, name) > failed_at, True)
         assert beacon.is_alive()
     finally:
         beacon.stop()

@@ -8,13 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from core.local_runtime import launcher
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from tests.support.waiting import until
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 BIN = Path(sys.executable).parent
@@ -30,16 +30,6 @@ def ctl(env: dict, *args: str) -> str:
         timeout=30,
     )
     return done.stdout.strip()
-
-
-def until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"within {timeout:.0f} s: {what}")
 
 
 def answers(url: str) -> bool:
@@ -84,11 +74,17 @@ def test_supervisord_runs_the_stack_and_restarts_a_killed_worker(tmp_path, priva
         stderr=subprocess.DEVNULL,
     )
     try:
-        until(lambda: answers(f"http://127.0.0.1:{port}/accounts/login/"), 90, "the site answers")
+        until(
+            lambda: answers(f"http://127.0.0.1:{port}/accounts/login/"),
+            90,
+            "the site answers",
+            poll=0.3,
+        )
         status = until(
             lambda: (lambda s: s if s.count("RUNNING") == 3 else None)(ctl(env, "status")),
             60,
             "web, worker and reaper RUNNING",
+            poll=0.3,
         )
         assert all(name in status for name in ("web", "worker", "reaper"))
         web_pid, worker_pid = int(ctl(env, "pid", "web")), int(ctl(env, "pid", "worker"))
@@ -99,6 +95,7 @@ def test_supervisord_runs_the_stack_and_restarts_a_killed_worker(tmp_path, priva
             ),
             60,
             "supervisord starts the worker again",
+            poll=0.3,
         )
         assert launcher.pid_alive(int(new_pid))
         assert int(ctl(env, "pid", "web")) == web_pid
