@@ -123,7 +123,7 @@ async def test_semaphore_limits_concurrency():
     async def respond(request):
         active["now"] += 1
         active["max"] = max(active["max"], active["now"])
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the provider's latency: the calls overlap
         active["now"] -= 1
         return {"answer": "x"}
 

@@ -29,7 +29,7 @@ def test_a_slot_held_by_another_process_is_busy_until_it_exits(tmp_path):
             "-c",
             "import sys, time; from training.engine.local.core_slots import CoreSlots; "
             f"s = CoreSlots(1, {str(tmp_path)!r}); assert s.try_take() == 0; "
-            "print('held', flush=True); time.sleep(60)",
+            "print('held', flush=True); time.sleep(60)",  # holds it until killed
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -46,8 +46,18 @@ def test_a_slot_held_by_another_process_is_busy_until_it_exits(tmp_path):
 async def test_waiting_for_all_slots_takes_none_partially(tmp_path):
     slots, other = CoreSlots(2, tmp_path), CoreSlots(2, tmp_path)
     held = other.try_take()
+    found_busy = asyncio.Event()
+    take_all = slots._take_all
+
+    def noting_a_busy_look(count):
+        taken = take_all(count)
+        if taken is None:
+            found_busy.set()
+        return taken
+
+    slots._take_all = noting_a_busy_look
     waiting = asyncio.ensure_future(slots.take_async(2))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(found_busy.wait(), 5)  # it looked, and one slot was held
     assert not waiting.done()
     assert other.try_take() is not None  # the waiter holds no part of what it waits for
     other.give_back_all([0, 1])
@@ -64,6 +74,15 @@ async def test_a_call_cancelled_before_its_thread_started_gives_its_cores_back(
     from training.engine.local import provider, smollm2
 
     slots = CoreSlots(1, tmp_path)
+    took = asyncio.Event()
+    take_async = slots.take_async
+
+    async def noting_the_take(count):
+        taken = await take_async(count)
+        took.set()  # the call goes on to queue its job before the test runs again
+        return taken
+
+    slots.take_async = noting_the_take
     monkeypatch.setattr(smollm2, "core_slots", lambda: slots)
     monkeypatch.setattr(smollm2, "threads_per_instance", lambda: 1)
     monkeypatch.setattr(smollm2, "instance_count", lambda: 1)
@@ -76,7 +95,7 @@ async def test_a_call_cancelled_before_its_thread_started_gives_its_cores_back(
     call = asyncio.ensure_future(
         provider.LocalProvider().acompletion("local/smollm2", messages, None, {})
     )
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(took.wait(), 5)
     assert CoreSlots(1, tmp_path).try_take() is None  # the waiting call holds the core
     call.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -21,7 +21,7 @@ async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coro
     monkeypatch,
 ):
     def generate(model, messages, optional_params, cancelled=None):
-        time.sleep(0.05)
+        time.sleep(0.05)  # a generation's time: some calls are in it when cancelled
         return {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {}}
 
     monkeypatch.setattr(provider, "_run_chat", generate)
@@ -38,7 +38,7 @@ async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coro
                 )
                 for i in range(12)
             ]
-            await asyncio.sleep(delay)
+            await asyncio.sleep(delay)  # the delays are the test: cancel at each handoff step
             for call in calls:
                 call.cancel()
             await asyncio.gather(*calls, return_exceptions=True)

@@ -8,8 +8,38 @@ import time
 from training.engine.local.prefix_store import BUSY, CLAIMED, SAVED, PrefixStore
 
 
+class NotedWaits(threading.Condition):
+    """A store's condition that notes when a claim starts waiting on it (``waiting``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout=None):
+        self.waiting.set()  # under the lock: whoever takes it next finds the claim waiting
+        return super().wait(timeout)
+
+
+def noting_waits(store: PrefixStore) -> NotedWaits:
+    store._changed = NotedWaits()
+    return store._changed
+
+
+def once_waiting(changed: NotedWaits, action, *args) -> threading.Thread:
+    """``action(*args)`` on a thread of its own, once a claim waits on ``changed``."""
+
+    def run():
+        assert changed.waiting.wait(10), "no claim waited"
+        action(*args)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
 def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
     store = PrefixStore()
+    changed = noting_waits(store)
     key = (1, 2, 3)
     assert store.claim_or_wait(key) == CLAIMED
     assert store.claim_or_wait(key, wait=False) == BUSY  # another decoder is evaluating it
@@ -20,7 +50,7 @@ def test_a_prefix_is_claimed_once_and_a_waiter_gets_it_when_it_is_saved():
 
     thread = threading.Thread(target=waiter)
     thread.start()
-    time.sleep(0.1)
+    assert changed.waiting.wait(10)
     assert thread.is_alive()  # still waiting
     store.put(key, b"state")
     thread.join(5)
@@ -32,8 +62,9 @@ def test_a_claim_that_ends_without_a_state_passes_to_the_waiter():
     store = PrefixStore()
     key = (7, 8)
     store.claim_or_wait(key)
-    threading.Timer(0.1, store.release, args=(key,)).start()
+    releaser = once_waiting(noting_waits(store), store.release, key)
     assert store.claim_or_wait(key, timeout=10) == CLAIMED  # the waiter evaluates it now
+    releaser.join()
 
 
 def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
@@ -44,10 +75,11 @@ def test_a_wait_is_bounded_and_stops_when_the_call_is_cancelled():
     assert store.claim_or_wait(key, timeout=0.3) == BUSY
     assert 0.25 <= time.monotonic() - started < 2
     cancelled = threading.Event()
-    threading.Timer(0.1, cancelled.set).start()
+    canceller = once_waiting(noting_waits(store), cancelled.set)
     started = time.monotonic()
     assert store.claim_or_wait(key, timeout=30, cancelled=cancelled) == BUSY
     assert time.monotonic() - started < 2
+    canceller.join()
 
 
 def test_the_saved_prefix_sharing_most_is_found_and_the_least_recently_used_dropped():

@@ -56,7 +56,7 @@ async def test_requests_in_flight_are_limited_across_limiters(prefix):
         async with through.slot(KEY, tokens=10):
             now += 1
             most = max(most, now)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # a request's time in flight: the others overlap it
             now -= 1
 
     await asyncio.gather(*(request(first if i % 2 else second) for i in range(12)))
@@ -74,7 +74,7 @@ limiter = RedisProviderLimiter(os.environ['REDIS_URL'], lambda key: Limits(in_fl
 async def hold():
     async with limiter.slot(ProviderKey({KEY.model!r}, {KEY.api_base!r}), tokens=1):
         print('held', flush=True)
-        await asyncio.sleep(60)
+        await asyncio.sleep(60)  # holds it until killed
 asyncio.run(hold())
 """
     process = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
@@ -143,13 +143,23 @@ async def test_tokens_per_minute_count_what_a_request_used(prefix):
 async def test_a_cancelled_wait_takes_no_slot(prefix):
     one = limiter(prefix, limits=Limits(in_flight=1), max_wait=10)
     client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    async with one.slot(KEY, 1):
-        waiter = asyncio.create_task(one.slot(KEY, 1).__aenter__())
-        await asyncio.sleep(0.2)
-        waiter.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await waiter
-        assert client.zcard(one.keys(KEY)[0]) == 1
+    waiting = asyncio.Event()
+
+    class Listener:
+        def wait_started(self, key):
+            waiting.set()
+
+        def wait_ended(self, key):
+            pass
+
+    with rate_limits.watching_waits(Listener()):
+        async with one.slot(KEY, 1):
+            waiter = asyncio.create_task(one.slot(KEY, 1).__aenter__())
+            await asyncio.wait_for(waiting.wait(), 5)  # refused once: it waits for the slot
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert client.zcard(one.keys(KEY)[0]) == 1
     assert client.zcard(one.keys(KEY)[0]) == 0
 
 
@@ -157,9 +167,11 @@ async def test_waits_are_reported_to_the_listener_and_short_grants_are_not(prefi
     class Listener:
         def __init__(self):
             self.seen = []
+            self.someone_waits = asyncio.Event()
 
         def wait_started(self, key):
             self.seen.append(("started", key))
+            self.someone_waits.set()
 
         def wait_ended(self, key):
             self.seen.append(("ended", key))
@@ -171,12 +183,15 @@ async def test_waits_are_reported_to_the_listener_and_short_grants_are_not(prefi
             pass
         assert listener.seen == []  # granted at once: no wait to report
 
+        held = asyncio.Event()
+
         async def hold():
             async with one.slot(KEY, 1):
-                await asyncio.sleep(0.3)
+                held.set()
+                await listener.someone_waits.wait()  # held until the next call waits for it
 
         holding = asyncio.create_task(hold())
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(held.wait(), 5)
         async with one.slot(KEY, 1):
             pass
         await holding
@@ -210,7 +225,7 @@ async def test_with_redis_down_each_process_keeps_its_share_and_says_it_waits():
         async with down.slot(KEY, tokens=1):
             now += 1
             most = max(most, now)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # a request's time in flight: the others overlap it
             now -= 1
 
     listener = Listener()

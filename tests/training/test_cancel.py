@@ -9,6 +9,7 @@ import time
 import pytest
 from django.db import connection
 
+from training.engine.testing import FakeLanguageModel
 from training.execution import attempt as execution
 from training.execution import run_state
 from training.models import Run
@@ -47,11 +48,14 @@ def test_cancel_leaves_a_finished_run_alone(user, program, demo_dataset):
     assert run.status == Run.SUCCEEDED and not run.cancel_requested
 
 
-def _press_cancel_after(seconds: float, run_id: int) -> threading.Thread:
-    """Cancel as the view does, from another thread, while the worker runs."""
+def _press_cancel_once_in_flight(
+    in_flight: threading.Event, run_id: int, pressed: dict
+) -> threading.Thread:
+    """Cancel as the view does, from another thread, once an LM call is in flight."""
 
     def press():
-        time.sleep(seconds)
+        assert in_flight.wait(60), "no LM call started"
+        pressed["at"] = time.perf_counter()
         runs.request_cancel(Run.objects.get(pk=run_id))
         connection.close()
 
@@ -67,16 +71,26 @@ def _press_cancel_after(seconds: float, run_id: int) -> threading.Thread:
         ("training", {"evaluations_before": 0}),
     ],
 )
-def test_cancel_interrupts_calls_in_flight_in_every_phase(user, demo_dataset, phase, overrides):
+def test_cancel_interrupts_calls_in_flight_in_every_phase(
+    user, demo_dataset, phase, overrides, monkeypatch
+):
     """Each LM call takes 60 s: cancel must not wait for a batch (or an evaluation) to end."""
+    in_flight = threading.Event()
+    making_request = FakeLanguageModel._request_of
+
+    async def noting_the_call(self, *args, **kwargs):
+        in_flight.set()  # the call is made: it now waits out its 60 s latency
+        return await making_request(self, *args, **kwargs)
+
+    monkeypatch.setattr(FakeLanguageModel, "_request_of", noting_the_call)
     program = make_program(user, demo_dataset, model="fake/fewshot?latency=60")
     run = make_run(user, program, demo_dataset, run_config(**overrides))
-    presser = _press_cancel_after(1.5, run.pk)
-    started = time.perf_counter()
+    pressed = {}
+    presser = _press_cancel_once_in_flight(in_flight, run.pk, pressed)
     assert execution.execute(run.pk, run.attempt) == Run.CANCELLED, phase
-    elapsed = time.perf_counter() - started
+    stopped = time.perf_counter()
     presser.join()
-    assert elapsed < 1.5 + execution.CANCEL_CHECK_SECONDS + 3.0, phase
+    assert stopped - pressed["at"] < execution.CANCEL_CHECK_SECONDS + 3.0, phase
     run.refresh_from_db()
     assert run.status == Run.CANCELLED and run.evaluations.count() == 0
     assert run.epoch_logs.count() == 0

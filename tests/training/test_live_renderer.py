@@ -12,26 +12,43 @@ from types import SimpleNamespace
 from training.execution import events
 from training.execution.events import EVENT_PARTS, PartsThrottle
 from training.insight import live
-from training.insight.live_renderer import HEAVY_PARTS, LiveRenderer
+from training.insight.live_renderer import HEAVY_PARTS, HEAVY_PARTS_SECONDS, LiveRenderer
 
+#: How long a render takes: the slowness the renderer must keep away from the training loop.
 RENDER_SECONDS = 0.3
 
 
 class SlowPage:
-    """A render that takes RENDER_SECONDS and a send that records what reached the group."""
+    """A render that takes RENDER_SECONDS (or, for the heavy parts, until ``heavy_until`` is
+    set) and a send that records what reached the group.
 
-    def __init__(self):
+    Events: ``rendering`` (a render started), ``rendered_again`` (a second one started),
+    ``sent_once`` (something was sent), ``epochs_sent`` (the epochs fragment was)."""
+
+    def __init__(self, heavy_until: threading.Event | None = None):
         self.sent: list[tuple[str, list[str], dict]] = []
+        self.renders = 0
+        self.heavy_until = heavy_until
         self.rendering = threading.Event()
+        self.rendered_again = threading.Event()
+        self.sent_once = threading.Event()
+        self.epochs_sent = threading.Event()
 
     def render(self, run, parts, **extra):
-        self.rendering.set()
-        time.sleep(RENDER_SECONDS)
+        self.renders += 1
+        (self.rendered_again if self.renders > 1 else self.rendering).set()
+        if self.heavy_until is not None and set(parts) & set(HEAVY_PARTS):
+            assert self.heavy_until.wait(10), "the test never let the heavy render finish"
+        else:
+            time.sleep(RENDER_SECONDS)
         return f"{run.pk}:{','.join(parts)}:{extra.get('emitted_at')}"
 
     async def send(self, group, html):
         run, parts, emitted = html.split(":")
         self.sent.append((group, parts.split(","), {"emitted_at": emitted, "run": run}))
+        self.sent_once.set()
+        if "epochs" in parts.split(","):
+            self.epochs_sent.set()
 
 
 def test_the_training_loop_returns_before_the_fragments_are_rendered(monkeypatch):
@@ -60,18 +77,17 @@ def test_the_training_loop_returns_before_the_fragments_are_rendered(monkeypatch
 
 
 def test_the_candidate_pictures_never_hold_up_the_quick_fragments(monkeypatch):
-    page = SlowPage()
+    heavy_done = threading.Event()
+    page = SlowPage(heavy_until=heavy_done)
     renderer = LiveRenderer(page.render, page.send)
     run = SimpleNamespace(pk=42)
     renderer.submit("run-42", run, ("lineage", "leaderboard"))
-    assert page.rendering.wait(5)  # the heavy lane is busy for RENDER_SECONDS
+    assert page.rendering.wait(5)  # the heavy lane is busy until heavy_done
     renderer.submit("run-42", run, ("epochs", "progress"))
-    started = time.monotonic()
-    while not any("epochs" in parts for _, parts, _ in page.sent):
-        assert time.monotonic() - started < 5
-        time.sleep(0.01)
-    # the epochs were rendered on their own lane, not after the lineage
-    assert time.monotonic() - started < RENDER_SECONDS * 1.9
+    # the epochs are rendered and sent on their own lane while the lineage still renders
+    assert page.epochs_sent.wait(10)
+    assert [parts for _, parts, _ in page.sent] == [["progress", "epochs"]]
+    heavy_done.set()
     assert renderer.drain(run.pk, timeout=10)
     assert HEAVY_PARTS == ("leaderboard", "population", "lineage", "candidate_confidence")
     assert sorted(parts for _, parts, _ in page.sent) == [
@@ -88,8 +104,12 @@ def test_the_candidate_pictures_are_rendered_at_most_every_few_seconds_until_dra
     assert page.rendering.wait(5)
     for _ in range(3):
         renderer.submit("run-44", run, ("lineage",))
-    time.sleep(RENDER_SECONDS * 2)
-    assert len(page.sent) == 1  # the three later changes wait their turn, merged
+    assert page.sent_once.wait(10)  # the first change, rendered at once
+    # The three later changes wait their turn (HEAVY_PARTS_SECONDS after that render), merged:
+    # an unthrottled renderer would start on them at once; give it a render's time to.
+    assert RENDER_SECONDS < HEAVY_PARTS_SECONDS / 2  # a window well inside the throttle
+    assert not page.rendered_again.wait(RENDER_SECONDS)
+    assert len(page.sent) == 1
     assert renderer.drain(run.pk, timeout=10)  # a drain sends them now
     assert len(page.sent) == 2
 

@@ -8,6 +8,7 @@ import pytest
 
 from core import health, worker_status
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from tests.support.waiting import until
 
 
 @pytest.mark.smoke
@@ -95,12 +96,13 @@ def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
     settings.TRAINBOARD_WORKER_STATUS_TTL = 60
     pings, in_flight, most_in_flight = [], [0], [0]
     lock = threading.Lock()
+    readers_started = threading.Event()
 
     def slow_ping():
         with lock:
             in_flight[0] += 1
             most_in_flight[0] = max(most_in_flight[0], in_flight[0])
-        time.sleep(0.3)
+        assert readers_started.wait(10)  # the read is in flight while all 200 readers start
         with lock:
             in_flight[0] -= 1
             pings.append(1)
@@ -115,6 +117,7 @@ def test_many_parallel_status_reads_share_one_read(monkeypatch, settings):
     ]
     for reader in readers:
         reader.start()
+    readers_started.set()
     for reader in readers:
         reader.join(10)
     assert len(answers) == 200 and all(answer["alive"] for answer in answers)
@@ -126,23 +129,31 @@ def test_a_stale_status_is_refreshed_in_the_background(monkeypatch, settings):
     settings.TRAINBOARD_WORKER_STATUS_TTL = 0.2
     calls = itertools.count()
 
+    refreshing, answer = threading.Event(), threading.Event()
+
     def ping():
         if next(calls) == 0:
             return ["w1@test"], []
-        time.sleep(0.5)  # the worker has gone: later pings find nobody
-        return [], []
+        refreshing.set()
+        assert answer.wait(10)  # a slow read, answered when the test says
+        return [], []  # the worker has gone: later pings find nobody
 
     monkeypatch.setattr(worker_status, "read_beats", ping)
     worker_status.forget()
     assert worker_status.worker_status()["workers"] == ["w1@test"]
-    time.sleep(0.3)
-    # Stale: this read returns at once with the last answer and starts one refresh.
+    time.sleep(0.3)  # wall time past the TTL (0.2 s): the status is stale now
+    # Stale: this read returns at once with the last answer and starts one refresh, which
+    # is still reading (held until ``answer``).
     started = time.monotonic()
     assert worker_status.worker_status()["workers"] == ["w1@test"]
     assert time.monotonic() - started < 0.2
-    deadline = time.monotonic() + worker_status.max_age() + 3
-    while worker_status.worker_status()["alive"] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert refreshing.wait(5)
+    answer.set()
+    until(
+        lambda: not worker_status.worker_status()["alive"],
+        worker_status.max_age() + 3,
+        "the refresh found nobody",
+    )
     status = worker_status.worker_status()
     assert status["alive"] is False and status["workers"] == []
     worker_status.forget()
