@@ -8,6 +8,7 @@ import html as html_module
 import re
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from django.core import signing
@@ -83,17 +84,28 @@ def seconds_in(html: str) -> int:
 
 
 def test_a_model_never_measured_is_calibrated_by_a_worker_and_then_timed(
-    client_user, user, demo_dataset, no_broker
+    client_user, user, demo_dataset, no_broker, monkeypatch
 ):
+    asks = []  # the threads calibration.request started to ask a worker
+
+    class NotedThread(threading.Thread):
+        def start(self):
+            asks.append(self)
+            super().start()
+
+    monkeypatch.setattr(
+        calibration, "threading", SimpleNamespace(Thread=NotedThread, Lock=threading.Lock)
+    )
     program = make_program(user, demo_dataset, model="fake/fewshot?latency=0.05")
     first = forecast_html(client_user, program, demo_dataset)
     assert 'data-state="measuring"' in first and "data-seconds" not in first
     assert "a short calibration, once" in first
-    until(lambda: len(no_broker) == 1, 5, "a worker was asked, from a thread")
+    assert len(asks) == 1
+    asks[0].join(5)  # a worker was asked, from a thread
     assert no_broker == [["fake/fewshot?latency=0.05"]]
     forecast_html(client_user, program, demo_dataset, epochs="3")
-    time.sleep(0.2)  # wall time for a second ask from a thread, were there one
-    assert len(no_broker) == 1  # asked once, not on every change of the form
+    assert len(asks) == 1  # asked once, not on every change of the form
+    assert len(no_broker) == 1
     # The worker's task: a few calls alone and a burst together, on the model itself.
     calibration.calibrate_model("fake/fewshot?latency=0.05")
     pace, _ = calibration.current("fake/fewshot?latency=0.05")
