@@ -57,7 +57,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.engine.optimizers.card import DRAWS, ONCE, Card, card_of
+from training.engine.optimizers.card import DRAWS, ONCE, Card
+from training.engine.optimizers.catalog import card_of
 from training.engine.optimizers.final_selection import TOP_K
 
 #: Share of the epochs after the first that start under a new best candidate (``expected``).

@@ -5,7 +5,8 @@ know optimizers by name, or adding one means editing every place that does. Each
 class declares a :class:`Card` (``Optimizer.CARD``) beside its ``PARAMETERS``: how its form
 fields are prefixed and which one is shown first, when to pick it, how it proposes candidates
 (what the forecast counts), what its candidates add to a prompt, which models it calls and
-what it takes while it runs. The tool iterates the optimizers it offers and reads their cards.
+what it takes while it runs. The tool iterates the optimizers it offers and reads their cards
+(``catalog.card_of`` finds one by the class name).
 
 Example:
 
@@ -80,24 +81,6 @@ class Card:
             raise ValueError(f"Card.proposes must be one of {PROPOSALS}, got {self.proposes!r}")
 
 
-def optimizer_class(name: str) -> type:
-    """The engine's optimizer class called ``name`` (any imported subclass of Optimizer)."""
-    from training.engine.optimizers.optimizer import Optimizer
-
-    pending = list(Optimizer.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        if cls.__name__ == name and cls.CARD is not None:
-            return cls
-        pending.extend(cls.__subclasses__())
-    raise ValueError(f"optimizer must be one of the engine's, with a card; got {name!r}")
-
-
-def card_of(name: str) -> Card:
-    """The card of the optimizer class called ``name``."""
-    return optimizer_class(name).CARD
-
-
 __all__ = [
     "DRAWS",
     "EDITABLE",
@@ -110,6 +93,4 @@ __all__ = [
     "PROPOSALS",
     "STEPS",
     "Card",
-    "card_of",
-    "optimizer_class",
 ]
