@@ -77,11 +77,11 @@ import ctypes
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from training.engine.local.counts import Counts
 from training.engine.local.prefix_store import CLAIMED, SAVED, PrefixStore, shared_prefix
 from training.engine.local.sampling import (
     TOKEN_DATA,
@@ -106,23 +106,6 @@ MIN_SAVED_TOKENS = 64
 #: after a held prefix, ~10-30 tokens) takes a few tenths of a second on one thread, and a
 #: borrowed core makes a call that starts meanwhile wait for it.
 MIN_BORROW_TOKENS = 64
-
-
-@dataclass
-class Counts:
-    """Token figures of one completion (what bench/local_throughput.py adds up)."""
-
-    prompt_tokens: int = 0
-    prompt_tokens_evaluated: int = 0
-    completion_tokens: int = 0
-    grammar_checks: int = 0
-    grammar_full_passes: int = 0
-    #: generated tokens the grammar forced: appended without a decode-and-sample step
-    forced_tokens: int = 0
-    #: llama.cpp evaluations of generated tokens (each a batch of one or more)
-    generation_evals: int = 0
-    #: free cores the prompt evaluation borrowed (``Decoder._borrowed_cores``)
-    borrowed_cores: int = 0
 
 
 def batches(start: int, end: int, size: int) -> list[tuple[int, int]]:

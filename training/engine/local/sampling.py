@@ -32,12 +32,11 @@ import ctypes
 import hashlib
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from training.engine.local.decoding import Counts
+from training.engine.local.counts import Counts
 
 #: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
 #: its repeat penalty defaults to 1.0, i.e. off).
