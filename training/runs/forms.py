@@ -11,8 +11,9 @@ constructors have the last word; what they refuse is put on the field it is abou
 
 from __future__ import annotations
 
+import copy
 import json
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from django import forms
 from django.conf import settings
@@ -196,14 +197,9 @@ class RunForm(forms.Form):
         label="Metrics in_mask",
         help_text="Comma-separated output fields the metrics compare (default: the targets).",
     )
-    # Optimizer (its parameters and the training loop's fields are added below the class)
-    optimizer = forms.ChoiceField(
-        choices=[(name, name) for name in optimizer_registry.names()],
-        initial=optimizer_registry.recommended(label_task=False),
-        help_text=" ".join(
-            f"{name} {optimizer_registry.card(name).help}" for name in optimizer_registry.names()
-        ),
-    )
+    # Optimizer: its choices and help, each offered optimizer's parameters and the training
+    # loop's fields are the registry's as it is when a form is made (``launch_fields``).
+    optimizer = forms.ChoiceField()
     #: The form's fieldsets (``partials/run_form_fields.html``), in order; each optimizer's
     #: parameters have a fieldset of their own (``optimizer_sections``).
     GROUPS = {
@@ -241,6 +237,9 @@ class RunForm(forms.Form):
     BASIC = (*GROUPS["basics"], *GROUPS["budget"])
 
     def __init__(self, *args, user=None, **kwargs):
+        # Django copies ``base_fields`` into ``self.fields``: the registry's fields as it is
+        # now (a setting changed since import, as a test's, is followed).
+        self.base_fields = launch_fields()
         super().__init__(*args, **kwargs)
         self.fields["program"].queryset = Program.objects.filter(owner=user)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=user)
@@ -380,10 +379,37 @@ class ResumeBudgetForm(forms.Form):
                 self.fields[key].initial = value
 
 
-# Built from the engine's declarations, in the constructors' order, after the static fields.
-RunForm.base_fields.update(_optimizer_fields())
-RunForm.base_fields.update(_training_fields())
-RunForm.base_fields.update(budget_fields())
+#: The launch form's own declared fields (before the registry's are added).
+_DECLARED = dict(RunForm.base_fields)
+
+
+def launch_fields() -> dict[str, forms.Field]:
+    """Every field of the launch form for the optimizers offered now (``TRAINBOARD_OPTIMIZERS``
+    through ``optimizer_registry``): the declared ones, the optimizer choice with its help,
+    each optimizer's parameters (built from the engine's declarations, in the constructors'
+    order), the training loop's and the budget's. Forms copy them (never change these)."""
+    offered = tuple(optimizer_registry.classes().values())
+    return _launch_fields(offered, settings.TRAINBOARD_EMBEDDING_MODEL)
+
+
+@lru_cache(maxsize=8)
+def _launch_fields(offered: tuple[type, ...], embedding_model: str) -> dict[str, forms.Field]:
+    """``launch_fields`` for the ``offered`` classes; ``embedding_model`` (the setting an
+    embedding field's initial value reads) is part of the cache key only."""
+    fields = dict(_DECLARED)
+    choice = copy.deepcopy(_DECLARED["optimizer"])
+    choice.choices = [(cls.__name__, cls.__name__) for cls in offered]
+    choice.initial = optimizer_registry.recommended(label_task=False)
+    choice.help_text = " ".join(f"{cls.__name__} {cls.CARD.help}" for cls in offered)
+    fields["optimizer"] = choice
+    fields.update(_optimizer_fields())
+    fields.update(_training_fields())
+    fields.update(budget_fields())
+    return fields
+
+
+# Subclasses (BranchForm) inherit the full set; each form is made with ``launch_fields()``.
+RunForm.base_fields = launch_fields()
 RunForm.declared_fields = dict(RunForm.base_fields)
 
 

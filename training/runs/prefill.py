@@ -27,7 +27,7 @@ from core.ids import as_id
 from training import optimizer_registry
 from training.execution.run_config import presets
 from training.programs import selectors as program_selectors
-from training.runs.forms import RunForm
+from training.runs.forms import launch_fields
 
 #: Keys handled on their own (the program's ownership decides them), not as plain fields.
 OWN_KEYS = ("program", "version", "preset")
@@ -65,7 +65,7 @@ def initial_from_query(user: Any, query: Any) -> dict[str, Any]:
     preset = presets(labels).get(query.get("preset", ""))
     if preset is not None:  # ?preset=quick: the form opens filled with it (no JS needed)
         initial.update(preset["values"])
-    for name, field in RunForm.base_fields.items():
+    for name, field in launch_fields().items():
         if name in OWN_KEYS or name not in query:
             continue
         if isinstance(field, MultipleChoiceField):
