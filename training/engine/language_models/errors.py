@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 
+from training.engine.language_models import offline
 from training.engine.language_models.redaction import redact
 
 
@@ -187,10 +188,10 @@ def _long(exc: BaseException, limit: int = 600) -> str:
 
 def _local_models_hint() -> str:
     try:
-        from training.engine.local import local_models_hint
+        provider = offline.load()
     except ImportError:  # pragma: no cover - the local package is part of the engine
         return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
-    return local_models_hint()
+    return provider.local_models_hint()
 
 
 def call_error(where: str, exc: BaseException, attempts: int) -> LanguageModelError:

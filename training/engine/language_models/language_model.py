@@ -24,7 +24,7 @@ from typing import Any
 import pydantic
 
 from training.engine.language_models import budget as budget_mod
-from training.engine.language_models import tracing
+from training.engine.language_models import offline, tracing
 from training.engine.language_models import usage as usage_mod
 from training.engine.language_models.cache import ResponseCache, cache_spec, make_cache, request_key
 from training.engine.language_models.completion import (
@@ -172,7 +172,7 @@ class LanguageModel(LabelScoring):
         self.cache: ResponseCache | None = make_cache(cache)
         self._supports_schema: bool | None = None
         self._can_score: bool | None = None
-        if model.startswith("local/"):
+        if offline.serves(model):
             self._load_local_provider()
 
     # -- configuration -------------------------------------------------------------------
@@ -231,9 +231,7 @@ class LanguageModel(LabelScoring):
         """Whether generation itself is held to the schema's length bounds (the local model's
         grammar), so a bounded schema shortens answers instead of failing their validation:
         ``output_bounds`` bounds only such models."""
-        from training.engine.local import is_local_model  # the provider's own rule
-
-        return is_local_model(self.model)
+        return offline.serves(self.model)
 
     @property
     def deterministic(self) -> bool:

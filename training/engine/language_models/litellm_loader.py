@@ -1,9 +1,14 @@
-"""Loading litellm (once, quietly) and the engine's offline ``local`` provider."""
+"""Loading litellm (once, quietly) and the engine's offline ``local`` provider.
+
+The provider is reached through ``offline.py``'s hook, never imported from here: it is built on
+this package.
+"""
 
 from __future__ import annotations
 
 import threading
 
+from training.engine.language_models import offline
 from training.engine.language_models.errors import LanguageModelConfigError
 
 _LITELLM_LOCK = threading.Lock()
@@ -44,7 +49,7 @@ def load_local_provider(where: str, model: str) -> None:
     """
     get_litellm()
     try:
-        import training.engine.local as local
+        local = offline.load()
     except ImportError as exc:
         raise LanguageModelConfigError(
             f"{where}: the local provider training.engine.local cannot be imported: {exc}"

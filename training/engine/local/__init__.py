@@ -8,6 +8,10 @@ llama.cpp, torch and the weights load on the first real call. After that
 
 work like any remote model. `check_available(model)` tells, without loading anything, whether
 a local model can run here (for fail-fast construction and the Settings page).
+
+The language models reach this package through ``language_models.offline``, whose loader the
+engine's package sets to import it: it is built on ``language_models`` (its label scorer, the
+per-model semaphore), so ``language_models`` never imports it.
 """
 
 from __future__ import annotations
