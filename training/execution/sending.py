@@ -2,15 +2,17 @@
 
 Bounded by the broker's timeouts and publish retry policy (project.redis_config:
 COMMAND_TIMEOUT, CONNECT_TIMEOUT, RETRY_POLICY), so a launch never hangs on an unreachable or
-stalled broker. The task is looked up by name in the Celery app (``tasks.execute_run``
-registers it): the reaper and the stop's resume send runs from here without importing the
-tasks module, which imports them.
+stalled broker. The task is known here by its name only (``tasks.execute_run`` registers it
+in the worker): the reaper and the stop's resume send runs from here, and the tasks module
+imports them, so this module never imports the tasks module. A process that has the task
+registered (the worker; a test that stands in for its ``apply_async``) sends through it; one
+that does not (the web, the reaper) sends the same message by name (``send_task``).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
+from typing import Any
 
 from celery import current_app
 from django.db import transaction
@@ -24,12 +26,14 @@ logger = logging.getLogger(__name__)
 TASK_NAME = "training.execute_run"
 
 
-def _task():
-    """The registered task (``execute_run``; a test's stand-in for its ``apply_async`` too).
-    A process that never loaded the tasks module (a shell, the reaper) loads it first."""
-    if TASK_NAME not in current_app.tasks:
-        importlib.import_module("training.execution.tasks")
-    return current_app.tasks[TASK_NAME]
+def _publish(run_id: int, attempt: int) -> Any:
+    """Send the attempt's message: through the registered task (``execute_run``; a test's
+    stand-in for its ``apply_async`` too) when this process has it, else by the task's name."""
+    app = current_app
+    task = app.tasks.get(TASK_NAME)
+    if task is not None:
+        return task.apply_async(args=[run_id, attempt], retry=True)
+    return app.send_task(TASK_NAME, args=[run_id, attempt], retry=True)
 
 
 def enqueue(run: Run) -> None:
@@ -46,10 +50,9 @@ def send_attempt(run_id: int, attempt: int, fail_if_refused: bool = True) -> boo
     no task behind it (nothing would ever claim it). A caller that will try again itself
     (``forgotten_runs``) passes ``fail_if_refused=False``.
     """
-    task = _task()
-    app = task.app
+    app = current_app
     try:
-        result = task.apply_async(args=[run_id, attempt], retry=True)
+        result = _publish(run_id, attempt)
     except Exception as exc:
         broker = describe(str(app.conf.broker_write_url or app.conf.broker_url or ""))
         logger.warning("run %s attempt %s could not be queued: %s", run_id, attempt, exc)
