@@ -235,24 +235,24 @@ def cancel_run(request, run_id: int):
     return run_out(request, run_services.request_cancel(run))
 
 
-@router.post("/{int:run_id}/pause", response=RunOut, summary="Pause a run after its batch")
-def pause_run(request, run_id: int):
+def _changed(request, run_id: int, change, refusal: type[Exception]):
+    """The run after ``change`` (a service of the run page's buttons); 409 with the
+    service's reason when the run's state refuses it."""
     run = selectors.owned_run(request.user, run_id)
     try:
-        run = run_services.request_pause(run)
-    except run_services.PauseError as exc:
+        return run_out(request, change(run))
+    except refusal as exc:
         raise FieldError(str(exc), status=409) from None
-    return run_out(request, run)
+
+
+@router.post("/{int:run_id}/pause", response=RunOut, summary="Pause a run after its batch")
+def pause_run(request, run_id: int):
+    return _changed(request, run_id, run_services.request_pause, run_services.PauseError)
 
 
 @router.post("/{int:run_id}/resume", response=RunOut, summary="Resume a paused or failed run")
 def resume_run(request, run_id: int):
-    run = selectors.owned_run(request.user, run_id)
-    try:
-        run = run_services.resume(run)
-    except run_services.ResumeError as exc:
-        raise FieldError(str(exc), status=409) from None
-    return run_out(request, run)
+    return _changed(request, run_id, run_services.resume, run_services.ResumeError)
 
 
 @router.get("/{int:run_id}/program", summary="The trained program's JSON (Program.load)")

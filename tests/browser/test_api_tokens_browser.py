@@ -5,14 +5,9 @@ Content-Security-Policy with no violation or console error, at 1280 and 390 px."
 from __future__ import annotations
 
 import pytest
+from test_content_security_policy_browser import VIOLATIONS
 
 pytestmark = pytest.mark.browser
-
-VIOLATIONS = """() => {
-  window.__violations = [];
-  document.addEventListener("securitypolicyviolation",
-    (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
-}"""
 
 
 @pytest.mark.parametrize("width", [1280, 390])

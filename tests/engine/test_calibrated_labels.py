@@ -144,18 +144,6 @@ async def test_the_inputs_embeddings_decide_when_the_scores_say_nothing():
     assert (await program.evaluate(x_test, y_test))["reward"] >= 0.9
 
 
-async def test_the_vote_of_the_nearest_rows_counts_without_the_readout():
-    rng = np.random.default_rng(1)
-    truth = rng.integers(0, 3, size=90)
-    counts = np.zeros((90, 3))
-    counts[np.arange(90), truth] = 4  # the neighbours agree with the row
-    counts += rng.integers(0, 2, size=(90, 3))
-    fitted = label_decision.fit_decision(
-        TEAMS, "team", rng.normal(size=(90, 3)), np.eye(3)[truth], {5: counts}, seed=0
-    )
-    assert fitted.decision["vote_weight"] > 0 and "readout" not in fitted.decision
-
-
 async def test_a_gain_within_noise_keeps_the_seed():
     program = await program_on(scorer_lm(noise_scores), CalibratedLabels(vote=False, seed=0))
     x, y = arrays(rows(24, seed=6))
@@ -209,6 +197,7 @@ def test_the_fit_gives_the_lm_no_weight_when_its_scores_carry_nothing():
         TEAMS, "team", rng.normal(size=(90, 3)), np.eye(3)[truth], {5: counts}, seed=0
     )
     assert fitted.config.k == 5 and not fitted.config.use_lm
+    assert fitted.decision["vote_weight"] > 0 and "readout" not in fitted.decision  # no vectors
     assert fitted.cv_reward > 0.9
 
 

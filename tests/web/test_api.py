@@ -15,7 +15,7 @@ import time
 import requests
 
 from tests.browser.helpers_runs import demo_program, shell, tiny_dataset_id
-from tests.web.test_body_limits import live_session, raw_post
+from tests.web.test_body_limits import live_session, logged_in, raw_post
 
 CSV = "text,label\n" + "".join(
     f"{word} message number {i},{'yes' if i % 2 else 'no'}\n"
@@ -25,24 +25,6 @@ MAPPING = [
     {"column": "text", "role": "input", "name": "text", "type": "str"},
     {"column": "label", "role": "target", "name": "label", "type": "label set"},
 ]
-
-
-def logged_in(live_stack) -> requests.Session:
-    """A session logged in through the login form (its cookies kept, CSRF's included)."""
-    session = requests.Session()
-    session.get(live_stack.url + "accounts/login/", timeout=10)
-    answer = session.post(
-        live_stack.url + "accounts/login/",
-        data={
-            "username": live_stack.username,
-            "password": live_stack.password,
-            "csrfmiddlewaretoken": session.cookies["csrftoken"],
-        },
-        headers={"Referer": live_stack.url + "accounts/login/"},
-        timeout=10,
-    )
-    assert answer.status_code == 200, answer.text[:300]
-    return session
 
 
 def settings_token(live_stack, name: str) -> tuple[str, requests.Session]:

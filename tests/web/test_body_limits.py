@@ -18,23 +18,29 @@ from datasets.upload_handler import MULTIPART_SLACK
 MB = 1024 * 1024
 
 
+def logged_in(live_stack) -> requests.Session:
+    """A session logged in through the login form, its cookies kept (CSRF's included)."""
+    session = requests.Session()
+    session.get(live_stack.url + "accounts/login/", timeout=10)
+    response = session.post(
+        live_stack.url + "accounts/login/",
+        data={
+            "username": live_stack.username,
+            "password": live_stack.password,
+            "csrfmiddlewaretoken": session.cookies["csrftoken"],
+        },
+        headers={"Referer": live_stack.url + "accounts/login/"},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert response.status_code == 302, response.text[:300]
+    return session
+
+
 def live_session(live_stack) -> str:
     """Log in through the login form; return the ``Cookie`` header it earned (the session
     and the body pass that comes with it)."""
-    with requests.Session() as session:
-        session.get(live_stack.url + "accounts/login/", timeout=10)
-        response = session.post(
-            live_stack.url + "accounts/login/",
-            data={
-                "username": live_stack.username,
-                "password": live_stack.password,
-                "csrfmiddlewaretoken": session.cookies["csrftoken"],
-            },
-            headers={"Referer": live_stack.url + "accounts/login/"},
-            allow_redirects=False,
-            timeout=10,
-        )
-        assert response.status_code == 302, response.text[:300]
+    with logged_in(live_stack) as session:
         return "; ".join(
             f"{name}={session.cookies[name]}"
             for name in (settings.SESSION_COOKIE_NAME, body_pass.BODY_PASS_COOKIE)
