@@ -3,10 +3,10 @@ test starts with an idle worker, whatever the test before it left running after 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from helpers_runs import shell
+
+from tests.support.waiting import until
 
 CANCEL_ACTIVE_RUNS = """
 from training.models import Run
@@ -30,6 +30,9 @@ def idle_worker_after(request):
     live_stack = request.getfixturevalue("live_stack")
     if shell(live_stack, CANCEL_ACTIVE_RUNS) == "0":
         return
-    deadline = time.monotonic() + 60
-    while shell(live_stack, COUNT_ACTIVE_RUNS) != "0" and time.monotonic() < deadline:
-        time.sleep(1)
+    until(
+        lambda: shell(live_stack, COUNT_ACTIVE_RUNS) == "0",
+        60,
+        "the worker let the cancelled runs go",
+        poll=1,
+    )

@@ -18,6 +18,8 @@ import pytest
 from helpers_runs import ENDLESS, demo_program, launch_run, run_field, scroll_to
 from playwright.sync_api import expect
 
+from tests.support.waiting import until
+
 pytestmark = pytest.mark.browser
 
 SHOTS = os.environ.get("FORECAST_SHOTS_DIR", "")
@@ -43,10 +45,12 @@ def busy_workers(live_stack) -> list[int]:
     """Two endless runs, one in each worker process, until both are running."""
     dataset_id, program_id = demo_program(live_stack, "Busy router", "fake/fewshot?latency=0.02")
     ids = [launch_run(live_stack, program_id, dataset_id, **ENDLESS) for _ in range(2)]
-    deadline = time.monotonic() + 60
-    while any(run_field(live_stack, run_id, "status") != "running" for run_id in ids):
-        assert time.monotonic() < deadline, "the worker did not start both runs"
-        time.sleep(0.5)
+    until(
+        lambda: all(run_field(live_stack, run_id, "status") == "running" for run_id in ids),
+        60,
+        "the worker started both runs",
+        poll=0.5,
+    )
     return ids
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,8 @@ from helpers_runs import (
     shell,
 )
 
+from tests.support.waiting import until
+
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
@@ -34,12 +35,12 @@ ONE_EPOCH = dict(epochs=1, batch_size=36, evaluations_before=0, evaluations_afte
 
 
 def wait_status(live_stack, run_id: int, status: str = "succeeded", timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if run_field(live_stack, run_id, "status") == status:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id} is not {status} after {timeout} s")
+    until(
+        lambda: run_field(live_stack, run_id, "status") == status,
+        timeout,
+        f"run {run_id} is {status}",
+        poll=0.5,
+    )
 
 
 def copy_of_demo(live_stack, name: str) -> int:

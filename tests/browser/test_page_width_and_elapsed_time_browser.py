@@ -5,11 +5,11 @@ live with the last update, in the server's own duration format."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from helpers_runs import create_program, demo_dataset_id, launch_run, run_field, shell
 
+from tests.support.waiting import until
 from training.templatetags.training_extras import duration
 
 pytestmark = pytest.mark.browser
@@ -18,12 +18,12 @@ WIDTHS = (1280, 390)
 
 
 def wait_finished(live_stack, run_ids, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(run_field(live_stack, r, "status") == "succeeded" for r in run_ids):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"runs {run_ids} did not finish in {timeout} s")
+    until(
+        lambda: all(run_field(live_stack, r, "status") == "succeeded" for r in run_ids),
+        timeout,
+        f"runs {run_ids} finished",
+        poll=0.5,
+    )
 
 
 @pytest.fixture(scope="module")

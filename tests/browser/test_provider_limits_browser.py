@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from helpers_runs import (
 
 from tests.conftest import start_live_stack
 from tests.openai_server import OpenAIServer
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.browser
 
@@ -139,12 +139,12 @@ def test_two_runs_on_two_workers_share_the_providers_limit(browser, limited_stac
             assert fits_the_width(page), width
             if page.locator("#run-status .run-rate-limited").is_visible():
                 screenshot(page, f"run-rate-limited-{width}")  # while it says so
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            statuses = [run_field(stack, run_id, "status") for run_id in runs]
-            if all(status not in ("queued", "running") for status in statuses):
-                break
-            time.sleep(1)
+
+        def ended() -> list | None:
+            found = [run_field(stack, run_id, "status") for run_id in runs]
+            return found if all(status not in ("queued", "running") for status in found) else None
+
+        statuses = until(ended, 240, "every run ended", poll=1)
     finally:
         for context in contexts:
             context.close()

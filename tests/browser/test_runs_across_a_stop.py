@@ -4,10 +4,10 @@ commands ``make run`` calls (``stop_runs pause`` on a stop, ``prepare`` at a sta
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from helpers_runs import launch_demo_run, run_field, shell
+
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.browser
 
@@ -17,10 +17,12 @@ def test_a_stop_pauses_a_running_run_and_the_next_start_resumes_it(live_stack):
     run_id = launch_demo_run(
         live_stack, "Across a stop", "fake/fewshot?latency=1", epochs=2, batch_size=9
     )
-    deadline = time.monotonic() + 60
-    while run_field(live_stack, run_id, "current_batch") < 1:
-        assert time.monotonic() < deadline, "the run never finished a batch"
-        time.sleep(0.2)
+    until(
+        lambda: run_field(live_stack, run_id, "current_batch") >= 1,
+        60,
+        "the run finished a batch",
+        poll=0.2,
+    )
     paused = stack.manage("stop_runs", "pause", "--worker", f"{stack.worker_name}@", "--wait", "30")
     assert paused.stdout.strip() == (
         "paused 1 of 1 running run at the next batch; they resume at the next start"
@@ -32,9 +34,12 @@ def test_a_stop_pauses_a_running_run_and_the_next_start_resumes_it(live_stack):
     started = stack.manage("prepare")
     assert f"resumed 1 run(s) paused by the last stop: [{run_id}]" in started.stdout
     assert run_field(live_stack, run_id, "resume_at_start") is False
-    while run_field(live_stack, run_id, "status") != "succeeded":
-        assert time.monotonic() < deadline + 60, run_field(live_stack, run_id, "status")
-        time.sleep(0.5)
+    until(
+        lambda: run_field(live_stack, run_id, "status") == "succeeded",
+        90,
+        lambda: f"the resumed run succeeded, not {run_field(live_stack, run_id, 'status')}",
+        poll=0.5,
+    )
     epochs = shell(
         live_stack,
         f"from training.models import EpochLog;print(sorted(EpochLog.objects.filter(run_id={run_id}).values_list('epoch', flat=True)))",
@@ -53,10 +58,12 @@ def test_a_run_its_owner_paused_stays_paused_across_a_stop(live_stack):
         f"from training.models import Run;from training.runs.launch import request_pause;"
         f"print(request_pause(Run.objects.get(pk={run_id})).pk)",
     )
-    deadline = time.monotonic() + 60
-    while run_field(live_stack, run_id, "status") != "paused":
-        assert time.monotonic() < deadline, run_field(live_stack, run_id, "status")
-        time.sleep(0.2)
+    until(
+        lambda: run_field(live_stack, run_id, "status") == "paused",
+        60,
+        lambda: f"the run paused, not {run_field(live_stack, run_id, 'status')}",
+        poll=0.2,
+    )
     paused = stack.manage("stop_runs", "pause", "--worker", f"{stack.worker_name}@", "--wait", "5")
     assert paused.stdout.strip() == ""
     started = stack.manage("prepare")

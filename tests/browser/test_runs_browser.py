@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from helpers_runs import (
@@ -22,6 +21,8 @@ from helpers_runs import (
     shell,
     tiny_dataset_id,
 )
+
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.browser
 
@@ -140,14 +141,12 @@ def test_cancel_and_two_runs_progress_together(logged_in_page, live_stack):
     program_id = create_program(live_stack, "Slow", "fake/fewshot?latency=0.2", dataset_id)
     # The runs must still be going when Cancel is pressed.
     a, b = (launch_run(live_stack, program_id, dataset_id, **ENDLESS) for _ in range(2))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if (
-            run_field(live_stack, a, "current_epoch") >= 1
-            and run_field(live_stack, b, "current_epoch") >= 1
-        ):
-            break
-        time.sleep(0.5)
+    until(
+        lambda: all(run_field(live_stack, r, "current_epoch") >= 1 for r in (a, b)),
+        60,
+        "both runs finished an epoch",
+        poll=0.5,
+    )
     assert run_field(live_stack, a, "status") == run_field(live_stack, b, "status") == "running"
     assert run_field(live_stack, a, "worker_pid") != run_field(live_stack, b, "worker_pid")
     for run_id in (a, b):

@@ -23,6 +23,8 @@ from helpers_runs import (
     shell,
 )
 
+from tests.support.waiting import until
+
 pytestmark = pytest.mark.browser
 
 
@@ -70,10 +72,12 @@ def test_a_run_whose_whole_worker_died_resumes_with_no_page_open(live_stack):
         batch_size=9,
         evaluations=(0, 1),
     )
-    deadline = time.monotonic() + 60
-    while run_field(live_stack, run_id, "checkpoint_epoch") is None:
-        assert time.monotonic() < deadline, "the run never completed an epoch"
-        time.sleep(0.2)
+    until(
+        lambda: run_field(live_stack, run_id, "checkpoint_epoch") is not None,
+        60,
+        "the run completed an epoch",
+        poll=0.2,
+    )
     reaper = subprocess.Popen(  # as make run starts it, with a short staleness for the test
         [stack.python, "manage.py", "reap_runs", "--every", "2"],
         cwd=stack.base_dir,
@@ -86,9 +90,12 @@ def test_a_run_whose_whole_worker_died_resumes_with_no_page_open(live_stack):
         os.killpg(worker.pid, signal.SIGKILL)  # its own session: main process and pool children
         worker.wait(10)
         killed_at = time.monotonic()
-        while run_field(live_stack, run_id, "auto_resumes") == 0:
-            assert time.monotonic() - killed_at < 6 + 2 + 10, "nobody resumed it"
-            time.sleep(0.5)
+        until(
+            lambda: run_field(live_stack, run_id, "auto_resumes") != 0,
+            6 + 2 + 10,
+            "the reaper resumed it",
+            poll=0.5,
+        )
         assert run_field(live_stack, run_id, "status") == "queued"
         assert run_field(live_stack, run_id, "attempt") == 2
     finally:
@@ -96,9 +103,12 @@ def test_a_run_whose_whole_worker_died_resumes_with_no_page_open(live_stack):
         reaper.wait(15)
         stack.start_worker()  # the other browser tests share this stack
         stack.wait_for_worker(timeout=60)
-    while run_field(live_stack, run_id, "status") != "succeeded":
-        assert time.monotonic() - killed_at < 120, run_field(live_stack, run_id, "status")
-        time.sleep(0.5)
+    until(
+        lambda: run_field(live_stack, run_id, "status") == "succeeded",
+        120 - (time.monotonic() - killed_at),
+        lambda: f"the resumed run succeeded, not {run_field(live_stack, run_id, 'status')}",
+        poll=0.5,
+    )
     epochs = shell(
         live_stack,
         f"from training.models import EpochLog;print(sorted(EpochLog.objects.filter(run_id={run_id}).values_list('epoch', flat=True)))",
