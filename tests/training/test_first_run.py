@@ -10,6 +10,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
+from tests.support.waiting import until
 from training.execution.pace import calibration
 from training.execution.run_config import presets
 from training.models import Run
@@ -17,7 +18,6 @@ from training.programs.demo import ensure_demo_program
 from training.runs import quick_try
 
 from .conftest import make_program
-from .test_forecast import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +73,7 @@ def test_the_quick_try_time_is_the_forecast_of_the_launch_form(client_user, user
     url = reverse("training:quick-try-forecast", args=[demo.pk])
     waiting = client_user.get(url).content.decode()
     assert 'data-state="measuring"' in waiting and f'hx-get="{url}"' in waiting
-    wait_for(lambda: len(trials) == 1)  # a worker was asked to measure the model
+    until(lambda: len(trials) == 1, 5, "a worker was asked to measure the model")
     calibration.calibrate_model(demo.model)  # what that worker does
     shown = client_user.get(url).content.decode()
     time = re.search(r'<strong class="quick-try-time">([^<]+)</strong>', shown).group(1)

@@ -12,13 +12,13 @@ import json
 
 import pytest
 
+from tests.support.waiting import until
 from training.execution import forecast as forecast_services
 from training.execution.pace import calibration
 from training.models import ModelPace
 
 from . import test_forecast, test_server_keys
 from .conftest import run_config
-from .test_forecast import wait_for
 from .test_server_keys import SERVER_KEY, on_endpoint
 
 # the fixtures of those modules, used here under the same names
@@ -47,7 +47,11 @@ def test_a_program_on_an_endpoint_is_calibrated_there_with_its_own_key(
 
     assert first["state"] == "measuring" and "seconds" not in first
     assert first["pace_key"] == f"openai/gpt-4o-mini @ {listener.url}"
-    wait_for(lambda: len(no_broker) == 1)  # from a thread
+    until(
+        lambda: len(no_broker) == 1,
+        5,
+        "the forecast asked a worker to measure the endpoint's model",
+    )
     model, key, owner_id, endpoint = no_broker[0]
     assert (model, key, owner_id, endpoint) == (
         "openai/gpt-4o-mini",
