@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.support.waiting import until
 from training.engine.contention import LOAD_WINDOWS, load_share
 from training.engine.pace import TIME_FACTOR_BOUNDS, Pace
 from training.execution import attempt as execution
@@ -213,9 +214,7 @@ def test_a_pace_stored_before_loads_were_measured_is_used_and_measured_again(
     assert result["state"] == "ready"  # never "measuring" for a model it has a pace of
     assert result["slowdown"] == {"batched": 1.0, "alone": 1.0}  # its load is in its figures
     assert any("measured again" in note for note in result["assumptions"])
-    from .test_forecast import wait_for
-
-    wait_for(lambda: no_broker == [["local/smollm2"]])  # a worker is asked to measure it
+    until(lambda: no_broker == [["local/smollm2"]], 5, "a worker asked to measure local/smollm2")
     assert not Pace.from_dict(record).idle
 
 
@@ -236,9 +235,7 @@ def test_a_pace_an_older_calibration_fitted_is_measured_again_without_its_old_fa
     result = forecast_services.forecast(program, demo_dataset, run_config(model=model))
     assert result["state"] == "ready"
     assert any("an older calibration" in note for note in result["assumptions"])
-    from .test_forecast import wait_for
-
-    wait_for(lambda: no_broker == [[model]])
+    until(lambda: no_broker == [[model]], 5, f"a worker asked to measure {model}")
     calibration.measure(model)
     fresh, _ = calibration.current(model)
     assert not fresh.outdated and fresh.time_factor == 1.0 and fresh.runs == 0

@@ -225,6 +225,17 @@ def data_model_from_schema(schema: dict[str, Any], name: str | None = None) -> t
     return _object_from_schema(schema, name or schema.get("title") or "DataModel", defs, built)
 
 
+def in_field_order(properties: dict[str, Any], required: Any) -> list[tuple[str, Any]]:
+    """The schema's fields in the order the data model declared them: that of ``required``
+    (an array, which every JSON store keeps in order), then any others as listed. A database
+    that reorders an object's keys (PostgreSQL's jsonb) thus rebuilds the same data model,
+    whose field order is the order of the prompt."""
+    position = {name: i for i, name in enumerate(required if isinstance(required, list) else [])}
+    listed = list(enumerate(properties.items()))
+    ordered = sorted(listed, key=lambda pair: (position.get(pair[1][0], len(position)), pair[0]))
+    return [item for _, item in ordered]
+
+
 def _object_from_schema(
     schema: dict[str, Any], name: str, defs: dict, built: dict[str, type[DataModel]]
 ) -> type[DataModel]:
@@ -233,9 +244,10 @@ def _object_from_schema(
     if not isinstance(properties, dict):
         raise ValueError(f"schema {class_name!r}: 'properties' must be an object")
     _check_field_count(len(properties), class_name)
-    required = set(schema.get("required", []))
+    listed = schema.get("required", [])
+    required = set(listed)
     definitions: dict[str, Any] = {}
-    for field_name, field_schema in properties.items():
+    for field_name, field_schema in in_field_order(properties, listed):
         where = f"schema {class_name!r} field {field_name!r}"
         _check_field_name(field_name, where)
         annotation = _type_from_schema(field_schema, where, defs, built, field_name)
@@ -310,6 +322,13 @@ def _type_from_schema(
     raise ValueError(f"{where}: unsupported JSON schema type {json_type!r}")
 
 
+def _required(value: Any) -> Any:
+    """A ``required`` list as a set: a database that reorders a stored schema's keys (jsonb)
+    rebuilds its data models with the fields in another order, and their ``required`` lists
+    follow, while the schema is the same."""
+    return tuple(sorted(str(item) for item in value)) if isinstance(value, list) else value
+
+
 def schema_signature(schema: dict[str, Any]) -> tuple:
     """A comparable summary of a schema (field names, types, required) ignoring titles/descriptions."""
 
@@ -319,7 +338,12 @@ def schema_signature(schema: dict[str, Any]) -> tuple:
         if isinstance(node, dict):
             return tuple(
                 sorted(
-                    (key, strip(value, key == "properties" and not is_properties))
+                    (
+                        key,
+                        _required(value)
+                        if key == "required" and not is_properties
+                        else strip(value, key == "properties" and not is_properties),
+                    )  # fmt: skip
                     for key, value in node.items()
                     if is_properties or key not in ignored
                 )
