@@ -4,7 +4,13 @@ import pydantic
 import pytest
 
 import training.engine as synalinks
-from training.engine.data_model import data_model_fields, data_model_from_schema, is_same_schema
+from training.engine.data_model import (
+    create_data_model,
+    data_model_fields,
+    data_model_from_schema,
+    is_same_schema,
+    schema_signature,
+)
 
 
 class Answer(synalinks.DataModel):
@@ -95,3 +101,23 @@ def test_schema_rebuild_keeps_string_length_bounds():
     assert (rebuilt["code"]["minLength"], rebuilt["code"]["maxLength"]) == (2, 5)
     with pytest.raises(pydantic.ValidationError):
         model(instructions="x" * 41, code="abc")
+
+
+def test_a_schema_whose_keys_a_store_reordered_rebuilds_the_same_data_model():
+    Ticket = create_data_model(
+        "Ticket",
+        [
+            {"name": "text", "type": "str", "description": "The message."},
+            {"name": "priority", "type": "int", "description": "1 to 5."},
+            {"name": "tags", "type": "list[str]", "description": "Free tags."},
+        ],
+    )
+    schema = Ticket.get_schema()
+    # what PostgreSQL's jsonb gives back: an object's keys by length, then bytes
+    reordered = {**schema, "properties": dict(sorted(schema["properties"].items(),
+                                                     key=lambda kv: (len(kv[0]), kv[0])))}  # fmt: skip
+    assert list(reordered["properties"]) == ["tags", "text", "priority"]
+    rebuilt = data_model_from_schema(reordered, "Ticket")
+    assert list(rebuilt.model_fields) == ["text", "priority", "tags"]
+    assert rebuilt.get_schema() == schema
+    assert schema_signature(reordered) == schema_signature(schema)
