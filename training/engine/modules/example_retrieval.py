@@ -134,6 +134,12 @@ def decode_vector(text: str) -> np.ndarray:
     return vector
 
 
+def as_stored(vector: Sequence[float]) -> np.ndarray:
+    """``vector`` as the pool stores it (unit, float16, back to float32): an input's query is
+    rounded like the pool's vectors, by the Generator and the plain-prompt re-scorer alike."""
+    return decode_vector(encode_vector(vector))
+
+
 def pool_matrix(pool: Sequence[dict[str, Any]]) -> np.ndarray:
     """The pool's vectors as one (N, D) float32 matrix (RetrievalError when they differ)."""
     if len(pool) > MAX_POOL_SIZE:
@@ -255,6 +261,7 @@ __all__ = [
     "MAX_VECTOR_DIMENSIONS",
     "POOL_SIZE",
     "RetrievalError",
+    "as_stored",
     "decode_vector",
     "encode_vector",
     "leave_out_active",

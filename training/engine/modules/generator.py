@@ -28,15 +28,13 @@ from training.engine.data_model import DataModel, data_model_from_schema, label_
 from training.engine.language_models.embedding_model import EmbeddingModel
 from training.engine.language_models.language_model import LanguageModel
 from training.engine.modules import example_retrieval as retrieval
-from training.engine.modules import label_decision, label_readout
+from training.engine.modules import label_decision, label_readout, prompt_rendering
 from training.engine.modules.module import TRACE, Module, field_list
 from training.engine.saving import deserialize, register_synalinks_serializable, serialize
 from training.engine.trainers import output_bounds
 
-PREAMBLE = (
-    "You are given an input JSON object. Respond with the output JSON object that the task "
-    "asks for."
-)
+#: Re-exported: the preamble is the prompt rule's (``prompt_rendering.py``).
+PREAMBLE = prompt_rendering.PREAMBLE
 
 STATE_DESCRIPTION = (
     "The prompt state of generator {name!r}: `instructions` tell the language model how to "
@@ -202,24 +200,15 @@ class Generator(Module):
 
     # -- prompt ----------------------------------------------------------------------------
     def prompt_prefix(self) -> list[dict[str, str]]:
-        """System message + example turns, rebuilt only when the state variable changes."""
+        """System message + example turns (``prompt_rendering``), rebuilt only when the state
+        variable changes."""
         key = self.state.hash
         if self._prefix_cache is not None and self._prefix_cache[0] == key:
             return self._prefix_cache[1]
         value = self.state.value
-        system = PREAMBLE
-        if self.description:
-            system += f"\n\nTask: {self.description}"
-        if value.get("instructions"):
-            system += f"\n\nInstructions:\n{value['instructions']}"
-        messages = [{"role": "system", "content": system}]
-        for example in value.get("examples", []):
-            messages.append(
-                {"role": "user", "content": json.dumps(example["inputs"], ensure_ascii=False)}
-            )
-            messages.append(
-                {"role": "assistant", "content": json.dumps(example["outputs"], ensure_ascii=False)}
-            )
+        messages = prompt_rendering.prefix_messages(
+            self.description, value.get("instructions") or "", value.get("examples", [])
+        )
         self._prefix_cache = (key, messages)
         return messages
 
@@ -231,18 +220,7 @@ class Generator(Module):
     ) -> list[dict[str, str]]:
         """The prompt for ``input_json``: the prefix, the ``retrieved`` examples (nearest
         first; shown nearest last), then the input. ``hint`` ends the system message."""
-        messages = list(self.prompt_prefix())
-        if hint:
-            messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{hint}"}
-        for example in reversed(retrieved or []):
-            messages.append(
-                {"role": "user", "content": json.dumps(example["inputs"], ensure_ascii=False)}
-            )
-            messages.append(
-                {"role": "assistant", "content": json.dumps(example["outputs"], ensure_ascii=False)}
-            )
-        messages.append({"role": "user", "content": json.dumps(input_json, ensure_ascii=False)})
-        return messages
+        return prompt_rendering.filled_messages(self.prompt_prefix(), input_json, retrieved, hint)
 
     # -- retrieval -------------------------------------------------------------------------
     def retrieval_embedding_model(self, settings: dict[str, Any]) -> Any:
@@ -278,7 +256,7 @@ class Generator(Module):
                 raise retrieval.RetrievalError(
                     f"embedding model returned {len(vectors)} vectors for 1 text"
                 )
-            vector = retrieval.decode_vector(retrieval.encode_vector(vectors[0]))
+            vector = retrieval.as_stored(vectors[0])
             self._query_cache[key] = vector
             while len(self._query_cache) > retrieval.QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
@@ -386,15 +364,12 @@ class Generator(Module):
                 )
             return scoring.output
         scores = scoring.scores
-        counts = label_decision.neighbour_counts(
-            labels, [(example.get("outputs") or {}).get(field) for example in retrieved]
-        )
-        index, _ = label_decision.decide(
+        index = label_decision.decide_for_input(
             scores,
             labels,
             state.get("decision"),
-            counts,
-            len(retrieved),
+            field,
+            retrieved,
             await self._readout(state.get("decision"), labels, input_json),
         )
         output = self.output_data_model(**{field: labels[index]})

@@ -172,6 +172,24 @@ def decide(
     return int(np.argmax(scores)), scores
 
 
+def decide_for_input(
+    log_probs: Sequence[float],
+    labels: Sequence[str],
+    decision: dict[str, Any] | None,
+    field: str,
+    retrieved: Sequence[dict[str, Any]],
+    readout: Any = None,
+) -> int:
+    """The index of the label decided for one input: :func:`decide` with the vote of the
+    ``retrieved`` pool examples (their ``outputs[field]``), as the Generator and the
+    plain-prompt re-scorer both decide."""
+    counts = neighbour_counts(
+        labels, [(example.get("outputs") or {}).get(field) for example in retrieved]
+    )
+    index, _ = decide(log_probs, labels, decision, counts, len(retrieved), readout)
+    return index
+
+
 # -- learning a decision ---------------------------------------------------------------------
 
 
