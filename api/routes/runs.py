@@ -12,7 +12,7 @@ from ninja import Router, Schema
 
 from api.errors import FieldError, from_form
 from core.bounded_json import UnsafeJSON, loads_bounded
-from training.insight import eval_table
+from training.insight import eval_table, plain_prompt_parity
 from training.runs import launch as run_services
 from training.runs import prefill, selectors
 from training.runs.forms import RunForm
@@ -262,3 +262,22 @@ def trained_program(request, run_id: int):
     if document is None:
         raise FieldError("This run has no trained program yet.", status=409)
     return document
+
+
+@router.get(
+    "/{int:run_id}/export/plain-prompts",
+    summary="The trained program as plain prompts",
+    description=(
+        "Per module: the messages every call starts with (system message, few-shot turns), "
+        "how the input is added, the output note and response format, the model's settings "
+        "(never its key), a label decision's parameters and a retrieval pool's examples and "
+        "vectors, and `not_plain`: what sending the messages alone does not reproduce. "
+        "409 when the run has no trained program."
+    ),
+)
+def plain_prompts(request, run_id: int):
+    run = selectors.owned_run(request.user, run_id)
+    try:
+        return plain_prompt_parity.export_of(run)
+    except plain_prompt_parity.ParityError as exc:
+        raise FieldError(str(exc), status=409) from None
