@@ -5,6 +5,7 @@ from training.engine.callbacks.early_stopping import EarlyStopping
 from training.engine.callbacks.example_rewards import ExampleRewards
 from training.engine.callbacks.program_checkpoint import ProgramCheckpoint
 from training.engine.callbacks.progress_bar import ProgressBar
+from training.engine.callbacks.remote_monitor import RemoteMonitor
 
 __all__ = [
     "Callback",
@@ -13,4 +14,5 @@ __all__ = [
     "ExampleRewards",
     "ProgramCheckpoint",
     "ProgressBar",
+    "RemoteMonitor",
 ]

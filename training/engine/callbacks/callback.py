@@ -41,6 +41,12 @@ class Callback:
     def set_params(self, params: dict[str, Any]) -> None:
         self.params = params
 
+    def set_rows(self, x: list, y: list) -> None:
+        """The rows the coming ``fit`` or ``evaluate`` works on, inputs and targets in order
+        (an extension of the guide, for a callback that mirrors the run elsewhere: fit gives
+        its training rows, then validation and selection rows; evaluate its own). The base
+        keeps nothing: most callbacks never need the data."""
+
     async def on_train_begin(self, logs=None): ...
     async def on_train_end(self, logs=None): ...
     async def on_epoch_begin(self, epoch, logs=None): ...
@@ -93,6 +99,10 @@ class CallbackList(Callback):
         super().set_params(params)
         for callback in self.callbacks:
             callback.set_params(params)
+
+    def set_rows(self, x: list, y: list) -> None:
+        for callback in self.callbacks:
+            callback.set_rows(x, y)
 
     async def _all(self, method: str, *args: Any) -> None:
         for callback in self.callbacks:

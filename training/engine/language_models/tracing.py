@@ -205,6 +205,20 @@ def record(
         _RECORDERS.reset(token)
 
 
+def attach(recorder: TraceRecorder) -> None:
+    """Record this context's calls into ``recorder`` from now on, without a ``with`` block.
+
+    For a callback, whose hooks are separate calls: ``on_train_begin`` attaches and
+    ``on_train_end`` detaches (tasks started afterwards inherit the context)."""
+    if not any(active is recorder for active in _RECORDERS.get()):
+        _RECORDERS.set(_RECORDERS.get() + (recorder,))
+
+
+def detach(recorder: TraceRecorder) -> None:
+    """Stop recording into ``recorder`` in this context (see :func:`attach`)."""
+    _RECORDERS.set(tuple(active for active in _RECORDERS.get() if active is not recorder))
+
+
 class trace_context:  # noqa: N801 (used like the function-style context managers it sits by)
     """Say why the calls made inside the block happen (role, candidate, example, ...).
 

@@ -176,3 +176,18 @@ def track() -> Iterator[Usage]:
         yield tracker
     finally:
         _ACTIVE.reset(token)
+
+
+def attach(tracker: Usage) -> None:
+    """Count this context's calls into ``tracker`` from now on, without a ``with`` block.
+
+    For a callback, whose hooks are separate calls: ``on_train_begin`` attaches and
+    ``on_train_end`` detaches. The calls of tasks started afterwards count too (they
+    inherit the context); a block that set the trackers before restores its own on exit."""
+    if not any(active is tracker for active in _ACTIVE.get()):
+        _ACTIVE.set(_ACTIVE.get() + (tracker,))
+
+
+def detach(tracker: Usage) -> None:
+    """Stop counting into ``tracker`` in this context (see :func:`attach`)."""
+    _ACTIVE.set(tuple(active for active in _ACTIVE.get() if active is not tracker))

@@ -198,6 +198,7 @@ class Scoring(Predicting):
         items = self.prepare_inputs(x, "x")
         targets = self.prepare_targets(y, len(items))
         callback_list = self._callback_list(callbacks, verbose)
+        callback_list.set_rows(items, targets)
         await callback_list.on_test_begin()
         logs = await self._run_evaluation(
             items, targets, self._check_batch_size(batch_size), callback_list, partial=True

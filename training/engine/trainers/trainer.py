@@ -231,6 +231,9 @@ class Trainer(Scoring):
             ),
         }
         callback_list.set_params(history.params)
+        callback_list.set_rows(
+            [*data.x, *data.val_x, *data.sel_x], [*data.y, *data.val_y, *data.sel_y]
+        )
         self.history = history
         self.stop_training = False
         self.pause_requested = False
