@@ -12,7 +12,7 @@ from ninja import NinjaAPI
 
 from api import errors
 from api.auth import TokenAuth, throttles
-from api.routes import datasets, programs, runs
+from api.routes import code_runs, datasets, programs, runs
 
 api = NinjaAPI(
     title="Trainboard API",
@@ -31,6 +31,7 @@ errors.install(api)
 api.add_router("/datasets", datasets.router)
 api.add_router("/programs", programs.router)
 api.add_router("/runs", runs.router)
+api.add_router("/runs", code_runs.router)
 
 
 def _open(patterns):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 from daphne import http_protocol
 from django.conf import settings
@@ -35,8 +36,10 @@ from datasets.upload_handler import MULTIPART_SLACK
 logger = logging.getLogger(__name__)
 
 
-#: The API routes that take files: only these lift the limit for a signed token.
-UPLOAD_PATHS = (b"/api/datasets/", b"/api/programs/import")
+#: The API routes that take files or a fit's stream: only these lift the limit for a signed
+#: token (a run's events: ``/api/runs/<id>/events``).
+UPLOAD_PATHS = (b"/api/datasets/", b"/api/programs/import", b"/api/runs/from-code")
+EVENTS_PATH = re.compile(rb"/api/runs/\d{1,12}/events")
 
 
 def body_limit(is_member: bool) -> int:
@@ -90,7 +93,8 @@ class LimitedWebRequest(http_protocol.WebRequest):
         the database, can then at most send an upload that the API refuses."""
         # the request line's path: Twisted sets ``self.path`` only once the body is in
         path = getattr(self.channel, "_path", b"") or b""
-        if path.split(b"?", 1)[0] not in UPLOAD_PATHS:
+        path = path.split(b"?", 1)[0]
+        if path not in UPLOAD_PATHS and not EVENTS_PATH.fullmatch(path):
             return False
         values = self.requestHeaders.getRawHeaders(b"authorization") or []
         header = values[0].decode("latin-1") if values else None

@@ -68,7 +68,12 @@ class Dataset(models.Model):
 
     SOURCE_UPLOAD = "upload"
     SOURCE_BUILTIN = "builtin"
-    SOURCE_CHOICES = [(SOURCE_UPLOAD, "Upload"), (SOURCE_BUILTIN, "Built-in")]
+    SOURCE_CODE = "code"  # the rows a fit in the owner's own code trained on
+    SOURCE_CHOICES = [
+        (SOURCE_UPLOAD, "Upload"),
+        (SOURCE_BUILTIN, "Built-in"),
+        (SOURCE_CODE, "From code"),
+    ]
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="datasets"

@@ -20,6 +20,9 @@ DEFAULTS = {
     "TRAINBOARD_HEARTBEAT_SECONDS": 5.0,
     # A running run whose heartbeat is older than this is "failed: worker lost" (seconds).
     "TRAINBOARD_HEARTBEAT_STALE_SECONDS": 30.0,
+    # A run from code (``callbacks.RemoteMonitor``) that sent nothing for this long is
+    # failed: the code that ran it has stopped (seconds).
+    "TRAINBOARD_CODE_RUN_QUIET_SECONDS": 600.0,
     # A run lost to a dead worker or host is resumed from its checkpoint this many times
     # without a person (0: never; then Resume is pressed by hand).
     "TRAINBOARD_AUTO_RESUMES": 2,

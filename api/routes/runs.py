@@ -27,6 +27,7 @@ class RunOut(Schema):
     id: int
     url: str
     status: str
+    source: str
     outcome: str
     phase: str
     error: str
@@ -55,6 +56,7 @@ def run_out(request, run) -> dict[str, Any]:
         "id": run.pk,
         "url": request.build_absolute_uri(run.get_absolute_url()),
         "status": run.status,
+        "source": run.source,
         "outcome": run.outcome,
         "phase": run.phase,
         "error": run.error,

@@ -47,6 +47,13 @@ class Run(models.Model):
         (WORSE, "Worse than the seed"),
     ]
 
+    # Who executes it: a worker of this dashboard, or the owner's own code, which streams
+    # its fit in (``callbacks.RemoteMonitor``, ``training.runs.from_code``): never resumed or
+    # re-sent here, failed when that code goes quiet.
+    DASHBOARD = "dashboard"
+    CODE = "code"
+    SOURCE_CHOICES = [(DASHBOARD, "Dashboard"), (CODE, "From code")]
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
     )
@@ -58,6 +65,7 @@ class Run(models.Model):
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="runs")
     # The owner's own words (training.runs.run_management): shown, never executed.
     name = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=10, choices=SOURCE_CHOICES, default=DASHBOARD)
     notes = models.TextField(blank=True)
     archived = models.BooleanField(default=False, db_index=True)
     # Validated launch configuration (see training.execution.run_config).
@@ -217,6 +225,8 @@ class Run(models.Model):
 
     @property
     def can_resume(self) -> bool:
+        if self.source == self.CODE:  # its program's state lives in the code that ran it
+            return False
         if self.status in (self.STOPPED, self.PAUSED):  # from its checkpoint, or the start
             return True
         return self.status in (self.FAILED, self.CANCELLED) and self.checkpoint_json is not None
@@ -225,6 +235,8 @@ class Run(models.Model):
     def can_pause(self) -> bool:
         """Queued, or running with training still to do (an epoch under way or to come)."""
         if self.status not in self.ACTIVE or self.cancel_requested or self.pause_requested:
+            return False
+        if self.source == self.CODE:  # no checkpoint here to go on from
             return False
         return self.status == self.QUEUED or self.current_epoch < self.epochs
 

@@ -118,9 +118,9 @@ def reap_stale(worker: str | None = None) -> list[int]:
     if worker:
         condition |= Q(worker=worker)
     found = list(
-        Run.objects.filter(condition, status=Run.RUNNING).values_list(
-            "pk", "attempt", "heartbeat_at", "worker"
-        )
+        Run.objects.filter(condition, status=Run.RUNNING)
+        .exclude(source=Run.CODE)
+        .values_list("pk", "attempt", "heartbeat_at", "worker")
     )
     restarted = [row for row in found if worker and row[3] == worker]
     stale = [row for row in found if row not in restarted]
@@ -149,6 +149,36 @@ def reap_stale(worker: str | None = None) -> list[int]:
     return reaped
 
 
+def reap_quiet_code_runs() -> list[int]:
+    """Fail running runs from code that sent nothing for TRAINBOARD_CODE_RUN_QUIET_SECONDS:
+    the code that ran the fit stopped (a closed notebook, a killed script). Never resumed
+    here: the program's state is in that code, and only it can run the fit again."""
+    quiet = float(conf.get("TRAINBOARD_CODE_RUN_QUIET_SECONDS"))
+    cutoff = timezone.now() - timedelta(seconds=quiet)
+    failed = []
+    for run_id in Run.objects.filter(
+        stale_beat(cutoff), status=Run.RUNNING, source=Run.CODE
+    ).values_list("pk", flat=True):
+        changed = (
+            Run.objects.filter(pk=run_id, status=Run.RUNNING)
+            .filter(stale_beat(cutoff))
+            .update(
+                status=Run.FAILED,
+                error=(
+                    f"failed: the code running this fit sent nothing for {quiet / 60:.0f} min "
+                    "(it stopped, or lost its connection). A run from code is not resumed "
+                    "here: run the fit again in your code."
+                ),
+                finished_at=timezone.now(),
+                phase="",
+            )
+        )
+        if changed:
+            failed.append(run_id)
+            events.run_row_changed(run_id)
+    return failed
+
+
 def reap_forever(
     every: float,
     stop: threading.Event | None = None,
@@ -172,7 +202,7 @@ def reap_forever(
         while True:
             try:
                 close_old_connections()  # a connection the database dropped is reopened
-                found = reap_stale()
+                found = reap_stale() + reap_quiet_code_runs()
                 if found:
                     logger.warning("marked runs %s as failed: worker lost", found)
                 reaped += found

@@ -343,15 +343,17 @@ def store_evaluation(
     example_rewards: list[float],
     predictions: list[dict | None] | None = None,
     errors: list[str | None] | None = None,
+    statuses: tuple[str, ...] = (Run.RUNNING,),
 ) -> Run | None:
     """Store one evaluation (and the phase's mean reward, and each example's prediction:
     ``evaluation_examples.store``); the run re-read, or None when the attempt was
-    superseded meanwhile (then nothing is stored)."""
+    superseded meanwhile (then nothing is stored). ``statuses``: the run's states that
+    take it (a run from code evaluates after its fit ended, too)."""
     metrics = {key: float(value) for key, value in logs.items() if isinstance(value, int | float)}
     with transaction.atomic():
         # Touching the run first (this attempt, still running) locks its row and tells a
         # superseded attempt apart: that one stores nothing (None).
-        if not Run.objects.filter(pk=run_id, attempt=attempt, status=Run.RUNNING).update(
+        if not Run.objects.filter(pk=run_id, attempt=attempt, status__in=statuses).update(
             heartbeat_at=timezone.now()
         ):
             return None

@@ -148,36 +148,39 @@ class TraceWriter:
                 self.superseded.set()  # the persistence callback stops the fit
                 return
             LMCallTrace.objects.bulk_create(
-                [self._row(trace) for trace in batch], batch_size=FLUSH_RECORDS
+                [trace_row(self.run_id, self.attempt, self.base_seq, trace) for trace in batch],
+                batch_size=FLUSH_RECORDS,
             )
         self.written += len(batch)
 
-    def _row(self, trace: tracing.CallTrace) -> LMCallTrace:
-        return LMCallTrace(
-            run_id=self.run_id,
-            attempt=self.attempt,
-            seq=self.base_seq + trace.seq,
-            role=trace.role[:20],
-            kind=trace.kind[:20],
-            model=trace.model[:200],
-            candidate_id=trace.candidate_id or "",
-            example_index=trace.example_index,
-            split=trace.split or "",
-            phase=trace.phase or "",
-            epoch=trace.epoch,
-            messages=trace.messages,
-            response=trace.response,
-            parsed=trace.parsed,
-            error=trace.error or "",
-            failed=trace.failed,
-            latency=float(trace.latency),
-            attempts=int(trace.attempts),
-            prompt_tokens=int(trace.prompt_tokens or 0),
-            completion_tokens=int(trace.completion_tokens or 0),
-            cost=trace.cost,
-            cache_hit=trace.cache_hit,
-            memo_hit=trace.memo_hit,
-        )
+
+def trace_row(run_id: int, attempt: int, base_seq: int, trace: tracing.CallTrace) -> LMCallTrace:
+    """The row of one recorded call (``base_seq``: the run's last stored ``seq``)."""
+    return LMCallTrace(
+        run_id=run_id,
+        attempt=attempt,
+        seq=base_seq + trace.seq,
+        role=trace.role[:20],
+        kind=trace.kind[:20],
+        model=trace.model[:200],
+        candidate_id=trace.candidate_id or "",
+        example_index=trace.example_index,
+        split=trace.split or "",
+        phase=trace.phase or "",
+        epoch=trace.epoch,
+        messages=trace.messages,
+        response=trace.response,
+        parsed=trace.parsed,
+        error=trace.error or "",
+        failed=trace.failed,
+        latency=float(trace.latency),
+        attempts=int(trace.attempts),
+        prompt_tokens=int(trace.prompt_tokens or 0),
+        completion_tokens=int(trace.completion_tokens or 0),
+        cost=trace.cost,
+        cache_hit=trace.cache_hit,
+        memo_hit=trace.memo_hit,
+    )
 
 
 @contextlib.asynccontextmanager

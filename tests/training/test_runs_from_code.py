@@ -1,0 +1,142 @@
+"""The routes a ``fit`` in one's own code streams to (``/api/runs/from-code``,
+``/api/runs/<id>/events``) keep every rule of the pages: a token's owner only, a program
+checked like an import, events checked before they are stored; such a run is never resumed
+or re-sent here, and it fails when its code goes quiet."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from api import tokens
+from datasets.models import Dataset
+from training.execution.liveness import reaper
+from training.models import EpochLog, Run
+
+from .conftest import running_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROWS = [
+    {"inputs": {"message": f"my parcel {i} never came"}, "targets": {"team": "box"}}
+    for i in range(6)
+]
+
+
+def post(client, token: str | None, path: str, body: dict):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    return client.post(
+        "/api" + path, data=json.dumps(body), content_type="application/json", **headers
+    )
+
+
+def start_body(saved, **more) -> dict:
+    return {
+        "name": "from my notebook",
+        "program": saved.engine_json,
+        "rows": ROWS,
+        "params": {"epochs": 2, "batch_size": 2, "samples": 6, "seed": 4},
+        "optimizer": {"name": "RandomFewShot", "params": {"nb_candidates": 2}},
+        "reward": {"name": "ExactMatch"},
+        **more,
+    }
+
+
+@pytest.fixture
+def token(user) -> str:
+    return tokens.create_token(user, "notebook")[1]
+
+
+@pytest.fixture
+def code_run(client, token, program) -> Run:
+    answer = post(client, token, "/runs/from-code", start_body(program))
+    assert answer.status_code == 201, answer.content
+    return Run.objects.get(pk=answer.json()["id"])
+
+
+def test_a_fit_started_from_code_is_a_run_with_its_program_and_rows(code_run, user):
+    assert (code_run.owner, code_run.source, code_run.status) == (user, Run.CODE, Run.RUNNING)
+    assert code_run.name == "from my notebook"
+    assert code_run.config["optimizer"]["name"] == "RandomFewShot"
+    assert code_run.dataset.source == Dataset.SOURCE_CODE
+    assert code_run.dataset.train_count == 6
+    assert code_run.dataset.input_fields[0]["name"] == "message"
+
+
+def test_events_are_stored_like_a_workers_and_train_end_finishes_the_run(client, token, code_run):
+    events = [
+        {"type": "train_begin", "epochs": 1, "initial_epoch": 0, "steps": 3, "seed": 4},
+        {"type": "batch_end", "epoch": 0, "batch": 0, "batches": 3, "logs": {}, "failures": 0},
+        {"type": "epoch_end", "epoch": 0, "logs": {"reward": 0.5}},
+        {
+            "type": "train_end",
+            "logs": {"reward": 0.5},
+            "stopped": False,
+            "program": code_run.program.engine_json,
+            "kept_seed": True,
+        },
+    ]
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": events, "usage": {}})
+    assert answer.status_code == 200, answer.content
+    assert answer.json() == {"stop": False, "status": Run.SUCCEEDED}
+    code_run.refresh_from_db()
+    assert code_run.outcome == Run.NO_BETTER
+    assert code_run.trained_program_json == code_run.program.engine_json
+    assert EpochLog.objects.get(run=code_run).logs == {"reward": 0.5}
+
+
+def test_cancel_on_the_page_is_answered_to_the_code_and_pause_is_refused(client, token, code_run):
+    assert not code_run.can_pause
+    assert post(client, token, f"/runs/{code_run.pk}/pause", {}).status_code == 409
+    assert post(client, token, f"/runs/{code_run.pk}/cancel", {}).status_code == 200
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": []})
+    assert answer.json()["stop"] is True
+
+
+def test_another_members_token_cannot_post_to_your_run(client, code_run, other_user):
+    theirs = tokens.create_token(other_user, "theirs")[1]
+    answer = post(client, theirs, f"/runs/{code_run.pk}/events", {"events": []})
+    assert answer.status_code == 404
+    assert post(client, None, f"/runs/{code_run.pk}/events", {"events": []}).status_code == 401
+
+
+def test_a_run_this_dashboard_executes_takes_no_events(client, token, user, program, demo_dataset):
+    run = running_run(user, program, demo_dataset)
+    answer = post(client, token, f"/runs/{run.pk}/events", {"events": []})
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "run"
+
+
+def test_a_program_that_does_not_load_is_refused_and_nothing_is_kept(client, token, program):
+    datasets = Dataset.objects.count()
+    answer = post(client, token, "/runs/from-code", start_body(program, program={"x": 1}))
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "program"
+    assert Run.objects.count() == 0
+    assert Dataset.objects.count() == datasets
+
+
+def test_an_event_the_engine_does_not_send_is_refused_with_its_place(client, token, code_run):
+    events = [{"type": "epoch_end", "epoch": "one"}, {"type": "rm -rf"}]
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": events})
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "events"
+    assert "events[0]" in answer.json()["detail"]
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": events[1:]})
+    assert "events[0] has no known type" in answer.json()["detail"]
+
+
+def test_a_quiet_run_from_code_fails_and_is_never_resumed_here(settings, code_run):
+    settings.TRAINBOARD_CODE_RUN_QUIET_SECONDS = 60
+    settings.TRAINBOARD_AUTO_RESUMES = 2
+    Run.objects.filter(pk=code_run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    assert reaper.reap_stale() == []  # not a worker's run: never "worker lost"
+    assert reaper.reap_quiet_code_runs() == [code_run.pk]
+    code_run.refresh_from_db()
+    assert code_run.status == Run.FAILED
+    assert (code_run.attempt, code_run.auto_resumes) == (1, 0)
+    assert "run the fit again in your code" in code_run.error
+    assert not code_run.can_resume
