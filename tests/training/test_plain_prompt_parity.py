@@ -102,3 +102,33 @@ def test_another_members_run_and_an_unfinished_run_offer_no_export(
     for name in ("training:run-plain-prompts", "training:run-plain-prompts-json"):
         assert client.get(reverse(name, args=[run.pk])).status_code == 404
     assert client.post(reverse("training:run-parity", args=[run.pk])).status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("optimizer", ["RandomFewShot", "CalibratedLabels"])
+def test_a_local_model_runs_export_rescores_to_exactly_its_own_test_score(
+    client_user, user, monkeypatch, optimizer
+):
+    """The demo program on local/smollm2 (its team a label set, decided from label scores);
+    CalibratedLabels adds a decision, a read-out and a vote on local/minilm embeddings."""
+    pytest.importorskip("llama_cpp")
+    demo = ensure_demo_program(user, model="local/smollm2")
+    config = run_config(
+        model="local/smollm2",
+        optimizer=optimizer,
+        cal_embedding_model="local/minilm",
+        epochs=1,
+        evaluations_before=1,
+        evaluations_after=1,
+    )
+    run = make_run(user, demo, demo.dataset, config)
+    from training.execution import attempt as execution
+
+    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
+    run.refresh_from_db()
+    job = check_parity(client_user, run, monkeypatch)
+    print(job.result["text"])
+    assert job.result["export_reward"] == run.final_reward
+    assert job.result["equal"] is True and job.result["rows_differing"] == 0
+    assert job.result["not_reproduced"] == [] and job.result["drift"] == []
