@@ -395,25 +395,22 @@ async def rescore_plain_prompts(
 
     async def predict(row: Any) -> tuple[Any, str | None]:
         items = list(row) if len(input_models) > 1 else [row]
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {}  # each symbol's JSON: what a module reads
+        answers: dict[str, Any] = {}  # each node's answer: what the reward reads
         for item, model, spec in zip(items, input_models, export["inputs"], strict=True):
             values[spec["name"]] = model(**_fields(item)).get_json()
         try:
             for node in export["graph"]:
                 merged = _merged([values[ref] for ref in node["inputs"]])
-                output = None
-                if merged is not None:
-                    answer = await modules[node["module"]](merged)
-                    output = answer.get_json() if answer is not None else None
-                    values[f"{node['output']}:model"] = answer
-                values[node["output"]] = output
+                answer = await modules[node["module"]](merged) if merged is not None else None
+                answers[node["output"]] = answer
+                values[node["output"]] = answer.get_json() if answer is not None else None
         except (LanguageModelUnreachable, LanguageModelConfigError):
             raise
         except Exception as exc:  # counted as a failed prediction, as evaluate counts it
             return None, str(exc)[:500]
-        answers = [values.get(f"{ref}:model") for ref in export["outputs"]]
-        prediction = answers[0] if export.get("single_output", True) else answers
-        return prediction, None
+        outputs = [answers.get(ref) for ref in export["outputs"]]
+        return (outputs[0] if export.get("single_output", True) else outputs), None
 
     predictions: list[Any] = []
     errors: list[str | None] = []
