@@ -92,6 +92,7 @@ async def test_the_run_page_gets_the_program_rows_events_evaluations_and_traces(
         await program.evaluate(x[:4], y[:4], callbacks=[monitor])
         await program.fit(x, y, epochs=2, batch_size=4, seed=1, callbacks=[monitor])
         await program.evaluate(x[:4], y[:4], callbacks=[monitor])
+        assert await monitor.flush(timeout=60)
     finally:
         dashboard.close()
     path, created = dashboard.bodies[0]
@@ -172,6 +173,7 @@ async def test_cancel_pressed_on_the_page_stops_the_fit_after_its_batch():
         history = await program.fit(
             x, y, epochs=5, batch_size=2, seed=1, callbacks=[monitor, WaitForTheAnswer()]
         )
+        assert await monitor.flush(timeout=60)
     finally:
         dashboard.close()
     assert gate.is_set()

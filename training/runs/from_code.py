@@ -123,26 +123,39 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         run.pk, run.attempt, run.group_name, _Posted(usage), base_usage={}
     )
     recorder.program = _RemoteProgram()
+    throttle = events.PartsThrottle()
+    touched: set[str] = set()
     if calls and run.status == Run.RUNNING:
         _store_traces(run, calls)
     for position, event in enumerate(batch):
         kind = event.get("type") if isinstance(event, dict) else None
         if kind not in EVENT_KINDS:
             raise CodeRunError(f"events[{position}] has no known type", "events")
+        if kind == "batch_end" and _next_kind(batch, position) == "batch_end":
+            continue  # a batch's progress the next one's supersedes: one write for both
         try:
             if kind == "evaluation":
                 _store_evaluation(run, event)
             elif kind == "train_end":
                 _finish(run, event, recorder)
-            elif run.status == Run.RUNNING:
-                async_to_sync(recorder.on_event)(event)
+            elif run.status == Run.RUNNING and kind in events.EVENT_PARTS:
+                if recorder.store(event) is not None:
+                    touched.update(throttle.parts(kind))
         except (KeyError, TypeError, ValueError) as exc:
             raise CodeRunError(
                 f"events[{position}] ({kind}) is not what the engine sends: {exc!r}"[:300],
                 "events",
             ) from None
-        run.refresh_from_db()
+    run.refresh_from_db()
+    if touched and run.status == Run.RUNNING:
+        # one send for the batch: the parts its events touched, each rendered once
+        async_to_sync(events.stored)(run.group_name, run, tuple(sorted(touched)))
     return {"stop": bool(run.cancel_requested), "status": run.status}
+
+
+def _next_kind(batch: list[Any], position: int) -> Any:
+    following = batch[position + 1] if position + 1 < len(batch) else None
+    return following.get("type") if isinstance(following, dict) else None
 
 
 def _finish(run: Run, event: dict[str, Any], recorder: Any) -> None:

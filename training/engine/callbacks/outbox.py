@@ -31,8 +31,18 @@ MAX_BODY_BYTES = 1_500_000
 MAX_PAUSE = 30.0
 #: HTTP statuses worth trying again: the dashboard is busy or restarting.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: Seconds the thread lets items gather before a request (unless someone waits for them).
+LINGER = 0.5
 #: Events a newer one of the same kind makes redundant: dropped first when the buffer fills.
 DROPPABLE_FIRST = frozenset({"batch_end"})
+
+
+def _payload(item: dict[str, Any]) -> Any:
+    """What an item posts: an event as is, a trace as its record's fields (made here, on the
+    thread: reading a record bounds and scrubs its texts)."""
+    if item["kind"] == "trace":
+        return item["trace"].to_dict()
+    return item["event"]
 
 
 class Refused(Exception):
@@ -80,6 +90,8 @@ class Outbox:
         self._lock = threading.Condition()
         self._closed = False
         self._refused = False
+        self._flushing = 0  # callers in wait_sent: send at once
+        self._idle = False  # the thread waits for items
         self._warned_full = False
         self._thread = threading.Thread(target=self._loop, name="trainboard-outbox", daemon=True)
         self._thread.start()
@@ -102,19 +114,25 @@ class Outbox:
                     )
                 return
             self.items.append(item)
-            self._lock.notify()
+            if self._idle:  # the thread waits for a first item (not while a batch gathers)
+                self._lock.notify()
 
     def wait_sent(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for everything queued to be answered; True if it
         was. Returns at once while the dashboard is away (nothing would be sent)."""
         deadline = time.monotonic() + max(0.0, timeout)
         with self._lock:
-            while self.items or self._in_flight:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self.reachable:
-                    return False
-                self._lock.wait(min(left, 0.5))
-            return True
+            self._flushing += 1
+            self._lock.notify_all()
+            try:
+                while self.items or self._in_flight:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self.reachable:
+                        return False
+                    self._lock.wait(min(left, 0.5))
+                return True
+            finally:
+                self._flushing -= 1
 
     def close(self) -> None:
         with self._lock:
@@ -135,7 +153,9 @@ class Outbox:
         while True:
             with self._lock:
                 while not self.items and not self._closed and self.run is not None:
+                    self._idle = True
                     self._lock.wait()
+                    self._idle = False
                 if self._closed and (not self.items or not self.reachable):
                     return
             try:
@@ -164,21 +184,31 @@ class Outbox:
 
     def _send_batch(self) -> None:
         with self._lock:
+            # let a batch gather: one request for what a fast fit makes in LINGER seconds
+            deadline = time.monotonic() + LINGER
+            while not self._closed and not self._flushing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._lock.wait(left)
             batch, size = [], 2
             for item in self.items:
-                item_size = len(json.dumps(item, default=str)) + 1
-                if batch and size + item_size > MAX_BODY_BYTES:
+                text = item.get("_json")
+                if text is None:  # encoded once, here, off the fit's path
+                    text = item["_json"] = json.dumps(_payload(item), default=str)
+                if batch and size + len(text) + 1 > MAX_BODY_BYTES:
                     break
                 batch.append(item)
-                size += item_size
+                size += len(text) + 1
             self._in_flight = len(batch)
-        body = {
-            "events": [item["event"] for item in batch if item["kind"] == "event"],
-            "traces": [item["trace"] for item in batch if item["kind"] == "trace"],
-            **(self.extras() if self.extras is not None else {}),
-        }
+        events = ",".join(item["_json"] for item in batch if item["kind"] == "event")
+        traces = ",".join(item["_json"] for item in batch if item["kind"] == "trace")
+        extras = json.dumps(self.extras() if self.extras is not None else {}, default=str)
+        body = f'{{"events":[{events}],"traces":[{traces}]' + (
+            f",{extras[1:]}" if extras != "{}" else "}"
+        )
         try:
-            reply = self._post(f"/api/runs/{int(self.run['id'])}/events", body)
+            reply = self._post_text(f"/api/runs/{int(self.run['id'])}/events", body)
         except Refused:
             self._done(len(batch))
             raise
@@ -199,7 +229,10 @@ class Outbox:
             self._lock.notify_all()
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.client.post(self.url + path, content=json.dumps(body, default=str))
+        return self._post_text(path, json.dumps(body, default=str))
+
+    def _post_text(self, path: str, body: str) -> dict[str, Any]:
+        response = self.client.post(self.url + path, content=body)
         if response.status_code in RETRY_STATUSES or response.status_code >= 500:
             raise httpx.HTTPError(f"{path} answered {response.status_code}")
         if response.status_code >= 400:

@@ -9,14 +9,16 @@ code" and its page works like any other; Cancel on that page stops the fit after
 
 The fit never waits for the dashboard and never fails because of it: everything goes
 through an :class:`~training.engine.callbacks.outbox.Outbox` (a bounded buffer and a thread
-of its own, with retries); the only wait is at the end of training, at most ``wait_at_end``
-seconds, and only while the dashboard answers. A dashboard that is away is logged once as a
-warning.
+of its own, with retries). What is still queued when the Python process exits is sent
+then, for at most ``wait_at_end`` seconds and only while the dashboard answers (a notebook's
+kernel keeps sending meanwhile); ``await monitor.flush()`` waits for it earlier. A dashboard
+that is away is logged once as a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 from typing import Any
 
@@ -42,8 +44,8 @@ class RemoteMonitor(Callback):
         name: the run's name on the dashboard (default: the program's name).
         capacity: events and traces kept at most while the dashboard is away.
         timeout: seconds one request to the dashboard may take.
-        wait_at_end: seconds the end of training may wait for the events still queued to
-            be delivered (only while the dashboard answers).
+        wait_at_end: seconds the process's exit may wait for the events still queued to be
+            delivered (only while the dashboard answers).
         traces: also send each LM call's trace (bounded, scrubbed as the engine records
             them).
 
@@ -125,6 +127,7 @@ class RemoteMonitor(Callback):
             "reward": _described(getattr(program, "reward", None)),
         }
         if self.outbox is None:
+            atexit.register(self._drain)
             self.outbox = Outbox(
                 self.url,
                 self.token,
@@ -142,14 +145,11 @@ class RemoteMonitor(Callback):
         if self.outbox is None:
             return
         event = dict(event)
-        ending = event.get("type") == "train_end"
-        if ending:
+        if event.get("type") == "train_end":
             optimizer = getattr(self.program, "optimizer", None)
             event["program"] = self.program.get_config()
             event["kept_seed"] = bool(getattr(optimizer, "kept_seed", True))
         self._put_event(event)
-        if ending:  # the fit's last event: the page shows the end before the script goes on
-            await self.flush()
 
     async def on_train_end(self, logs=None):
         self.trained = True
@@ -195,8 +195,6 @@ class RemoteMonitor(Callback):
             self._waiting.append(_event_item(event))
         else:
             self._put_event(event)
-        if self.trained and self.outbox is not None:
-            await self.flush()
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait (off the event loop) until what is queued reached the dashboard, at most
@@ -208,6 +206,12 @@ class RemoteMonitor(Callback):
         return await asyncio.to_thread(self.outbox.wait_sent, wait)
 
     # -- helpers --------------------------------------------------------------------------
+    def _drain(self) -> None:
+        """At the process's exit: what is still queued, sent within ``wait_at_end`` seconds."""
+        if self.outbox is not None:
+            self.outbox.wait_sent(self.wait_at_end)
+            self.outbox.close()
+
     def _listen(self) -> None:
         usage.attach(self._usage)
         if self.send_traces:
@@ -221,7 +225,7 @@ class RemoteMonitor(Callback):
         self.outbox.put(_event_item(event))
 
     def _trace(self, trace: tracing.CallTrace) -> None:
-        item = {"kind": "trace", "trace": trace.to_dict()}
+        item = {"kind": "trace", "trace": trace}  # made a dict on the outbox's thread
         if self.outbox is not None:
             self.outbox.put(item)
         elif len(self._waiting) < self.capacity:  # an evaluation before the run exists

@@ -159,6 +159,12 @@ class PersistenceCallback(Callback):
         if run is not None:
             await events.stored(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
 
+    def store(self, event: dict[str, Any]) -> Run | None:
+        """Store one event (synchronously) without sending the page's fragments: for a caller
+        that stores several and sends once (a run from code posts its events in batches)."""
+        handler = getattr(self, f"_on_{event.get('type')}", None)
+        return handler(event) if handler is not None else None
+
     def _on_train_begin(self, event: dict) -> Run | None:
         """Training starts (or goes on from a checkpoint). The ETA's clock starts here and
         counts from the batch this attempt starts at: a paused fit resumed starts inside its
