@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('datasets', '0006_versions_share_their_name'),
+        ("datasets", "0006_versions_share_their_name"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='dataset',
-            name='source',
-            field=models.CharField(choices=[('upload', 'Upload'), ('builtin', 'Built-in'), ('code', 'From code')], default='upload', max_length=10),
+            model_name="dataset",
+            name="source",
+            field=models.CharField(
+                choices=[("upload", "Upload"), ("builtin", "Built-in"), ("code", "From code")],
+                default="upload",
+                max_length=10,
+            ),
         ),
     ]

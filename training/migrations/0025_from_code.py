@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0024_served_calls'),
+        ("training", "0024_served_calls"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='source',
-            field=models.CharField(choices=[('dashboard', 'Dashboard'), ('code', 'From code')], default='dashboard', max_length=10),
+            model_name="run",
+            name="source",
+            field=models.CharField(
+                choices=[("dashboard", "Dashboard"), ("code", "From code")],
+                default="dashboard",
+                max_length=10,
+            ),
         ),
     ]
