@@ -23,13 +23,24 @@ class TokenRateThrottle(AuthRateThrottle):
     """Requests per token (``TRAINBOARD_API_RATE``, e.g. ``120/min``), counted in each
     process's cache; the rate is read at each request, so a changed setting holds at once."""
 
+    setting = "TRAINBOARD_API_RATE"
+
     def __init__(self):
-        super().__init__(settings.TRAINBOARD_API_RATE)
+        super().__init__(getattr(settings, self.setting))
 
     def allow_request(self, request) -> bool:
-        self.rate = settings.TRAINBOARD_API_RATE
+        self.rate = getattr(settings, self.setting)
         self.num_requests, self.duration = self.parse_rate(self.rate)
         return super().allow_request(request)
+
+
+class StreamRateThrottle(TokenRateThrottle):
+    """The posts of a fit streamed from code (``TRAINBOARD_API_STREAM_RATE``), counted apart:
+    a monitor posts about twice a second, which must not use up its token's budget for
+    every other call (and the other calls must not stall the stream)."""
+
+    scope = "stream"
+    setting = "TRAINBOARD_API_STREAM_RATE"
 
 
 def throttles() -> list[AuthRateThrottle]:

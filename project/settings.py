@@ -223,6 +223,8 @@ TRAINBOARD_NEW_MEMBER_HOOKS = ["training.programs.demo.ensure_demo_program"]
 TRAINBOARD_SETTINGS_SECTIONS = ["api.views.tokens_section"]
 # Requests one API token may make (django-ninja's throttle rate; per process).
 TRAINBOARD_API_RATE = os.environ.get("TRAINBOARD_API_RATE", "120/min")
+# The posts of a fit streamed from code (RemoteMonitor: about 2 a second), counted apart.
+TRAINBOARD_API_STREAM_RATE = os.environ.get("TRAINBOARD_API_STREAM_RATE", "600/min")
 # Longest a served program's prediction may take before the request is answered 504.
 TRAINBOARD_SERVE_SECONDS = float(os.environ.get("TRAINBOARD_SERVE_SECONDS", 60))
 # Served predictions one web process makes at once (more wait, then get 503).

@@ -7,6 +7,7 @@ from typing import Any
 
 from ninja import Router, Schema
 
+from api.auth import StreamRateThrottle
 from api.errors import FieldError
 from core.bounded_json import UnsafeJSON, loads_bounded
 from training.runs import from_code, selectors
@@ -48,7 +49,11 @@ def start_run(request):
     return 201, {"id": run.pk, "url": url, "status": run.status}
 
 
-@router.post("/{int:run_id}/events", summary="Post a batch of a fit's events")
+@router.post(
+    "/{int:run_id}/events",
+    summary="Post a batch of a fit's events",
+    throttle=[StreamRateThrottle()],
+)
 def post_events(request, run_id: int):
     """``events`` (the engine's, in order), ``traces`` (LM calls), ``usage`` (the fit's so
     far). The answer's ``stop`` is true once Cancel was pressed on the run's page."""

@@ -140,3 +140,19 @@ def test_a_quiet_run_from_code_fails_and_is_never_resumed_here(settings, code_ru
     assert (code_run.attempt, code_run.auto_resumes) == (1, 0)
     assert "run the fit again in your code" in code_run.error
     assert not code_run.can_resume
+
+
+def test_a_streamed_fit_has_its_own_request_budget(client, settings, token, code_run):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.TRAINBOARD_API_RATE = "2/min"
+    settings.TRAINBOARD_API_STREAM_RATE = "5/min"
+    for _ in range(4):  # past the token's budget for other calls: the stream goes on
+        answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": []})
+        assert answer.status_code == 200
+    assert post(client, token, f"/runs/{code_run.pk}/cancel", {}).status_code == 200
+    assert post(client, token, f"/runs/{code_run.pk}/cancel", {}).status_code == 200
+    assert post(client, token, f"/runs/{code_run.pk}/cancel", {}).status_code == 429
+    assert post(client, token, f"/runs/{code_run.pk}/events", {"events": []}).status_code == 200
+    assert post(client, token, f"/runs/{code_run.pk}/events", {"events": []}).status_code == 429
