@@ -153,6 +153,7 @@ def test_no_route_shows_or_changes_another_members_data(live_stack):
         ("POST", f"runs/{run_id}/cancel"),
         ("POST", f"runs/{run_id}/pause"),
         ("POST", f"runs/{run_id}/resume"),
+        ("POST", f"runs/{run_id}/events"),
     ]:
         answer = api(live_stack, theirs, method, path)
         assert answer.status_code == 404, (method, path, answer.text)
@@ -266,6 +267,11 @@ def test_a_token_lifts_the_visitors_body_limit_in_daphne(live_stack):
     # the whole body was read and the API itself answered: a file is required
     assert sent == size and status.startswith("HTTP/1.1 422 ")
     assert '"field": "file"' in text
+    # a fit streamed from code posts its rows and batches of events past that limit too
+    status, text, _, sent = raw_post(
+        live_stack, "/api/runs/from-code", {**head, "Authorization": f"Bearer {token}"}, size
+    )
+    assert sent == size and status.startswith("HTTP/1.1 400 ") and "JSON" in text
 
 
 def test_the_docs_page_and_schema_are_served(live_stack):
