@@ -202,10 +202,15 @@ def reap_forever(
         while True:
             try:
                 close_old_connections()  # a connection the database dropped is reopened
-                found = reap_stale() + reap_quiet_code_runs()
+                found = reap_stale()
                 if found:
                     logger.warning("marked runs %s as failed: worker lost", found)
-                reaped += found
+                quiet = reap_quiet_code_runs()
+                if quiet:
+                    logger.warning(
+                        "marked runs from code %s as failed: their code went quiet", quiet
+                    )
+                reaped += found + quiet
                 if also is not None:
                     also()
             except Exception:
