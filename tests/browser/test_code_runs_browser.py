@@ -11,7 +11,7 @@ import sys
 import pytest
 import requests
 
-from tests.browser.helpers_runs import screenshot, shell
+from tests.browser.helpers_runs import fits_the_width, screenshot, shell
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.browser
@@ -104,3 +104,12 @@ def test_a_fit_in_another_process_appears_live_on_its_run_page(
     page.goto("/runs/")
     row = page.locator(f'tr[data-run="{run["id"]}"]')
     assert "from code" in row.first.inner_text().lower()
+    # and both read at phone width: the mark beside the status, nothing wider than the screen
+    page.set_viewport_size({"width": 390, "height": 900})
+    for path in ("/runs/", f"/runs/{run['id']}/"):
+        page.goto(path)
+        mark = page.locator(".run-source").first
+        box = mark.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 390, (path, box)
+        assert fits_the_width(page), path
+        screenshot(page, f"code-run-390{path.replace('/', '-')}")

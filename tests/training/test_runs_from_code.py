@@ -156,3 +156,25 @@ def test_a_streamed_fit_has_its_own_request_budget(client, settings, token, code
     assert post(client, token, f"/runs/{code_run.pk}/cancel", {}).status_code == 429
     assert post(client, token, f"/runs/{code_run.pk}/events", {"events": []}).status_code == 200
     assert post(client, token, f"/runs/{code_run.pk}/events", {"events": []}).status_code == 429
+
+
+def finish(client, token, run: Run) -> None:
+    events = [
+        {"type": "train_begin", "epochs": 1, "initial_epoch": 0, "steps": 1, "seed": 4},
+        {"type": "epoch_end", "epoch": 0, "logs": {"reward": 0.5}},
+        {"type": "train_end", "logs": {}, "stopped": False, "program": None, "kept_seed": True},
+    ]
+    answer = post(client, token, f"/runs/{run.pk}/events", {"events": events})
+    assert answer.json()["status"] == Run.SUCCEEDED
+
+
+def test_runs_from_code_compare_like_any_other(client, token, user, program, code_run):
+    finish(client, token, code_run)
+    second = post(client, token, "/runs/from-code", start_body(program, name="second try"))
+    finish(client, token, Run.objects.get(pk=second.json()["id"]))
+    client.force_login(user)
+    page = client.get(f"/compare/?runs={code_run.pk}&runs={second.json()['id']}")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert f"#{code_run.pk}" in text and f"#{second.json()['id']}" in text
+    assert "from my notebook" in text and "second try" in text
