@@ -7,7 +7,8 @@ the run's URL. The model is a litellm provider of this process (``fake/echo`` he
 right for the questions it knows, in no time): the program is a plain ``LanguageModel``, so
 the dashboard takes its JSON as it takes any program's (the test stack knows ``fake/echo``
 as a model string too). With ``--gate``, it stops after its first epoch's event until FILE
-exists, so a test can look at the run mid-fit.
+exists, so a test can look at the run mid-fit. ``--model local/smollm2`` fits on the real
+local model instead (what a dashboard started by ``make run`` accepts).
 """
 
 from __future__ import annotations
@@ -85,9 +86,9 @@ def rows(count: int, offset: int = 0):
     return x, y
 
 
-async def build() -> synalinks.Program:
+async def build(model_name: str = MODEL) -> synalinks.Program:
     register()
-    model = synalinks.LanguageModel(model=MODEL)
+    model = synalinks.LanguageModel(model=model_name)
     inputs = synalinks.Input(data_model=Question)
     outputs = await synalinks.Generator(data_model=Answer, language_model=model)(inputs)
     program = synalinks.Program(inputs=inputs, outputs=outputs, name="questions from code")
@@ -99,7 +100,7 @@ async def build() -> synalinks.Program:
 
 
 async def main(args: argparse.Namespace) -> None:
-    program = await build()
+    program = await build(args.model)
     monitor = synalinks.callbacks.RemoteMonitor(url=args.url, token=args.token)
     callbacks: list = [monitor]
     if args.gate:
@@ -121,4 +122,5 @@ if __name__ == "__main__":
     parser.add_argument("--gate", default="")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--rows", type=int, default=12)
+    parser.add_argument("--model", default=MODEL, help="e.g. local/smollm2 (a real model)")
     asyncio.run(main(parser.parse_args()))
