@@ -189,14 +189,7 @@ class CalibratedLabels(NearestFewShot):
             value, evidence = await self._calibrated(variable, module, label, rows)
             if value == variable.value or any(c["value"] == value for c in variable.candidates):
                 continue
-            parent = self.champion(variable)
-            candidate = self.add_candidate(
-                variable,
-                value,
-                "few_shot",
-                parent_ids=[parent["id"]] if parent else [],
-                candidate_id=candidate_id,
-            )
+            candidate = self.add_few_shot_child(variable, value, candidate_id=candidate_id)
             # Thousands of small fits on a large split: off the event loop, so a cancel or a
             # pause is still heard meanwhile.
             candidate["held_out"] = await asyncio.to_thread(self._held_out, rows, label, evidence)

@@ -160,14 +160,7 @@ class NearestFewShot(Optimizer):
             }
             if value == variable.value or any(c["value"] == value for c in variable.candidates):
                 continue  # the same pool again (a later epoch): nothing new to score
-            parent = self.champion(variable)
-            candidate = self.add_candidate(
-                variable,
-                value,
-                "few_shot",
-                parent_ids=[parent["id"]] if parent else [],
-                candidate_id=candidate_id,
-            )
+            candidate = self.add_few_shot_child(variable, value, candidate_id=candidate_id)
             group.append((variable, candidate))
         return [group] if group else []
 

@@ -240,6 +240,20 @@ class Optimizer(Champions):
         }
         return variable.add_candidate(candidate)
 
+    def add_few_shot_child(
+        self, variable: Variable, value: dict[str, Any], candidate_id: str | None = None
+    ) -> dict[str, Any]:
+        """A ``few_shot`` candidate derived from the variable's champion (its parent): what
+        every optimizer that samples examples or pools proposes."""
+        parent = self.champion(variable)
+        return self.add_candidate(
+            variable,
+            value,
+            "few_shot",
+            parent_ids=[parent["id"]] if parent else [],
+            candidate_id=candidate_id,
+        )
+
     def add_by_hand(
         self, name: str, value: dict[str, Any], parent_ids: list[str] | None = None
     ) -> dict[str, Any]:

@@ -101,16 +101,9 @@ class RandomFewShot(Optimizer):
                 examples = self.sample_examples(variable.name)
                 if examples is None:
                     continue
-                parent = self.champion(variable)
                 value = dict(variable.value)
                 value["examples"] = examples
-                candidate = self.add_candidate(
-                    variable,
-                    value,
-                    "few_shot",
-                    parent_ids=[parent["id"]] if parent else [],
-                    candidate_id=candidate_id,
-                )
+                candidate = self.add_few_shot_child(variable, value, candidate_id=candidate_id)
                 group.append((variable, candidate))
             if group:
                 groups.append(group)
