@@ -64,10 +64,10 @@ sys.path.insert(0, str(ROOT))
 from learning import local_omega  # noqa: E402  (bench/ is the script's folder)
 
 import training.engine as synalinks  # noqa: E402
-from training.engine import forecast  # noqa: E402
 from training.engine.optimizers import final_selection  # noqa: E402
 from training.engine.utils.paired_bootstrap import paired_bootstrap  # noqa: E402
 from training.engine.utils.pareto import non_dominated  # noqa: E402
+from training.forecasting import forecast  # noqa: E402
 
 DATA = ROOT / "datasets" / "builtin" / "tweeteval_sentiment" / "data.jsonl"
 INSTRUCTIONS = "Classify the sentiment of the tweet."

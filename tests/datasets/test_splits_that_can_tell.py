@@ -10,7 +10,7 @@ import pytest
 from datasets.ingest.splitting import split_note, suggested_test_ratio
 from datasets.models import Dataset, Upload
 from datasets.services import get_split
-from training.engine.forecast import validation_cut
+from training.forecasting.forecast import validation_cut
 
 from .test_datasets_views import create_from, mapping_post, upload
 

@@ -1,5 +1,5 @@
-"""A local model's time on a machine other processes share (``training.engine.contention``)
-and a pace kept for an idle machine (``training.engine.pace``)."""
+"""A local model's time on a machine other processes share (``training.forecasting.contention``)
+and a pace kept for an idle machine (``training.forecasting.pace``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from training.engine import forecast
-from training.engine.contention import (
+from training.forecasting import forecast
+from training.forecasting.contention import (
     LOAD_WINDOWS,
     Contention,
     ContentionSpan,
     load_share,
     wanted_threads,
 )
-from training.engine.pace import TIME_SPREAD, CallSize, Pace, fit_pace, run_time
+from training.forecasting.pace import TIME_SPREAD, CallSize, Pace, fit_pace, run_time
 
 from .test_pace import shape as pace_shape
 

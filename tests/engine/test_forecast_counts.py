@@ -15,10 +15,10 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import TRUTH, Answer, Query, build_program, few_shot_learner
-from training.engine import forecast
 from training.engine.callbacks import Callback
 from training.engine.optimizers import OMEGA, RandomFewShot
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
+from training.forecasting import forecast
 
 ITEMS = list(TRUTH.items())
 # Ten questions then two repeats (the memo pays a repeated input once per variable values).

@@ -16,12 +16,12 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_events import EventRecorder
-from training.engine import forecast
 from training.engine.bounds import ParameterError
 from training.engine.modules import example_retrieval as retrieval
 from training.engine.optimizers import NearestFewShot
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel
 from training.engine.variables import VariableError
+from training.forecasting import forecast
 
 
 class Message(synalinks.DataModel):

@@ -1,4 +1,4 @@
-"""Tokens and time of a run's calls at a measured pace (``training.engine.pace``)."""
+"""Tokens and time of a run's calls at a measured pace (``training.forecasting.pace``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from training.engine import forecast
-from training.engine.pace import (
+from training.forecasting import forecast
+from training.forecasting.pace import (
     LEAST_ANSWER_SHARE,
     RUN_OVERHEAD_SECONDS,
     TIME_FACTOR_BOUNDS,

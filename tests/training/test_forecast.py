@@ -15,11 +15,11 @@ from django.core import signing
 from django.urls import reverse
 
 from tests.support.waiting import until
-from training.engine.pace import Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
 from training.execution import forecast_text
 from training.execution.pace import calibration, learning
+from training.forecasting.pace import Pace
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 

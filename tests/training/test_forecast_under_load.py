@@ -12,11 +12,11 @@ import pytest
 from django.utils import timezone
 
 from tests.support.waiting import until
-from training.engine.contention import LOAD_WINDOWS, load_share
-from training.engine.pace import TIME_FACTOR_BOUNDS, Pace
 from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
 from training.execution.pace import calibration, cpu_meter, learning
+from training.forecasting.contention import LOAD_WINDOWS, load_share
+from training.forecasting.pace import TIME_FACTOR_BOUNDS, Pace
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 

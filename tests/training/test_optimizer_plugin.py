@@ -14,9 +14,9 @@ import pytest
 from django.urls import reverse
 
 from tests.support.toy_optimizer import Shuffler
-from training.engine.pace import Pace
 from training.engine.saving import deserialize, serialize
 from training.execution import attempt as execution
+from training.forecasting.pace import Pace
 from training.models import ModelPace, Run
 from training.runs.forms import RunForm
 

@@ -1,7 +1,7 @@
 """Forecast of a run before launch: LM calls, tokens, cost and time for the whole run.
 
 Calls come from the configuration and the data by the engine's counting rule
-(``training.engine.forecast.count_calls``: what ``fit`` and the evaluations around it do per
+(``training.forecasting.forecast.count_calls``: what ``fit`` and the evaluations around it do per
 optimizer). Tokens and time come from measurement, never from a wait on a worker:
 
 - **Tokens per call** (:func:`call_sizes`): the program's own prompts for the training rows
@@ -10,7 +10,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   samples (RandomFewShot, NearestFewShot) or the instructions OMEGA rewrites; answers from
   the targets' JSON. An LM judge's calls and OMEGA's mutations: what recent runs' traces
   measured on that model (``calibration.learned_size``), else a stated assumption.
-- **Seconds** (``training.engine.pace.run_time``): the model's :class:`Pace` measured by a
+- **Seconds** (``training.forecasting.pace.run_time``): the model's :class:`Pace` measured by a
   worker (``training.execution.pace.calibration``: a short calibration, then every run it ends),
   read from the database. A model not measured yet: the forecast says "measuring" (a worker
   is asked, in the background) and gives calls only until the pace is stored.
@@ -19,7 +19,7 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   long it waits for a worker (``wait``). Other processes on the machine (not this
   application's runs) slow a local model's calls too: their demand is the load average
   less what this application's running and recently ended runs count in it
-  (``training.engine.contention``); the 1-minute figure is expected, the 1/5/15-minute
+  (``training.forecasting.contention``); the 1-minute figure is expected, the 1/5/15-minute
   figures bound the range.
 
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
@@ -36,17 +36,17 @@ from typing import Any
 
 from datasets.services import get_split
 from training import conf, optimizer_registry
-from training.engine import forecast as engine_forecast
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.card import DRAWS, EDITABLE, EXAMPLES, INSTRUCTIONS, NEAREST
 from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
-from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, forecast_text, run_config
 from training.execution.pace import calibration, machine
 from training.execution.run_config import judge_model, optimizer_model
+from training.forecasting import forecast as call_forecast
+from training.forecasting.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
 
@@ -86,7 +86,7 @@ def _inputs(engine: Any, rows: list[dict]) -> list[Any]:
     return [input_model(**{name: row.get(name) for name in names}) for row in rows]
 
 
-def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_forecast.RunShape:
+def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> call_forecast.RunShape:
     """The engine's :class:`RunShape` of a run configuration on a dataset."""
     engine = _engine_program(program_row)
     train_rows, _ = get_split(dataset, "train")
@@ -103,7 +103,7 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
         if card.proposes == DRAWS:
             proposes = proposes and int(params.get("nb_max_examples", 3)) > 0
     pool = _pool_shape(params) if card.embeds_pool else {}
-    return engine_forecast.RunShape(
+    return call_forecast.RunShape(
         train_inputs=_inputs(engine, train_rows),
         test_size=len(test_rows),
         epochs=int(config["epochs"]),
@@ -130,7 +130,7 @@ def shape_for(program_row: Any, dataset: Any, config: dict[str, Any]) -> engine_
 def _pool_shape(params: dict[str, Any]) -> dict[str, int]:
     """The part of the shape of an optimizer that embeds a pool: its size and its embedding
     model's batch (texts a request), which the engine counts the embedding requests by."""
-    shape = {"pool_size": int(params.get("pool_size") or engine_forecast.RunShape.pool_size)}
+    shape = {"pool_size": int(params.get("pool_size") or call_forecast.RunShape.pool_size)}
     try:
         model = make_embedding_model(params.get("embedding_model") or "")
     except ModelStringError:
@@ -281,7 +281,7 @@ def forecast(
     """The forecast of a configuration (JSON: stored in the run at launch, rendered by the
     forecast partials). ``measure=False`` never asks a worker to calibrate a model."""
     shape = shape_for(program_row, dataset, config)
-    calls = engine_forecast.count_calls(shape)
+    calls = call_forecast.count_calls(shape)
     model = config.get("model") or program_row.model
     local = str(model).startswith("local/")
     models = {"prediction": model}
@@ -376,7 +376,7 @@ def _measured(
     program_row: Any,
     dataset: Any,
     config: dict[str, Any],
-    calls: engine_forecast.CallForecast,
+    calls: call_forecast.CallForecast,
     paces: dict[str, Pace],
     learned: dict[str, Any],
     local: bool,

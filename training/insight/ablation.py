@@ -33,9 +33,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from training.engine import forecast as engine_forecast
 from training.execution import ablation as worker
 from training.execution import budget, run_config
+from training.forecasting import forecast as call_forecast
 from training.insight import provenance
 from training.models import Ablation, Run
 from training.programs.programs import ProgramError, program_from_json
@@ -104,7 +104,7 @@ def forecast(run: Run, variable: str, index: int) -> dict[str, Any]:
         )
     x, _, split = worker.scoring_rows(run)
     rows = min(len(rewards), len(x)) if rewards else (stored.rows if stored else 0)
-    calls = engine_forecast.evaluation_calls(
+    calls = call_forecast.evaluation_calls(
         rows, _lm_modules(run), run_config.judge_calls(run.config or {})
     )
     return {"piece": piece, "rows": rows, "split": split, "calls": calls, "stored": stored}

@@ -11,7 +11,7 @@ class ModelPace(models.Model):
     Written by workers only (``training.execution.pace.calibration``): a short calibration the
     first time a forecast needs the model, then refined by every run they finish on it. The
     launch form's forecast reads it and never waits on a worker. ``pace``: the engine's
-    ``training.engine.pace.Pace`` as JSON; ``sizes``: tokens per call by role (``judge``,
+    ``training.forecasting.pace.Pace`` as JSON; ``sizes``: tokens per call by role (``judge``,
     ``mutation``) measured in recent runs' traces.
     """
 

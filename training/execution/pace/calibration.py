@@ -9,10 +9,10 @@ worker:
   :data:`REQUEST_AGAIN_SECONDS`, from a thread: the request answers at once). A worker makes
   a few short calls on the model (:func:`measure`: short answers alone, a long prompt, a long
   structured answer, an LM judge's call, then a burst at once), bounded by
-  :data:`CALIBRATION_SECONDS`, fits a :class:`~training.engine.pace.Pace` and stores it.
+  :data:`CALIBRATION_SECONDS`, fits a :class:`~training.forecasting.pace.Pace` and stores it.
   Meanwhile the form says "measuring". A local model's calls alone and its burst are each
   timed with what the machine's other processes took of its CPUs meanwhile (``cpu_meter``),
-  and divided by the slowdown that caused (``training.engine.contention``): the pace is for
+  and divided by the slowdown that caused (``training.forecasting.contention``): the pace is for
   an idle machine, whatever load the calibration met. A provider's calls run elsewhere: the
   load here does not slow them, and they are not divided (:func:`decodes_here`).
 - **Recent runs.** Every run a worker ends teaches the stored pace what that run took
@@ -39,17 +39,17 @@ from pydantic import Field
 
 import training.engine as synalinks
 from core import worker_status
-from training.engine.contention import ALONE_THREADS, batch_threads
 from training.engine.data_model import DataModel
 from training.engine.language_models.redaction import redact
 from training.engine.local import is_local_model
-from training.engine.pace import (
+from training.execution.pace import cpu_meter
+from training.forecasting.contention import ALONE_THREADS, batch_threads
+from training.forecasting.pace import (
     LEARNED_FIELDS,
     CallSize,
     Pace,
     fit_pace,
 )
-from training.execution.pace import cpu_meter
 from training.models import ModelPace, Run
 from training.programs.lm import ModelStringError, make_language_model
 

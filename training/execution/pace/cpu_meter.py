@@ -1,6 +1,6 @@
 """What the other processes on this machine take of its CPUs: a source the forecast reads.
 
-The engine's rule (``training.engine.contention``) needs the others' demand. Here it is read
+The engine's rule (``training.forecasting.contention``) needs the others' demand. Here it is read
 without waiting:
 
 - :func:`sample` / :func:`others_cores`: the machine's busy CPU time (``/proc/stat``: every
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from training.engine.contention import Contention, wanted_threads
+from training.forecasting.contention import Contention, wanted_threads
 
 STAT_PATH = "/proc/stat"
 
@@ -110,7 +110,7 @@ def contention_between(
 
     ``idle_seconds``: how long its work takes on an idle machine (a run on a local model: the
     pace's rule for its calls), work known to be CPU-bound: then the threads it wanted are its
-    CPU time over that (:func:`~training.engine.contention.wanted_threads`), at most
+    CPU time over that (:func:`~training.forecasting.contention.wanted_threads`), at most
     ``threads``, and the fair share is inverted with what it got (its CPU time over the wall
     time). None: ours is taken to have got the rest of the machine (a calibration's calls).
 

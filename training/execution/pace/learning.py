@@ -22,9 +22,6 @@ from typing import Any
 
 from django.db.models import Avg, Count, Sum
 
-from training.engine.contention import ALONE_THREADS, Contention, batch_threads
-from training.engine.forecast import Span
-from training.engine.pace import MESSAGE_TOKENS, CallSize, Pace, overhead_seconds
 from training.execution import run_config
 from training.execution.pace import cpu_meter
 from training.execution.pace.calibration import (
@@ -33,6 +30,9 @@ from training.execution.pace.calibration import (
     own_local_threads,
 )
 from training.execution.pace.cpu_meter import CpuSample
+from training.forecasting.contention import ALONE_THREADS, Contention, batch_threads
+from training.forecasting.forecast import Span
+from training.forecasting.pace import MESSAGE_TOKENS, CallSize, Pace, overhead_seconds
 from training.models import LMCallTrace, ModelPace, Run
 
 logger = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from core.worker_status import worker_status
 from training import conf
-from training.engine.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
-from training.engine.pace import Pace
 from training.execution.pace import cpu_meter
+from training.forecasting.contention import LOAD_WINDOWS, Contention, ContentionSpan, load_share
+from training.forecasting.pace import Pace
 from training.models import Run
 
 

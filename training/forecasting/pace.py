@@ -1,6 +1,6 @@
 """How fast a model answers where a run will execute, and what a run's calls then cost in time.
 
-A forecast's calls come from :func:`training.engine.forecast.count_calls`; this module turns
+A forecast's calls come from :func:`training.forecasting.forecast.count_calls`; this module turns
 them into tokens and seconds from *measured* figures, never from a fixed ratio:
 
 - :class:`Pace`: one model on one machine. A call alone takes ``call_seconds`` plus
@@ -20,7 +20,7 @@ them into tokens and seconds from *measured* figures, never from a fixed ratio:
 - :func:`run_time`: the tokens and seconds of a run's calls; ``share`` says how much of the
   model's ``parallel`` the run gets (other runs on the same cores take the rest), and
   ``contention`` (a local model) how much the other processes on the machine slow its calls
-  (``training.engine.contention``: a pace's figures are for an idle machine, ``Pace.idle``;
+  (``training.forecasting.contention``: a pace's figures are for an idle machine, ``Pace.idle``;
   a calibration and each run it learns from are normalised by the load they ran under).
 
 Example:
@@ -39,14 +39,14 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from training.engine.contention import (
+from training.forecasting.contention import (
     ALONE_THREADS,
     IDLE,
     Contention,
     ContentionSpan,
     batch_threads,
 )
-from training.engine.forecast import CallForecast, Span
+from training.forecasting.forecast import CallForecast, Span
 
 #: Work besides LM calls: per training step and candidate (rows stored, pages updated) and
 #: per run (claim, program load, evaluations stored).
@@ -306,13 +306,13 @@ def run_time(
     at a time (OMEGA mutates between batches). Each call's time is its pace's ``time_factor``
     times the rule's, the overheads (:func:`overhead_seconds`) the program pace's; then the
     machine's other processes slow them (``contention``: batched calls keep
-    :func:`~training.engine.contention.batch_threads` busy, an optimizer's call and the
+    :func:`~training.forecasting.contention.batch_threads` busy, an optimizer's call and the
     overheads one). The
     range is the calls' range at the least and the most contention expected, widened by
     :data:`TIME_SPREAD`.
 
     Args:
-        calls: :func:`~training.engine.forecast.count_calls`'s forecast.
+        calls: :func:`~training.forecasting.forecast.count_calls`'s forecast.
         sizes: :class:`CallSize` by role: ``prediction`` (required), ``judge``, ``mutation``.
         pace: the model's :class:`Pace` where the run executes.
         batch_size: the run's batch size.
@@ -324,7 +324,7 @@ def run_time(
         role_paces: the pace of a role on another model (``judge``: the reward's model,
             ``mutation``: OMEGA's); None: ``pace`` for every role.
         contention: the other processes' demand on the machine that decodes (a local
-            model; a :class:`~training.engine.contention.ContentionSpan` for a range); None:
+            model; a :class:`~training.forecasting.contention.ContentionSpan` for a range); None:
             an idle machine (a provider's calls run elsewhere).
 
     Returns:

@@ -4,7 +4,7 @@ A local model decodes on this machine's CPUs. On an idle machine a run's busy th
 get a core; when other processes want cores too, the kernel shares them (fair share: every
 runnable thread gets ``cores / runnable`` of a core) and every call slows by the same factor.
 A pace measured under one load and applied under another is off by the ratio of the two, so
-:class:`~training.engine.pace.Pace` keeps its figures *for an idle machine* and the forecast
+:class:`~training.forecasting.pace.Pace` keeps its figures *for an idle machine* and the forecast
 multiplies them by the slowdown of the load it expects (:meth:`Contention.slowdown`).
 
 Two ways to know the others' demand (``others``, in runnable threads, on average):

@@ -1,8 +1,8 @@
 """Forecast of a run before it starts: how many LM calls ``fit`` and the evaluations make.
 
-The count follows what the trainer and the optimizers do (``trainer.py``,
-``optimizers/``), so it is exact wherever the run is determined by its configuration and
-its data, and a range where it depends on what the model answers:
+The count follows what the engine's trainer and optimizers do (``training/engine/trainers/``,
+``training/engine/optimizers/``), so it is exact wherever the run is determined by its
+configuration and its data, and a range where it depends on what the model answers:
 
 - Predictions of a deterministic program (temperature 0) are memoised during ``fit`` by
   (variables, input): the calls made under one set of variable values are the *distinct*
@@ -43,7 +43,7 @@ its data, and a range where it depends on what the model answers:
 :data:`EXPECTED_STEP_SCORED`. Parse retries (a deterministic call whose output did not parse
 is asked once more) are not counted: they are failures, not plan.
 
-Tokens and time come from measured figures (``training.engine.pace``): the calls by part
+Tokens and time come from measured figures (``training.forecasting.pace``): the calls by part
 (:attr:`CallForecast.candidate_predictions`: those under new candidates, whose prompts carry
 their examples or rewritten instructions; :attr:`CallForecast.after_evaluations`: the test
 passes of the trained program) at the model's measured pace.
