@@ -17,7 +17,7 @@ import training.engine as synalinks
 from tests.openai_server import OpenAIServer
 from training.engine.language_models.limits import rate_limits
 from training.engine.language_models.limits.rate_limits import Limits
-from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
+from training.shared_limits.redis_limiter import RedisProviderLimiter
 
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]
 

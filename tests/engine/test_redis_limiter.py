@@ -22,7 +22,7 @@ from training.engine.language_models.limits.rate_limits import (
     ProviderKey,
     ProviderLimitTimeout,
 )
-from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
+from training.shared_limits.redis_limiter import RedisProviderLimiter
 
 KEY = ProviderKey("openai/test-model", "http://127.0.0.1:9/v1")
 
@@ -68,7 +68,7 @@ async def test_a_killed_holder_frees_its_slot_when_its_lease_expires(prefix):
     holder = f"""
 import asyncio, os, sys, time
 from training.engine.language_models.limits.rate_limits import Limits, ProviderKey
-from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
+from training.shared_limits.redis_limiter import RedisProviderLimiter
 limiter = RedisProviderLimiter(os.environ['REDIS_URL'], lambda key: Limits(in_flight=1),
                                prefix={prefix!r}, lease_seconds=1.0)
 async def hold():

@@ -19,13 +19,13 @@ from django.core.exceptions import ImproperlyConfigured
 from tests.openai_server import OpenAIServer
 from training.engine.language_models.limits import rate_limits
 from training.engine.language_models.limits.rate_limits import Limits, ProviderKey
-from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
 from training.engine.language_models.litellm_loader import get_litellm
 from training.execution import attempt as execution
 from training.execution import provider_limits
 from training.models import Program, Run
 from training.programs import saved_endpoints
 from training.programs.programs import build_engine_program
+from training.shared_limits.redis_limiter import RedisProviderLimiter
 
 from .conftest import make_run, run_config
 

@@ -30,9 +30,9 @@ from django.core.exceptions import ImproperlyConfigured
 from training import conf
 from training.engine.language_models.limits import rate_limits
 from training.engine.language_models.limits.rate_limits import Limits, ProviderKey
-from training.engine.language_models.limits.redis_limiter import RedisProviderLimiter
 from training.engine.language_models.litellm_loader import get_litellm
 from training.programs import lm
+from training.shared_limits.redis_limiter import RedisProviderLimiter
 
 LIMITS_SETTING = "TRAINBOARD_PROVIDER_LIMITS"
 IN_FLIGHT_SETTING = "TRAINBOARD_PROVIDER_IN_FLIGHT"

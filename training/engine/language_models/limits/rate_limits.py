@@ -6,9 +6,9 @@ limit neither sees. So each attempt of :func:`~training.engine.language_models.r
 first takes a *slot* from the installed :class:`ProviderLimiter` for its (model, endpoint),
 and a 429 tells the limiter to :meth:`~ProviderLimiter.cool_down` that provider, so every run
 on it waits, not only the one that got it. The engine only knows this interface; what
-enforces it (Redis, shared by all workers and machines:
-:class:`~training.engine.language_models.limits.redis_limiter.RedisProviderLimiter`) is installed by
-whoever runs the engine (the dashboard's worker: ``training.execution.provider_limits``).
+enforces it is installed by whoever runs the engine (the dashboard's worker installs, in
+``training.execution.provider_limits``, a limiter held in Redis and shared by all workers and
+machines: ``RedisProviderLimiter``, outside the engine, in ``training.shared_limits``).
 With none installed a call takes no slot: the per-process semaphore
 (:mod:`~training.engine.language_models.limits.concurrency`) and the Retry-After-aware backoff of
 ``retry`` still apply.
@@ -21,7 +21,7 @@ than failing every prediction after the same long wait). While a call waits, the
 Example:
 
 ```python
-limiter = RedisProviderLimiter("redis://localhost:6379/0", limits=lambda key: Limits(in_flight=4))
+limiter = MyLimiter(limits=lambda key: Limits(in_flight=4))  # a ProviderLimiter
 rate_limits.install(limiter)
 async with rate_limits.slot(ProviderKey("openai/gpt-4o-mini", None), tokens=900) as held:
     response = await call_the_provider()
