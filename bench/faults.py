@@ -311,7 +311,7 @@ def measure(work: Path) -> None:
         # 3. a whole worker lost (its process group), back 5 s later
         launch()
         until(lambda: Run.objects.filter(status="running", worker__startswith="faults-b@",
-              checkpoint_epoch__isnull=False).exists(), 120, "a run with a checkpoint on b")  # fmt: skip
+              checkpoint__epoch__isnull=False).exists(), 120, "a run with a checkpoint on b")  # fmt: skip
         os.killpg(b.procs["worker"].pid, signal.SIGKILL)
         b.procs["worker"].wait(10)
         time.sleep(5)

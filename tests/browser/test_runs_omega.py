@@ -73,7 +73,7 @@ def test_a_run_whose_whole_worker_died_resumes_with_no_page_open(live_stack):
         evaluations=(0, 1),
     )
     until(
-        lambda: run_field(live_stack, run_id, "checkpoint_epoch") is not None,
+        lambda: run_field(live_stack, run_id, "checkpoint__epoch") is not None,
         60,
         "the run completed an epoch",
         poll=0.2,

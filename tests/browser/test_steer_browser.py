@@ -256,7 +256,7 @@ def test_a_candidate_by_hand_joins_a_live_omega_population(logged_in_page, live_
             live_stack,
             "import json;from training.models import Candidate, Run;"
             f"c=Candidate.objects.get(run_id={run_id}, operation='by_hand');"
-            f"print(json.dumps([c.reward is not None, c.value['instructions'], c.value['examples'][-1], Run.objects.get(pk={run_id}).hand_candidates[0]['state']]))",
+            f"print(json.dumps([c.reward is not None, c.value['instructions'], c.value['examples'][-1], Run.objects.get(pk={run_id}).hand_candidates.get().state]))",
         )
     )
     assert state == [

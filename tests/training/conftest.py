@@ -101,10 +101,33 @@ def long_fake_run(user, dataset) -> Run:
 
 
 def make_run(user, program, dataset, config=None, **fields) -> Run:
-    """A run row of ``program`` on ``dataset`` (queued unless ``fields`` say otherwise)."""
-    return Run.objects.create(
+    """A run row of ``program`` on ``dataset`` (queued unless ``fields`` say otherwise);
+    ``checkpoint_json``, ``checkpoint_epoch`` and ``checkpoint_position`` among ``fields``
+    give it a checkpoint (``save_checkpoint``)."""
+    saved = {
+        key.removeprefix("checkpoint_"): fields.pop(key)
+        for key in ("checkpoint_json", "checkpoint_epoch", "checkpoint_position")
+        if key in fields
+    }
+    run = Run.objects.create(
         owner=user, program=program, dataset=dataset, config=config or run_config(), **fields
     )
+    if saved:
+        save_checkpoint(run, **saved)
+    return run
+
+
+def save_checkpoint(run: Run, **fields) -> Run:
+    """Set the run's checkpoint (``json``: the program, ``epoch``, ``position``; the others
+    kept), as the persistence callback saves one; the run returned with it read."""
+    from training.models import RunCheckpoint
+
+    names = {"json": "program", "epoch": "epoch", "position": "position"}
+    RunCheckpoint.objects.update_or_create(
+        run_id=run.pk, defaults={names[key]: value for key, value in fields.items()}
+    )
+    run.refresh_from_db()
+    return run
 
 
 def executed_run(user, program, dataset, **config) -> Run:

@@ -16,7 +16,7 @@ import training.engine as synalinks
 from tests.engine.helpers_engine import build_program, few_shot_learner
 from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS, by_hand_size
 from training.execution import attempt as execution
-from training.models import Candidate, Run
+from training.models import Candidate, HandCandidate, Run
 from training.runs import hand_candidates, launch
 from training.runs.branching import Edits
 
@@ -61,12 +61,12 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
     url = reverse("training:hand-candidate", args=[run.pk, start.pk])
     preview = client_user.post(url, {"branch_instructions": HAND, "preview": "1"})
     assert preview.status_code == 200 and 'id="hand-diff"' in preview.content.decode()
-    assert Run.objects.get(pk=run.pk).hand_candidates == []
+    assert not HandCandidate.objects.filter(run=run).exists()
     response = client_user.post(url, {"branch_instructions": HAND})
     assert response.status_code == 302
-    run.refresh_from_db()
-    (entry,) = run.hand_candidates
-    assert (entry["state"], entry["parent"], entry["value"]["instructions"]) == (
+    entry = HandCandidate.objects.get(run=run)
+    assert (entry.number, entry.state, entry.parent, entry.value["instructions"]) == (
+        1,
         "queued",
         start.candidate_id,
         HAND,
@@ -74,12 +74,11 @@ def test_a_candidate_by_hand_is_scored_and_shown_in_the_lineage(
     run = Run.objects.get(pk=run.pk)
     launch.resume(run)
     assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
-    (entry,) = run.hand_candidates
-    assert entry["state"] == "added", entry
+    entry = HandCandidate.objects.get(run=run)
+    assert entry.state == "added", entry.note
     mine = Candidate.objects.get(run=run, operation="by_hand")
     assert (mine.candidate_id, mine.parent_ids, mine.value["instructions"]) == (
-        entry["note"],
+        entry.note,
         [start.candidate_id],
         HAND,
     )
@@ -139,7 +138,7 @@ def test_a_candidate_by_hand_rewrites_removes_and_adds_examples_checked_against_
     assert "at most 20000 characters" in said(
         new_inputs=json.dumps({"message": "x" * 20_000}), new_outputs='{"team": "box"}'
     )
-    assert Run.objects.get(pk=run.pk).hand_candidates == []
+    assert not HandCandidate.objects.filter(run=run).exists()
 
     other = "bug" if examples[0]["outputs"]["team"] != "bug" else "box"
     edits = {
@@ -154,21 +153,20 @@ def test_a_candidate_by_hand_rewrites_removes_and_adds_examples_checked_against_
         "My parcel never came" in diff
         and html_escape(json.dumps(examples[1]["inputs"])[1:-1]) in diff
     )
-    assert Run.objects.get(pk=run.pk).hand_candidates == []
+    assert not HandCandidate.objects.filter(run=run).exists()
     assert (
         client_user.post(
             url, {**edits, "branch_instructions": base["branch_instructions"]}
         ).status_code
         == 302
     )
-    run.refresh_from_db()
-    (entry,) = run.hand_candidates
+    entry = HandCandidate.objects.get(run=run)
     written = [
         {"inputs": examples[0]["inputs"], "outputs": {"team": other}},
         *examples[2:],
         {"inputs": {"message": "My parcel never came"}, "outputs": {"team": "box"}},
     ]
-    assert entry["value"]["examples"] == written
+    assert entry.value["examples"] == written
     launch.resume(run)
     assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
     mine = Candidate.objects.get(run=run, operation="by_hand")

@@ -19,7 +19,7 @@ from training.insight import timing
 from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
 from training.runs import launch
 
-from .conftest import make_program, make_run, run_config
+from .conftest import make_program, make_run, run_config, save_checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,10 +135,7 @@ def test_a_pause_resumed_twice_from_the_same_checkpoint_stores_each_optimizer_er
 
     run = make_run(user, program, demo_dataset, config)
     assert pause_and_execute(run, 1) == Run.PAUSED
-    checkpoint = {
-        "checkpoint_json": run.checkpoint_json,
-        "checkpoint_position": run.checkpoint_position,
-    }
+    checkpoint = {"json": run.checkpoint_json, "position": run.checkpoint_position}
     assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == len(
         optimizer_errors(run)
     )
@@ -146,12 +143,11 @@ def test_a_pause_resumed_twice_from_the_same_checkpoint_stores_each_optimizer_er
     assert pause_and_execute(run, 2) == Run.PAUSED  # one batch more, its error stored
     assert (
         len(optimizer_errors(run))
-        > checkpoint["checkpoint_json"]["compile"]["optimizer"]["state"]["errors_reported"]
+        > checkpoint["json"]["compile"]["optimizer"]["state"]["errors_reported"]
     )
     # ... but its worker died before its checkpoint was written: the run still holds the
     # first pause's.
-    Run.objects.filter(pk=run.pk).update(**checkpoint)
-    run.refresh_from_db()
+    save_checkpoint(run, **checkpoint)
     launch.resume(run)
     assert execution.execute(run.pk, 3) == Run.SUCCEEDED
     run.refresh_from_db()

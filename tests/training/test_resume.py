@@ -8,7 +8,7 @@ import pytest
 from training.execution import attempt as execution
 from training.models import Candidate, EpochLog, OptimizerError, Run
 
-from .conftest import make_run, run_config
+from .conftest import make_run, run_config, save_checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,6 +43,7 @@ def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, prog
     # The attempt stopped mid-epoch 1 and was failed; resume it for a second epoch. The
     # epoch-0 error is one the checkpoint's optimizer reported (its count says so).
     state["errors_reported"] = 1
+    run.checkpoint.save()
     run.config["epochs"] = 2
     run.save()
     Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2)
@@ -65,7 +66,9 @@ def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_stor
     run = make_run(user, program, demo_dataset, run_config(epochs=1))
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     run.refresh_from_db()
-    del run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"]
+    document = run.checkpoint_json
+    del document["compile"]["optimizer"]["state"]["errors_reported"]
+    save_checkpoint(run, json=document)
     OptimizerError.objects.create(
         run=run, epoch=0, variable="generator/state", operation="mutation", error="earlier"
     )

@@ -16,7 +16,7 @@ from training.execution.liveness.heartbeat import Heartbeat
 from training.execution.recording.persistence import PersistenceCallback
 from training.models import Candidate, EpochLog, OptimizerError, Run
 
-from .conftest import long_fake_run, running_run
+from .conftest import long_fake_run, running_run, save_checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,8 +64,9 @@ def _events(epoch=1):
 def _resumed_elsewhere(run):
     """What the reaper + a resume + the new attempt's claim leave in the row."""
     Run.objects.filter(pk=run.pk).update(
-        attempt=2, status=Run.RUNNING, current_batch=0, current_epoch=1, checkpoint_epoch=0
+        attempt=2, status=Run.RUNNING, current_batch=0, current_epoch=1
     )
+    save_checkpoint(run, epoch=0)
 
 
 async def _feed(callback, events):

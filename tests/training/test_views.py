@@ -17,7 +17,7 @@ import training.engine as synalinks
 from datasets.services import create_demo_dataset
 from training.models import Candidate, EpochLog, Evaluation, Program, Run
 
-from .conftest import make_program, make_run, stale_running_run
+from .conftest import make_program, make_run, save_checkpoint, stale_running_run
 
 pytestmark = pytest.mark.django_db
 
@@ -259,7 +259,7 @@ def make_finished_run(
         Evaluation.objects.create(run=run, phase="before", index=index, metrics={"reward": value})
     for index, value in enumerate(after):
         Evaluation.objects.create(run=run, phase="after", index=index, metrics={"reward": value})
-    run.checkpoint_epoch = len(rewards) - 1
+    save_checkpoint(run, epoch=len(rewards) - 1)
     run.baseline_reward, run.final_reward, run.best_reward = (
         sum(before) / len(before),
         sum(after) / len(after),

@@ -1,13 +1,17 @@
 """The training app's models: programs, runs and what a run produces.
 
 One module a concept: ``programs`` (programs, their versions, endpoints), ``runs`` (a run and
-its tags), ``records`` (what a run stores while it trains: epoch logs, candidates,
-evaluations, call traces), ``serving`` (what a served program answered), ``follow_ups`` (ablations and judge re-scores of a finished run)
-and ``model_pace`` (a model's pace on the workers). Every model is importable from here, as
+its tags), ``checkpoints`` (where a run resumes from), ``hand_candidates`` (the candidates
+people queue for a live population), ``records`` (what a run stores while it trains: epoch
+logs, candidates, evaluations, call traces), ``serving`` (what a served program answered),
+``follow_ups`` (ablations and judge re-scores of a finished run) and ``model_pace`` (a
+model's pace on the workers). Every model is importable from here, as
 Django and the rest of the code expect (``training.models.Run``).
 """
 
+from training.models.checkpoints import RunCheckpoint
 from training.models.follow_ups import Ablation, RescoreJob
+from training.models.hand_candidates import HandCandidate
 from training.models.model_pace import ModelPace
 from training.models.programs import Endpoint, Program, ProgramVersion
 from training.models.records import (
@@ -28,6 +32,7 @@ __all__ = [
     "EpochLog",
     "Evaluation",
     "EvaluationExample",
+    "HandCandidate",
     "LMCallTrace",
     "ModelPace",
     "OptimizerError",
@@ -35,6 +40,7 @@ __all__ = [
     "ProgramVersion",
     "RescoreJob",
     "Run",
+    "RunCheckpoint",
     "RunTag",
     "ServedCall",
 ]

@@ -91,9 +91,8 @@ class Run(models.Model):
     # Paused because Trainboard itself stopped (``make run`` on Ctrl-C or SIGTERM), not by
     # its owner: the next start resumes it (training.execution.liveness.shutdown).
     resume_at_start = models.BooleanField(default=False)
-    # Candidates people wrote for the live population (training.runs.hand_candidates):
-    # [{"n", "variable", "parent", "value", "state": "queued"|"added"|"refused", "note"}].
-    hand_candidates = models.JSONField(default=list, blank=True)
+    # Candidates people wrote for the live population: ``hand_candidates``, a table of its
+    # own (training.models.hand_candidates).
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -124,13 +123,8 @@ class Run(models.Model):
     trained_program_json = models.JSONField(null=True, blank=True)
     # A few test-split answers of the trained program: [{"inputs", "expected", "predicted"}].
     samples = models.JSONField(default=list, blank=True)
-    # Resume: the program (variables + optimizer state) after the last completed epoch, or
-    # where Pause stopped it inside an epoch: then ``checkpoint_position`` is the engine's
-    # ``PausePoint`` (the next batch of that epoch, its rewards, metric states and predictions
-    # so far) and ``checkpoint_epoch`` still the last completed epoch (None: none yet).
-    checkpoint_json = models.JSONField(null=True, blank=True)
-    checkpoint_epoch = models.IntegerField(null=True, blank=True)
-    checkpoint_position = models.JSONField(null=True, blank=True)
+    # Resume: ``checkpoint``, a table of its own (training.models.checkpoints), read through
+    # ``checkpoint_json``, ``checkpoint_epoch`` and ``checkpoint_position`` below.
     # Branching (training.runs.branching): the run and candidate this run started from.
     parent_run = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="branches"
@@ -218,6 +212,33 @@ class Run(models.Model):
     @property
     def model_name(self) -> str:
         return self.config.get("model") or self.program.model
+
+    @property
+    def saved_checkpoint(self):
+        """The run's ``RunCheckpoint`` (None when it has none yet); read once per instance
+        (``refresh_from_db`` reads it again)."""
+        try:
+            return self.checkpoint
+        except models.ObjectDoesNotExist:
+            return None
+
+    @property
+    def checkpoint_json(self) -> dict | None:
+        """The program Resume goes on from (variables + optimizer state), or None."""
+        saved = self.saved_checkpoint
+        return saved.program if saved is not None else None
+
+    @property
+    def checkpoint_epoch(self) -> int | None:
+        """The last completed epoch (0-based), or None when none has completed."""
+        saved = self.saved_checkpoint
+        return saved.epoch if saved is not None else None
+
+    @property
+    def checkpoint_position(self) -> dict | None:
+        """Where a pause stopped fit inside an epoch (the engine's ``PausePoint``), or None."""
+        saved = self.saved_checkpoint
+        return saved.position if saved is not None else None
 
     @property
     def is_active(self) -> bool:

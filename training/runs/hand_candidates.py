@@ -2,7 +2,7 @@
 RandomFewShot run, a person starts from any of its candidates, edits the instructions and
 the few-shot examples (keeps, removes or rewrites each, adds one: inputs and outputs as JSON
 checked against the program's data models, ``example_edits``; applied as when branching:
-``branching.edited_value``), sees the diff, and adds it. The candidate waits in ``Run.hand_candidates`` until the worker's next batch end
+``branching.edited_value``), sees the diff, and adds it. The candidate waits as a ``HandCandidate`` row until the worker's next batch end
 (``execution.recording.persistence``), which hands it to the optimizer
 (``Optimizer.add_by_hand``): it is scored at the optimizer's next scoring step and from then on treated as any other, shown
 with operation ``by_hand`` ("by hand") in the leaderboard and the lineage.
@@ -24,7 +24,7 @@ from training import optimizer_registry
 from training.engine.optimizers.optimizer import MAX_BY_HAND_CHARS, by_hand_size
 from training.execution import events
 from training.execution.hand_candidates import QUEUED
-from training.models import Candidate, Run
+from training.models import Candidate, HandCandidate, Run
 from training.runs import example_edits
 from training.runs.branching import BranchError, Edits, edited_value
 
@@ -117,8 +117,8 @@ def _loads(text: str) -> Any:
         return text
 
 
-def submit(run: Run, candidate: Candidate, edits: Edits) -> dict[str, Any]:
-    """Queue the edited candidate for the run's live population; the entry queued."""
+def submit(run: Run, candidate: Candidate, edits: Edits) -> HandCandidate:
+    """Queue the edited candidate for the run's live population; the row queued."""
     if not accepts(run):
         raise HandCandidateError(
             "Only a queued, running or paused run whose optimizer takes candidates by hand ("
@@ -129,19 +129,19 @@ def submit(run: Run, candidate: Candidate, edits: Edits) -> dict[str, Any]:
         )
     value = preview(candidate, edits)
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
-        entries = list(locked.hand_candidates or [])
-        if len(entries) >= MAX_PER_RUN:
+        # The run row's lock orders two submits: each counts the queue the other left.
+        Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True).first()
+        count = HandCandidate.objects.filter(run_id=run.pk).count()
+        if count >= MAX_PER_RUN:
             raise HandCandidateError(f"A run takes at most {MAX_PER_RUN} candidates by hand.")
-        entry = {
-            "n": len(entries) + 1,
-            "variable": candidate.variable,
-            "parent": candidate.candidate_id,
-            "value": value,
-            "state": QUEUED,
-            "note": "",
-        }
-        Run.objects.filter(pk=run.pk).update(hand_candidates=[*entries, entry])
+        entry = HandCandidate.objects.create(
+            run_id=run.pk,
+            number=count + 1,
+            variable=candidate.variable,
+            parent=candidate.candidate_id,
+            value=value,
+            state=QUEUED,
+        )
     run.refresh_from_db()
-    events.run_changed(run, ("leaderboard",))
+    events.run_changed(run, events.HAND_CANDIDATE)
     return entry

@@ -35,7 +35,14 @@ from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embeddi
 from training.execution import events, hand_candidates, refusals, summaries
 from training.execution.recording import candidate_predictions, evaluation_examples
 from training.execution.usage import merged_usage
-from training.models import Candidate, EpochLog, Evaluation, OptimizerError, Run
+from training.models import (
+    Candidate,
+    EpochLog,
+    Evaluation,
+    OptimizerError,
+    Run,
+    RunCheckpoint,
+)
 
 #: The events whose store writes the run's usage (and so the traces made until then).
 USAGE_EVENTS = ("batch_end", "epoch_end")
@@ -75,7 +82,7 @@ class PersistenceCallback(Callback):
         self.base_usage = base_usage or {}
         self.cancelled = False
         self.paused = False  # Pause answered: fit paused after a batch, checkpoint saved
-        self.hand_queue: list[dict[str, Any]] = []  # candidates by hand, for the optimizer
+        self.hand_queue: list[Any] = []  # queued ``HandCandidate`` rows, for the optimizer
         self.superseded = superseded if superseded is not None else threading.Event()
         self.throttle = events.PartsThrottle()
         # The attempt's trace writer (``traces.TraceWriter``; None: calls are not recorded),
@@ -204,16 +211,18 @@ class PersistenceCallback(Callback):
         }
         checkpoint = self.program.get_config() if self.program is not None else None
         with transaction.atomic():
-            run = self._update(
-                current_epoch=epoch + 1,
-                current_batch=0,
-                checkpoint_json=checkpoint,
-                checkpoint_epoch=epoch,
-                checkpoint_position=None,
-                **self.usage_fields(),
-            )
+            run = self._update(current_epoch=epoch + 1, current_batch=0, **self.usage_fields())
             if run is None:
                 return None
+            run.checkpoint, _ = RunCheckpoint.objects.update_or_create(
+                run_id=self.run_id,
+                defaults={
+                    "program": checkpoint,
+                    "epoch": epoch,
+                    "position": None,
+                    "saved_at": timezone.now(),
+                },
+            )
             EpochLog.objects.update_or_create(
                 run_id=self.run_id, epoch=epoch, defaults={"logs": logs}
             )
@@ -226,12 +235,18 @@ class PersistenceCallback(Callback):
         pause point are the checkpoint Resume goes on from; the attempt then ends paused."""
         if self.program is None:
             return None
-        run = self._update(
-            checkpoint_json=self.program.get_config(),
-            checkpoint_position=event.get("point"),
-            current_epoch=int(event["epoch"]),
-            current_batch=int(event["batch"]),
-        )
+        program = self.program.get_config()
+        with transaction.atomic():
+            run = self._update(current_epoch=int(event["epoch"]), current_batch=int(event["batch"]))
+            if run is not None:  # the last completed epoch stays as it was
+                run.checkpoint, _ = RunCheckpoint.objects.update_or_create(
+                    run_id=self.run_id,
+                    defaults={
+                        "program": program,
+                        "position": event.get("point"),
+                        "saved_at": timezone.now(),
+                    },
+                )
         self.paused = run is not None
         return run
 

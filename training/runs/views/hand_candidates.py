@@ -44,7 +44,7 @@ def hand_candidate(request, pk: int, candidate_pk: int):
                 entry = hand_candidates.submit(run, candidate, edits)
                 messages.success(
                     request,
-                    f"Candidate by hand #{entry['n']} queued: the optimizer takes it at the "
+                    f"Candidate by hand #{entry.number} queued: the optimizer takes it at the "
                     "run's next batch and scores it like any other.",
                 )
                 return redirect(run)
