@@ -72,6 +72,14 @@ def test_events_are_stored_like_a_workers_and_train_end_finishes_the_run(client,
         {"type": "batch_end", "epoch": 0, "batch": 0, "batches": 3, "logs": {}, "failures": 0},
         {"type": "epoch_end", "epoch": 0, "logs": {"reward": 0.5}},
         {
+            "type": "selection",
+            "variable": "generator",
+            "epoch": 0,
+            "candidates": 2,
+            "beat_seed": 0,
+            "best_gain": {"difference": 0.0, "low": -0.2, "high": 0.2, "n": 6, "id": "c1"},
+        },
+        {
             "type": "train_end",
             "logs": {"reward": 0.5},
             "stopped": False,
@@ -86,6 +94,10 @@ def test_events_are_stored_like_a_workers_and_train_end_finishes_the_run(client,
     assert code_run.outcome == Run.NO_BETTER
     assert code_run.trained_program_json == code_run.program.engine_json
     assert EpochLog.objects.get(run=code_run).logs == {"reward": 0.5}
+    # fit had no validation split: its candidates were judged on the rows they trained on
+    client.force_login(code_run.owner)
+    page = client.get(f"/runs/{code_run.pk}/").content.decode()
+    assert "over the starting program on the 6 training rows it was judged on" in page
 
 
 def test_cancel_on_the_page_is_answered_to_the_code_and_pause_is_refused(client, token, code_run):

@@ -184,9 +184,11 @@ def _evidence(facts: _Facts) -> list[str]:
     gain = facts.gain
     if gain is not None:
         smallest = detectable_gain(gain["n"])
+        # without a validation split, candidates are judged on the rows they trained on
+        rows = "held-out" if (facts.run.config or {}).get("validation_split") else "training"
         found.append(
             f"Best candidate: {gain['difference']:+.3f} over the starting program on the "
-            f"{gain['n']} held-out rows it was judged on (95% interval {gain['low']:+.3f} to "
+            f"{gain['n']} {rows} rows it was judged on (95% interval {gain['low']:+.3f} to "
             f"{gain['high']:+.3f}; those rows tell gains above about {smallest or 0:.2f})."
         )
     return found
