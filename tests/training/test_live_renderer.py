@@ -10,12 +10,18 @@ import time
 from types import SimpleNamespace
 
 from training.execution import events
-from training.execution.events import EVENT_PARTS, PartsThrottle
 from training.insight import live
-from training.insight.live_renderer import HEAVY_PARTS, HEAVY_PARTS_SECONDS, LiveRenderer
+from training.insight.live_renderer import HEAVY_PARTS_SECONDS, LiveRenderer
+from training.insight.sections import registry
+from training.insight.sections.throttle import Throttle
 
 #: How long a render takes: the slowness the renderer must keep away from the training loop.
 RENDER_SECONDS = 0.3
+HEAVY = {section.name for section in registry.SECTIONS if section.heavy}
+
+
+def names(sections):
+    return [section.name for section in sections]
 
 
 class SlowPage:
@@ -37,7 +43,7 @@ class SlowPage:
     def render(self, run, parts, **extra):
         self.renders += 1
         (self.rendered_again if self.renders > 1 else self.rendering).set()
-        if self.heavy_until is not None and set(parts) & set(HEAVY_PARTS):
+        if self.heavy_until is not None and set(parts) & HEAVY:
             assert self.heavy_until.wait(10), "the test never let the heavy render finish"
         else:
             time.sleep(RENDER_SECONDS)
@@ -61,7 +67,7 @@ def test_the_training_loop_returns_before_the_fragments_are_rendered(monkeypatch
         waited = 0.0
         for epoch in range(5):
             started = time.monotonic()
-            await events.stored(run.group_name, run, EVENT_PARTS["epoch_end"], emitted_at=epoch)
+            await events.stored(run.group_name, run, "epoch_end", emitted_at=epoch)
             waited += time.monotonic() - started
             if epoch == 0:  # the next four come while the first is being rendered
                 await asyncio.to_thread(page.rendering.wait, 5)
@@ -73,7 +79,8 @@ def test_the_training_loop_returns_before_the_fragments_are_rendered(monkeypatch
     # The first change is rendered at once; the four that came while it rendered, once.
     assert len(page.sent) == 2
     assert [emitted["emitted_at"] for _, _, emitted in page.sent] == ["0", "4"]
-    assert all(parts == list(EVENT_PARTS["epoch_end"]) for _, parts, _ in page.sent)
+    epoch_end = names(registry.changed_by({"epoch_end"}))
+    assert all(parts == epoch_end for _, parts, _ in page.sent)
 
 
 def test_the_candidate_pictures_never_hold_up_the_quick_fragments(monkeypatch):
@@ -89,7 +96,7 @@ def test_the_candidate_pictures_never_hold_up_the_quick_fragments(monkeypatch):
     assert [parts for _, parts, _ in page.sent] == [["progress", "epochs"]]
     heavy_done.set()
     assert renderer.drain(run.pk, timeout=10)
-    assert HEAVY_PARTS == ("leaderboard", "population", "lineage", "candidate_confidence")
+    assert HEAVY == {"leaderboard", "population", "lineage", "candidate_confidence"}
     assert sorted(parts for _, parts, _ in page.sent) == [
         ["leaderboard", "lineage"],
         ["progress", "epochs"],
@@ -132,21 +139,29 @@ def test_an_inline_send_waits_for_what_the_renderer_owes_the_run(monkeypatch):
 
 
 def test_an_epoch_end_sends_the_candidate_pictures_only_when_a_change_is_owed():
-    throttle = PartsThrottle(seconds=60)
-    assert "lineage" not in throttle.parts("epoch_end")  # nothing changed: nothing re-read
-    assert "lineage" in throttle.parts("candidate")
-    assert "lineage" not in throttle.parts("candidate")  # throttled: owed
-    assert set(throttle.parts("epoch_end")) >= {"population", "lineage"}
-    assert "lineage" not in throttle.parts("epoch_end")
+    throttle = Throttle(clock=lambda: 0.0)  # the wait never passes
+
+    def due(kind):
+        return names(throttle.due(1, {kind}))
+
+    assert "lineage" not in due("epoch_end")  # nothing changed: nothing re-read
+    assert "lineage" in due("candidate")
+    assert "lineage" not in due("candidate")  # throttled: owed
+    assert set(due("epoch_end")) >= {"population", "lineage"}
+    assert "lineage" not in due("epoch_end")
 
 
 def test_the_selection_section_waits_its_own_time_and_comes_with_the_final_selection():
     """The Selection section (bootstraps, read rather than followed) is not sent at every
     epoch end as the map and the tree are: at most once per rare_seconds, and always with the
     final selection."""
-    throttle = PartsThrottle(seconds=0, rare_seconds=60)
-    assert "candidate_confidence" in throttle.parts("candidate")
-    assert "candidate_confidence" not in throttle.parts("candidate")  # owed
-    assert "candidate_confidence" not in throttle.parts("epoch_end")  # an epoch end waits too
-    assert throttle.parts("final_selection") == ("leaderboard", "candidate_confidence")
-    assert "candidate_confidence" not in throttle.parts("epoch_end")  # nothing owed now
+    throttle = Throttle(clock=lambda: 0.0)  # the wait never passes
+
+    def due(kind):
+        return names(throttle.due(1, {kind}))
+
+    assert "candidate_confidence" in due("candidate")
+    assert "candidate_confidence" not in due("candidate")  # owed
+    assert "candidate_confidence" not in due("epoch_end")  # an epoch end waits too
+    assert due("final_selection") == ["leaderboard", "candidate_confidence"]
+    assert "candidate_confidence" not in due("epoch_end")  # nothing owed now

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.template.loader import render_to_string
 
-from training.execution.events import EVENT_PARTS
+from training.insight.sections import registry
 from training.models import Run
 from training.templatetags.training_extras import num
 
@@ -15,8 +15,9 @@ from .conftest import make_program, make_run
 
 
 def test_the_forecast_actual_and_the_usage_count_are_always_sent_together():
-    for kind, parts in EVENT_PARTS.items():
-        assert ("usage" in parts) == ("forecast" in parts), kind
+    usage, forecast = registry.named(["usage", "forecast"])
+    assert set(usage.changed_by) == set(forecast.changed_by)
+    assert not usage.at_most_every and not forecast.at_most_every
 
 
 @pytest.mark.django_db

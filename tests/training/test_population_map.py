@@ -260,16 +260,24 @@ def test_an_active_run_never_asks_the_page_to_embed(user, demo_dataset):
 
 
 def test_candidate_events_send_the_map_and_tree_at_most_every_few_seconds():
-    from training.execution.events import EVENT_PARTS, RARE_PARTS, SLOW_PARTS, PartsThrottle
+    from training.insight.sections import registry
+    from training.insight.sections.throttle import Throttle
 
-    throttle = PartsThrottle(seconds=60)
-    assert throttle.parts("candidate") == EVENT_PARTS["candidate"]
-    assert set(throttle.parts("candidate")).isdisjoint(SLOW_PARTS)
-    assert throttle.parts("batch_end") == EVENT_PARTS["batch_end"]
+    def names(sections):
+        return [section.name for section in sections]
+
+    slow = {"population", "lineage", "candidate_confidence"}
+    now = [0.0]
+    throttle = Throttle(clock=lambda: now[0])
+    assert names(throttle.due(1, {"candidate"})) == names(registry.changed_by({"candidate"}))
+    assert slow <= set(names(registry.changed_by({"candidate"})))
+    assert set(names(throttle.due(1, {"candidate"}))).isdisjoint(slow)
+    assert names(throttle.due(1, {"batch_end"})) == names(registry.changed_by({"batch_end"}))
     # an epoch always heals the map and the tree (the Selection section waits its own time)
-    assert set(SLOW_PARTS) - set(RARE_PARTS) <= set(throttle.parts("epoch_end"))
-    assert set(throttle.parts("candidate")).isdisjoint(SLOW_PARTS)  # ...and restarts the wait
-    assert PartsThrottle(seconds=0).parts("candidate") == EVENT_PARTS["candidate"]
+    assert {"population", "lineage"} <= set(names(throttle.due(1, {"epoch_end"})))
+    assert set(names(throttle.due(1, {"candidate"}))).isdisjoint(slow)  # ...and restarts it
+    now[0] += 60  # the wait is over: a candidate sends them all again
+    assert names(throttle.due(1, {"candidate"})) == names(registry.changed_by({"candidate"}))
 
 
 @pytest.mark.django_db(transaction=True)

@@ -15,6 +15,7 @@ from datasets.services import get_split
 from training.engine.utils import paired_bootstrap
 from training.execution import summaries
 from training.insight import live
+from training.insight.sections import contexts
 from training.models import EpochLog, Evaluation, Run
 
 from .conftest import executed_run, make_run, run_config
@@ -225,7 +226,7 @@ def test_the_progress_of_a_run_past_its_last_epoch_counts_every_batch_done(
         current_epoch=2,
         current_batch=0,
     )
-    progress = live.progress(run)
+    progress = contexts.progress(run)["progress"]
     assert (progress["epochs_done"], progress["batches_done"], progress["percent"]) == (2, 4, 100.0)
     html = re.sub(r"\s+", " ", live.render_parts(run, ("progress",)))
     assert 'Batches in this epoch <strong id="batches-done">4</strong> / 4' in html

@@ -208,14 +208,17 @@ class _MidRunReader:
     def __init__(self):
         self.seen: list[tuple[str, int, str, int]] = []
 
-    def broadcast(self, run, parts, **extra):
+    def on_changed(self, run, kinds, **extra):
         pass
 
-    def broadcast_run(self, run_id, parts):
+    def on_row_changed(self, run_id, kinds):
         pass
 
-    async def send_parts(self, group, run, parts, **extra):
-        if "usage" not in parts or not run.is_active:
+    async def on_stored(self, group, run, kinds, **extra):
+        from training.insight.sections import registry
+
+        changed = [section.name for section in registry.changed_by(kinds)]
+        if "usage" not in changed or not run.is_active:
             return
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the ORM, off the event loop
             self.seen.append(pool.submit(self._read, run.pk).result())

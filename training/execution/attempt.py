@@ -92,7 +92,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         logger.info("run %s attempt %s: not queued any more, skipping", run_id, attempt)
         return "skipped"
     run = Run.objects.select_related("program", "program_version", "dataset").get(pk=run_id)
-    events.run_changed(run, ("status", "actions", "progress"))
+    events.run_changed(run, events.STATUS)
     heartbeat = Heartbeat(run_id, attempt)
     heartbeat.start()
     cpu_started = cpu_meter.sample()  # the machine's contention over the attempt
@@ -391,7 +391,7 @@ class Steps:
         labelled = await sync_to_async(run_state.set_phase)(
             self.run_id, self.attempt, f"{phase} eval {index + 1}/{count}"
         )
-        await events.stored(self.group, labelled, ("status", "progress"))
+        await events.stored(self.group, labelled, events.PHASE)
         failed_before = program.failed_predictions
         mark = prediction_failures.Mark.of(program)
         per_example = synalinks.callbacks.ExampleRewards(predictions=True)
@@ -428,7 +428,7 @@ class Steps:
         if stored is None:  # superseded meanwhile: nothing was stored
             self.callback.superseded.set()
             return False
-        await events.stored(self.group, stored, events.EVALUATION_PARTS)
+        await events.stored(self.group, stored, events.EVALUATION)
         return True
 
     async def results(self, with_time: bool = True) -> dict[str, Any]:

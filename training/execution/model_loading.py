@@ -58,7 +58,7 @@ async def wait_for_models(
     if not still_loading(models):
         return True
     labelled = await sync_to_async(run_state.set_phase)(run.pk, run.attempt, LOADING_PHASE)
-    await events.stored(group, labelled, ("status", "progress"))
+    await events.stored(group, labelled, events.PHASE)
     while still_loading(models):
         if await stop():
             return False

@@ -7,8 +7,8 @@ not flipped per call: one watcher per attempt looks every :data:`CHECK_SECONDS`.
 have been waiting for :data:`SHOW_AFTER_SECONDS` the phase becomes :data:`PHASE` (again, if
 the attempt named a new phase meanwhile, e.g. "training" as fit begins: that one is what
 comes back); once no call has waited for :data:`CLEAR_AFTER_SECONDS`, the phase it replaced
-comes back, unless the attempt set another one. Each change is one row update naming the
-``status`` and ``progress`` fragments (``events.stored``).
+comes back, unless the attempt set another one. Each change is one row update, emitted as a
+``phase`` change (``events.stored``).
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ class RateLimitNotice:
                 if swapped is not None:
                     self.previous, run = swapped
                     self.shown = True
-                    await events.stored(self.group, run, ("status", "progress"))
+                    await events.stored(self.group, run, events.PHASE)
             return
         self.since = None
         if self.shown:
             self.shown = False
             swapped = await _swap(self.run_id, self.attempt, self.previous, only_from=PHASE)
             if swapped is not None:
-                await events.stored(self.group, swapped[1], ("status", "progress"))
+                await events.stored(self.group, swapped[1], events.PHASE)

@@ -22,11 +22,12 @@ from channels.db import database_sync_to_async
 from core.consumers import LoginRequiredJsonConsumer
 from core.layer_outages import LAYER_ERRORS, SurvivesLayerOutages
 from training.insight import live
+from training.insight.sections import registry
 from training.models import Run
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_TRY_AGAIN_LATER = 1013
-#: The parts a page drawn after its run finished already holds in their final state.
+#: The sections a page drawn after its run finished already holds in their final state.
 FINAL_WHEN_DRAWN_FINISHED = ("examples", "candidate_confidence")
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class RunConsumer(SurvivesLayerOutages, LoginRequiredJsonConsumer):
             return None
         if self.drawn_finished and not run.is_active:
             return live.render_parts(
-                run, [p for p in live.ALL_PARTS if p not in FINAL_WHEN_DRAWN_FINISHED]
+                run, [p for p in registry.names() if p not in FINAL_WHEN_DRAWN_FINISHED]
             )
         return live.render_parts(run)
 

@@ -10,9 +10,9 @@ stored run, each fragment once per change whatever the number of pages watching 
 send reaches them all), and changes that come while it renders are merged into the next
 render (the fragments are idempotent: the newest state heals whatever was merged away).
 
-The quick fragments and the heavy ones (``HEAVY_PARTS``: the candidate tables, pictures and intervals)
-are rendered on two threads (lanes), each sending its own messages, so a page sees an epoch
-end while the lineage is still being drawn; the heavy ones at most once per
+The quick sections and the heavy ones (``Section.heavy``: the candidate tables, pictures and
+intervals) are rendered on two threads (lanes), each sending its own messages, so a page
+sees an epoch end while the lineage is still being drawn; the heavy ones at most once per
 ``HEAVY_PARTS_SECONDS`` for a run: an optimizer changes its candidates several times an
 epoch, and rendering them all kept one thread behind the epochs (p95 2.9 s).
 
@@ -38,13 +38,12 @@ from typing import Any
 
 from django.db import close_old_connections
 
-from training.execution.events import ALL_PARTS, SLOW_PARTS
+from training.insight.sections import registry
 
-#: Fragments sent in a second message, after the quick ones of the same change, and at most
-#: once per HEAVY_PARTS_SECONDS for a run (a drain sends them at once): the candidate tables
-#: and pictures re-read every candidate, ~120 ms a render on a loaded machine, and an
-#: optimizer changes them several times an epoch.
-HEAVY_PARTS = ("leaderboard", *SLOW_PARTS)
+#: The heavy sections (``Section.heavy``) are sent in a second message, after the quick ones
+#: of the same change, and at most once per HEAVY_PARTS_SECONDS for a run (a drain sends
+#: them at once): the candidate tables and pictures re-read every candidate, ~120 ms a render
+#: on a loaded machine, and an optimizer changes them several times an epoch.
 HEAVY_PARTS_SECONDS = 2.0
 #: The longest a synchronous send waits for a run's pending renders.
 DRAIN_SECONDS = 30.0
@@ -75,8 +74,9 @@ class LiveRenderer:
 
     def submit(self, group: str, run: Any, parts: Any, **extra: Any) -> None:
         """Note that ``parts`` of ``run`` (as just stored) changed; returns at once."""
-        quick = [part for part in parts if part not in HEAVY_PARTS]
-        heavy = [part for part in parts if part in HEAVY_PARTS]
+        heavy_parts = {section.name for section in registry.SECTIONS if section.heavy}
+        quick = [part for part in parts if part not in heavy_parts]
+        heavy = [part for part in parts if part in heavy_parts]
         if quick:
             self.quick.submit(group, run, quick, extra)
         if heavy:
@@ -165,7 +165,7 @@ class _Lane:
             with self._changed:
                 run_id, due = self._next()
             try:
-                parts = [part for part in ALL_PARTS if part in due.parts]
+                parts = [part for part in registry.names() if part in due.parts]
                 html = self._render(due.run, parts, **due.extra)
                 loop.run_until_complete(self._send(due.group, html))
             except Exception:  # a render must never end the thread: the page heals later

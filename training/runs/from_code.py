@@ -123,8 +123,7 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         run.pk, run.attempt, run.group_name, _Posted(usage), base_usage={}
     )
     recorder.program = _RemoteProgram()
-    throttle = events.PartsThrottle()
-    touched: set[str] = set()
+    happened: set[str] = set()
     if calls and run.status == Run.RUNNING:
         _store_traces(run, calls)
     for position, event in enumerate(batch):
@@ -138,18 +137,17 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
                 _store_evaluation(run, event)
             elif kind == "train_end":
                 _finish(run, event, recorder)
-            elif run.status == Run.RUNNING and kind in events.EVENT_PARTS:
-                if recorder.store(event) is not None:
-                    touched.update(throttle.parts(kind))
+            elif run.status == Run.RUNNING and recorder.store(event) is not None:
+                happened.add(kind)
         except (KeyError, TypeError, ValueError) as exc:
             raise CodeRunError(
                 f"events[{position}] ({kind}) is not what the engine sends: {exc!r}"[:300],
                 "events",
             ) from None
     run.refresh_from_db()
-    if touched and run.status == Run.RUNNING:
-        # one send for the batch: the parts its events touched, each rendered once
-        async_to_sync(events.stored)(run.group_name, run, tuple(sorted(touched)))
+    if happened and run.status == Run.RUNNING:
+        # one send for the batch: the sections its events changed, each rendered once
+        async_to_sync(events.stored)(run.group_name, run, *sorted(happened))
     return {"stop": bool(run.cancel_requested), "status": run.status}
 
 

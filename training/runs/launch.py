@@ -64,7 +64,7 @@ def request_cancel(run: Run) -> Run:
         status=Run.CANCELLED, finished_at=timezone.now()
     )
     run.refresh_from_db()
-    events.run_changed(run, ("status", "actions", "progress"))
+    events.run_changed(run, events.STATUS)
     return run
 
 
@@ -91,7 +91,7 @@ def request_pause(run: Run) -> Run:
         status=Run.PAUSED, finished_at=timezone.now()
     )
     run.refresh_from_db()
-    events.run_changed(run, ("status", "actions", "progress"))
+    events.run_changed(run, events.STATUS)
     return run
 
 
@@ -109,7 +109,7 @@ def resume(run: Run) -> Run:
         run.refresh_from_db()
         if changed:
             enqueue(run)
-    events.run_changed(run, ("status", "actions", "progress"))
+    events.run_changed(run, events.STATUS)
     return run
 
 

@@ -2,11 +2,12 @@
 
 ``PersistenceCallback`` writes, for each event ``fit`` emits, the rows the run page is
 rendered from (epoch logs, candidates, progress, usage, the per-epoch checkpoint used by
-Resume), then emits the stored run (``events.stored``: ``training.insight.live`` alone renders
-and sends the fragments that event changed). It also reads the cancel and pause flags after every
-batch and sets ``program.stop_training`` / ``program.pause_requested``, which the engine checks
-after each batch (a pause saves the checkpoint where fit paused: ``_on_paused``). ``store_evaluation``
-and ``results`` store and return the evaluations and the final figures of an attempt.
+Resume), then emits the stored run and the event's type (``events.stored``:
+``training.insight.live`` alone renders and sends the sections that event changed). It also
+reads the cancel and pause flags after every batch and sets ``program.stop_training`` /
+``program.pause_requested``, which the engine checks after each batch (a pause saves the
+checkpoint where fit paused: ``_on_paused``). ``store_evaluation`` and ``results`` store and
+return the evaluations and the final figures of an attempt.
 
 An attempt can be superseded while its worker still runs (the reaper failed it, the user
 resumed it): then every write below changes nothing, because each one first touches the run
@@ -84,7 +85,6 @@ class PersistenceCallback(Callback):
         self.paused = False  # Pause answered: fit paused after a batch, checkpoint saved
         self.hand_queue: list[Any] = []  # queued ``HandCandidate`` rows, for the optimizer
         self.superseded = superseded if superseded is not None else threading.Event()
-        self.throttle = events.PartsThrottle()
         # The attempt's trace writer (``traces.TraceWriter``; None: calls are not recorded),
         # and the usage snapshot the current store writes with its traces.
         self.traces: Any = None
@@ -164,7 +164,7 @@ class PersistenceCallback(Callback):
             results = hand_candidates.add_to(getattr(self.program, "optimizer", None), entries)
             await sync_to_async(hand_candidates.record)(self.run_id, self.attempt, results)
         if run is not None:
-            await events.stored(self.group, run, self.throttle.parts(kind), emitted_at=emitted)
+            await events.stored(self.group, run, kind, emitted_at=emitted)
 
     def store(self, event: dict[str, Any]) -> Run | None:
         """Store one event (synchronously) without sending the page's fragments: for a caller
