@@ -8,7 +8,7 @@ import pytest
 from training.execution import attempt as execution
 from training.models import Candidate, EpochLog, OptimizerError, Run
 
-from .conftest import make_run, run_config, save_checkpoint
+from .conftest import make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,33 +55,6 @@ def test_resume_deletes_candidates_and_errors_of_the_unfinished_epoch(user, prog
     assert kept <= set(Candidate.objects.filter(run=run).values_list("candidate_id", flat=True))
     assert list(OptimizerError.objects.filter(run=run).values_list("error", flat=True)) == ["real"]
     assert list(EpochLog.objects.filter(run=run).values_list("epoch", flat=True)) == [0, 1]
-
-
-def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_stored(
-    user, program, demo_dataset
-):
-    """A run checkpointed before the optimizer counted its errors (no ``errors_reported``)
-    keeps its optimizer errors on resume, and its next checkpoint counts them, so a later
-    resume does not take them for an abandoned attempt's."""
-    run = make_run(user, program, demo_dataset, run_config(epochs=1))
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
-    run.refresh_from_db()
-    document = run.checkpoint_json
-    del document["compile"]["optimizer"]["state"]["errors_reported"]
-    save_checkpoint(run, json=document)
-    OptimizerError.objects.create(
-        run=run, epoch=0, variable="generator/state", operation="mutation", error="earlier"
-    )
-    run.config["epochs"] = 2
-    run.save()
-    Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2)
-
-    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
-    run.refresh_from_db()
-    assert list(OptimizerError.objects.filter(run=run).values_list("error", flat=True)) == [
-        "earlier"
-    ]
-    assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == 1
 
 
 def test_resumed_usage_adds_up_every_engine_counter_judge_failures_included():

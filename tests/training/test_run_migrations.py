@@ -8,9 +8,11 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from training.models import HandCandidate, Run
+from training.execution import attempt as execution
+from training.execution.run_config import fit_kwargs
+from training.models import HandCandidate, OptimizerError, Run, run_json
 
-from .conftest import run_config
+from .conftest import make_run, run_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +44,7 @@ def old_run(apps, user, program, dataset, **fields) -> int:
 
 def test_checkpoint_columns_and_the_queue_list_become_rows(user, program, demo_dataset):
     apps = migrate("0025_from_code")
-    document = {"compile": {"optimizer": {"state": {"candidate_count": 3}}}}
+    document = {"compile": {"optimizer": {"state": {"candidate_count": 3, "errors_reported": 0}}}}
     point = {"epoch": 1, "batch": 2}
     entries = [
         {"n": 1, "variable": "v", "parent": "c1", "value": {"instructions": "a"},
@@ -82,3 +84,51 @@ def test_checkpoint_columns_and_the_queue_list_become_rows(user, program, demo_d
     new = Run.objects.get(pk=fresh)
     assert (new.checkpoint_json, new.checkpoint_epoch, new.checkpoint_position) == (None,) * 3
     assert not new.hand_candidates.exists()
+
+
+def test_a_config_without_a_selection_split_gets_none(user, program, demo_dataset):
+    apps = migrate("0027_drop_run_checkpoint_and_queue_columns")
+    config = run_config()
+    del config["selection_split"]
+    pk = old_run(apps, user, program, demo_dataset, config=config)
+    migrate(None)
+
+    run = Run.objects.get(pk=pk)
+    assert run.json_version == run_json.VERSION == 2
+    assert run.config == {**config, "selection_split": 0.0}
+    assert fit_kwargs(run.config)["selection_split"] == 0.0
+
+
+def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_keeps(
+    user, program, demo_dataset
+):
+    """A run checkpointed before the optimizer counted its errors (no ``errors_reported``)
+    gets the count of the errors a resume keeps (those up to its checkpoint's epoch), so it
+    keeps its optimizer errors on resume, and a later resume does not take them for an
+    abandoned attempt's."""
+    run = make_run(user, program, demo_dataset, run_config(epochs=1))
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    apps = migrate("0027_drop_run_checkpoint_and_queue_columns")
+    OldCheckpoint = apps.get_model("training", "RunCheckpoint")
+    saved = OldCheckpoint.objects.get(run_id=run.pk)
+    assert saved.epoch == 0
+    del saved.program["compile"]["optimizer"]["state"]["errors_reported"]
+    saved.save()
+    for epoch, error in ((0, "earlier"), (1, "of an abandoned epoch")):
+        OptimizerError.objects.create(
+            run_id=run.pk, epoch=epoch, variable="generator/state", operation="mutation",
+            error=error,
+        )  # fmt: skip
+    migrate(None)
+
+    run = Run.objects.get(pk=run.pk)
+    assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == 1
+    run.config["epochs"] = 2
+    run.save()
+    Run.objects.filter(pk=run.pk).update(status=Run.QUEUED, attempt=2)
+    assert execution.execute(run.pk, 2) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert list(OptimizerError.objects.filter(run=run).values_list("error", flat=True)) == [
+        "earlier"
+    ]
+    assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == 1

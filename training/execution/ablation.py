@@ -58,7 +58,7 @@ def scoring_rows(run: Run) -> tuple[list[dict], list[dict], str]:
     x, y = get_split(run.dataset, "train", run_config.spreads_by_label(run.config))
     config = run.config or {}
     validation = float(config.get("validation_split") or 0.0)
-    positions = scoring_positions(len(x), validation, float(config.get("selection_split") or 0.0))
+    positions = scoring_positions(len(x), validation, float(config["selection_split"]))
     return (
         [x[p] for p in positions],
         [y[p] for p in positions],

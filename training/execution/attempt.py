@@ -163,7 +163,6 @@ def _load(run: Run) -> dict[str, Any]:
         "marks": human_marks(run.dataset),  # people's marks, for a "judge by people" reward
         "done_evaluations": set(run.evaluations.values_list("phase", "index")),
         "base_usage": dict(run.usage or {}),
-        "errors_stored": run.optimizer_errors.count(),  # after the drop above
         "active_seconds": run.active_seconds,
         "group": run.group_name,
     }
@@ -202,8 +201,6 @@ async def _train(
     state = (compile_config.get("optimizer") or {}).get("state") if run.checkpoint_json else None
     if state:
         optimizer.set_state(state)
-        if "errors_reported" not in state:  # saved before the optimizer counted its errors:
-            optimizer.errors_reported = data["errors_stored"]  # those the run has stored
     reward = build_reward(config, marks=data["marks"], program_model=program_model)
     program.compile(reward=reward, optimizer=optimizer, metrics=build_metrics(config))
 

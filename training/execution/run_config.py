@@ -410,9 +410,9 @@ def fit_kwargs(
             ``PausePoint`` as stored in ``Run.checkpoint_position``), or None.
 
     Returns:
-        ``validation_split``, ``selection_split`` (0 for a configuration stored before it
-        existed), ``epochs``, ``batch_size``, ``shuffle``, ``initial_epoch`` and ``seed``,
-        typed as ``fit`` takes them, and ``resume_from`` when there is one.
+        ``validation_split``, ``selection_split``, ``epochs``, ``batch_size``, ``shuffle``,
+        ``initial_epoch`` and ``seed``, typed as ``fit`` takes them, and ``resume_from``
+        when there is one.
 
     Example:
         >>> fit_kwargs({**TRAINING_DEFAULTS, "seed": 7})["epochs"]
@@ -421,7 +421,7 @@ def fit_kwargs(
     epochs = int(config["epochs"])
     kwargs = {
         "validation_split": float(config["validation_split"]),
-        "selection_split": float(config.get("selection_split") or 0.0),
+        "selection_split": float(config["selection_split"]),
         "epochs": epochs,
         "batch_size": int(config["batch_size"]),
         "shuffle": bool(config["shuffle"]),

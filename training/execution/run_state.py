@@ -161,7 +161,7 @@ def _drop_errors_after(run: Run) -> None:
     the checkpoint) and delete the later ones: an attempt that went on from the checkpoint
     and stopped without saving a newer one stored them, and the resumed optimizer reports
     them again (a pause's epoch is trained again from its batch, so epochs alone cannot
-    tell them apart). A checkpoint saved without the count keeps every row."""
+    tell them apart). A checkpoint without an optimizer's state keeps every row."""
     reported = _optimizer_state(run).get("errors_reported")
     if not isinstance(reported, int) or isinstance(reported, bool) or reported < 0:
         return

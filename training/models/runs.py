@@ -11,6 +11,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from training.models import run_json
 from training.models.programs import Program, ProgramVersion
 
 
@@ -70,6 +71,8 @@ class Run(models.Model):
     archived = models.BooleanField(default=False, db_index=True)
     # Validated launch configuration (see training.execution.run_config).
     config = models.JSONField()
+    # The shape of the run's JSON (config, usage, checkpoint...): training.models.run_json.
+    json_version = models.PositiveSmallIntegerField(default=run_json.VERSION)
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
     outcome = models.CharField(max_length=12, choices=OUTCOME_CHOICES, blank=True)
     error = models.TextField(blank=True)

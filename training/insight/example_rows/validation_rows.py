@@ -36,7 +36,7 @@ def scoring_rows(run: Run) -> list[tuple[int, dict]]:
     positions = scoring_positions(
         len(train),
         float(config.get("validation_split") or 0.0),
-        float(config.get("selection_split") or 0.0),
+        float(config["selection_split"]),
     )
     return [train[p] for p in positions]
 
