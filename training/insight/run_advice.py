@@ -115,11 +115,18 @@ class _Facts:
         self.run = run
         self.train_rows = int(run.dataset.train_count)
         self.test_rows = int(run.dataset.test_count)
-        self.scoring_rows = forecast.judged_rows(self.train_rows, run.config)
         self.test = summaries.paired_test_difference(run.evaluations.all())
         self.candidates, self.beat = beat_seed_totals(run)
         gains = [e["best_gain"] for e in _selections(run) if isinstance(e.get("best_gain"), dict)]
         self.gain = max(gains, key=lambda g: g["difference"], default=None)
+        # the rows the best candidate was judged on, as its evidence line says; what the
+        # configuration judges on before any was (CalibratedLabels cross-fits its calibrated
+        # candidates on every training row, but a model that scores no labels gets a pool
+        # candidate, judged on the validation split)
+        judged = (self.gain or {}).get("n")
+        self.scoring_rows = (
+            int(judged) if judged else forecast.judged_rows(self.train_rows, run.config)
+        )
         self.card = (
             optimizer_registry.card(run.optimizer_name)
             if optimizer_registry.offered(run.optimizer_name)
@@ -154,9 +161,14 @@ def _sentence(facts: _Facts) -> str:
                 "No candidate was scored, so the run kept its starting program: its test "
                 "reward is unchanged."
             )
+        which = (
+            "Its one candidate did not score"
+            if facts.candidates == 1
+            else f"None of the {facts.candidates} candidates scored"
+        )
         return (
-            f"None of the {facts.candidates} candidates scored better than the starting "
-            "program beyond noise, so the run kept it: its test reward is unchanged."
+            f"{which} better than the starting program beyond noise, so the run kept it: its "
+            "test reward is unchanged."
         )
     if run.outcome == Run.WORSE:
         return (
