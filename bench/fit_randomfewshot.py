@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 import training.engine as synalinks  # noqa: E402
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program  # noqa: E402
 

@@ -86,7 +86,7 @@ def setup(var_dir: str, migrate: bool = True) -> None:
 
         call_command("migrate", verbosity=0)
     # As a worker does at start (project/celery.py): runs find the local models loaded.
-    from training.engine.local import preload
+    from trainboard_local import preload
 
     preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])
     preload.wait(timeout=300)

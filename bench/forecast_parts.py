@@ -36,8 +36,8 @@ class Parts:
         self._original = None
 
     def start(self) -> None:
+        from trainboard_local import smollm2
         from training.engine.language_models import tracing
-        from training.engine.local import smollm2
 
         self.rows = []
         self.started = time.perf_counter()
@@ -62,7 +62,7 @@ class Parts:
         smollm2.complete = complete
 
     def stop(self) -> dict[str, Any]:
-        from training.engine.local import smollm2
+        from trainboard_local import smollm2
 
         ended = time.perf_counter()
         smollm2.complete = self._original

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import learning  # noqa: E402  (bench/learning.py: its tasks, prompts and splits)
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 from training.engine.modules import example_retrieval as retrieval  # noqa: E402
 from training.engine.modules import label_decision, label_readout  # noqa: E402
 from training.engine.utils.paired_bootstrap import paired_bootstrap  # noqa: E402

@@ -36,6 +36,7 @@ from pydantic import Field
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 import training.engine as synalinks  # noqa: E402
 
 DATA = ROOT / "datasets" / "builtin" / "tweeteval_sentiment" / "data.jsonl"

@@ -61,6 +61,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 import training.engine as synalinks  # noqa: E402
 from training.engine.data_model import create_data_model  # noqa: E402
 from training.engine.modules import example_retrieval as retrieval  # noqa: E402

@@ -113,8 +113,8 @@ async def embedding_round(litellm) -> dict:
 async def main(args: argparse.Namespace) -> None:
     if args.instances:
         os.environ["TRAINBOARD_LOCAL_LM_INSTANCES"] = str(args.instances)
-    import training.engine.local  # noqa: F401  (registers the provider)
-    from training.engine.local.smollm2 import _settings
+    import trainboard_local  # noqa: F401  (registers the provider)
+    from trainboard_local.smollm2 import _settings
 
     litellm = sys.modules["litellm"]
     instances, threads, n_ctx = _settings()

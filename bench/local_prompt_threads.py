@@ -44,10 +44,10 @@ def main() -> None:
     import numpy as np
     from local_throughput import few_shot_messages
 
-    from training.engine.local import smollm2
-    from training.engine.local.core_slots import CoreSlots
-    from training.engine.local.decoding import Decoder
-    from training.engine.local.prefix_store import PrefixStore
+    from trainboard_local import smollm2
+    from trainboard_local.core_slots import CoreSlots
+    from trainboard_local.decoding import Decoder
+    from trainboard_local.prefix_store import PrefixStore
 
     load_before = os.getloadavg()[0]
     llama = llama_cpp.Llama(

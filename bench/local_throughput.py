@@ -106,7 +106,7 @@ def optimizer_max_tokens() -> int:
     Returns:
         The cap in tokens (512 at the time of writing).
     """
-    from training.engine.local import smollm2
+    from trainboard_local import smollm2
 
     return smollm2.DEFAULT_MAX_TOKENS
 
@@ -132,8 +132,8 @@ def measure_rates() -> dict:
     import jsonschema
     import llama_cpp
 
-    from training.engine.local import smollm2
-    from training.engine.local.decoding import Decoder
+    from trainboard_local import smollm2
+    from trainboard_local.decoding import Decoder
 
     _, threads, n_ctx = smollm2._settings()
 
@@ -254,7 +254,7 @@ async def run_fit(spec: dict) -> dict:
         return original_eval(self, tokens)
 
     llama_cpp.Llama.eval = counting_eval
-    from training.engine.local import minilm, smollm2
+    from trainboard_local import minilm, smollm2
 
     smollm2.complete([{"role": "user", "content": "hi"}], max_tokens=1)
     minilm.embed(["warm up"])

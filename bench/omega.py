@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 import training.engine as synalinks  # noqa: E402
 from training.engine.optimizers import OMEGA  # noqa: E402
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel  # noqa: E402

@@ -178,11 +178,11 @@ class RoleTimer:
 
 async def run_config(spec: dict) -> dict:
     import training.engine as synalinks
+    from trainboard_local import minilm, smollm2  # registers the offline models with the engine
     from training.engine.optimizers import OMEGA, RandomFewShot
 
     lm = synalinks.LanguageModel(model="local/smollm2")
     em = synalinks.EmbeddingModel(model="local/minilm")
-    from training.engine.local import minilm, smollm2
 
     started = time.perf_counter()
 

@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 
 from learning import local_omega  # noqa: E402  (bench/ is the script's folder)
 
+import trainboard_local  # noqa: E402,F401  (registers the offline models with the engine)
 import training.engine as synalinks  # noqa: E402
 from training.engine.optimizers import final_selection  # noqa: E402
 from training.engine.utils.paired_bootstrap import paired_bootstrap  # noqa: E402

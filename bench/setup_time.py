@@ -48,7 +48,7 @@ RUN_TIMEOUT_S = 600
 FIRST_ANSWER = """
 import time
 started = time.perf_counter()
-import training.engine.local  # registers the local provider
+import trainboard_local  # registers the local provider
 import litellm
 reply = litellm.completion(
     model="local/smollm2",

@@ -65,7 +65,7 @@ def _preload_local_models(sender=None, **kwargs):
 
     name, pid = sender or "celery", os.getpid()  # prefork sends the worker's name
     loading_started(name, pid)  # first: before worker_ready can say "ready"
-    from training.engine.local import preload
+    from trainboard_local import preload
 
     thread = preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])
     if thread is None:

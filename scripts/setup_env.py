@@ -280,8 +280,8 @@ def warn_if_cuda_torch() -> None:
 
 
 #: The entry point that makes the local model's Q8_0 conversion
-#: (training/engine/local/prepare_weights.py).
-CONVERT_WEIGHTS = ["-m", "training.engine.local.prepare_weights"]
+#: (trainboard_local/prepare_weights.py).
+CONVERT_WEIGHTS = ["-m", "trainboard_local.prepare_weights"]
 
 
 def convert_weights(python: Path, environ: dict[str, str]) -> bool:

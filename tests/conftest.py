@@ -50,6 +50,10 @@ import pytest
 
 from core.local_runtime import launcher
 from tests.live_shell import LiveShell
+from training.engine.language_models import offline
+
+# The offline models, as an installed engine finds them through its entry point.
+offline.register_module("trainboard_local")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("TRAINBOARD_CHROMIUM", "/usr/bin/chromium")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.waiting import until
-from training.engine.local.smollm2 import model_path
+from trainboard_local.smollm2 import model_path
 
 #: Seconds the server may take to load the model and answer (measured: about 2-3 s here).
 START_SECONDS = 60

@@ -7,6 +7,7 @@ class TrainingConfig(AppConfig):
 
     def ready(self):
         # Connects the post_save handler that gives every new program its version 1.
+        from training.engine.language_models import offline
         from training.execution import events, provider_limits
         from training.insight import live
         from training.programs import program_versions  # noqa: F401
@@ -16,3 +17,5 @@ class TrainingConfig(AppConfig):
         events.listen(live)
         # Provider rate limits shared by every worker, held in the project's Redis.
         provider_limits.install()
+        # The offline local/… models: a provider beside the engine, imported on first need.
+        offline.register_module("trainboard_local")

@@ -1,5 +1,6 @@
-"""The engine as a package (pyproject.toml): its wheel holds the engine and none of the dashboard,
-and, installed into a fresh virtual environment, runs a program from outside the clone.
+"""The engine as a package (pyproject.toml): its wheel holds the engine and the offline models
+beside it (found through their entry point), none of the dashboard, and, installed into a
+fresh virtual environment, runs a program from outside the clone.
 
 The wheel is built from a copy of the working tree (an in-tree setuptools build would leave
 ``build/`` and ``*.egg-info`` in the shared checkout), with the project venv's setuptools and
@@ -81,6 +82,16 @@ def test_the_wheel_holds_the_engine_and_none_of_the_dashboard(wheel):
         if "__pycache__" not in path.parts
     }
     assert engine <= shipped, f"missing from the wheel: {sorted(engine - shipped)[:10]}"
+    local = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "trainboard_local").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert local <= shipped, f"offline models missing: {sorted(local - shipped)[:10]}"
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    with zipfile.ZipFile(wheel) as archive:
+        declared = archive.read(entry_points).decode()
+    assert "[trainboard_engine.offline]" in declared and "local = trainboard_local" in declared
     assert "training/engine/datasets/data/gsm8k/train.jsonl" in names  # package data
     assert "training/engine/datasets/data/gsm8k/LICENSE" in names
     # `training` stays a namespace package: no training/__init__.py, no app module
@@ -129,8 +140,10 @@ async def main():
     again = await synalinks.Program.load("program-7.json").predict(
         [{"text": "My card was charged twice"}]
     )
+    from training.engine.language_models import offline
     print(json.dumps({
         "engine": synalinks.__file__,
+        "offline": offline.load().__file__,
         "django": "django" in sys.modules,
         "predicted": [p.get_json() for p in y],
         "loaded": [p.get_json() for p in again],
@@ -173,6 +186,9 @@ def test_the_installed_engine_runs_a_program_outside_the_clone(venv, tmp_path):
     out = _python_outside(venv, textwrap.dedent(PROGRAM_SCRIPT), tmp_path)
     result = json.loads(out.strip().splitlines()[-1])
     assert result["engine"].startswith(str(venv)), result["engine"]
+    # the offline models, found through the wheel's entry point (nothing registers them here)
+    assert result["offline"].startswith(str(venv)), result["offline"]
+    assert "trainboard_local" in result["offline"]
     assert not result["django"]
     assert result["predicted"] == result["loaded"] == [{"team": "billing"}]
 

@@ -195,8 +195,8 @@ def test_unknown_local_model_fails_at_construction_listing_the_local_models():
 
 
 def test_local_construction_checks_availability_without_loading(monkeypatch):
-    import training.engine.local as local
-    from training.engine.local import smollm2
+    import trainboard_local as local
+    from trainboard_local import smollm2
 
     pool, instances = smollm2._pool, list(smollm2._instances)  # what earlier tests loaded
     checked = []

@@ -12,8 +12,8 @@ benchmark decoding), so the first call could wait there for as long as they keep
 import asyncio
 import threading
 
-from training.engine.local import provider, smollm2
-from training.engine.local.core_slots import CoreSlots
+from trainboard_local import provider, smollm2
+from trainboard_local.core_slots import CoreSlots
 
 
 async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch, tmp_path):

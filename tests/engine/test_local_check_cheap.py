@@ -10,7 +10,7 @@ import pytest
 PROBE = """
 import time
 started = time.perf_counter()
-import training.engine.local as local
+import trainboard_local as local
 local.check_available("local/minilm")
 import sys
 print("sentence_transformers" in sys.modules, "torch" in sys.modules, time.perf_counter() - started)

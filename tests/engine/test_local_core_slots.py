@@ -1,4 +1,4 @@
-"""Machine-wide core slots (training/engine/local/core_slots.py): one busy llama.cpp thread
+"""Machine-wide core slots (trainboard_local/core_slots.py): one busy llama.cpp thread
 per core, whichever process holds it."""
 
 import asyncio
@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from training.engine.local.core_slots import CoreSlots
+from trainboard_local.core_slots import CoreSlots
 
 
 def test_slots_are_exclusive_and_come_back(tmp_path):
@@ -27,7 +27,7 @@ def test_a_slot_held_by_another_process_is_busy_until_it_exits(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from training.engine.local.core_slots import CoreSlots; "
+            "import sys, time; from trainboard_local.core_slots import CoreSlots; "
             f"s = CoreSlots(1, {str(tmp_path)!r}); assert s.try_take() == 0; "
             "print('held', flush=True); time.sleep(60)",  # holds it until killed
         ],
@@ -71,7 +71,7 @@ async def test_a_call_cancelled_before_its_thread_started_gives_its_cores_back(
     # The chat call takes its core, then waits for a free executor thread; the executor's only
     # thread is busy. Cancelled there (Cancel, an attempt's deadline), the call must give the
     # core back itself: its queued job would never reach its own ``finally``.
-    from training.engine.local import provider, smollm2
+    from trainboard_local import provider, smollm2
 
     slots = CoreSlots(1, tmp_path)
     took = asyncio.Event()
@@ -131,7 +131,7 @@ def test_borrowing_takes_free_slots_on_idle_cores_only_and_never_waits(tmp_path)
 
 
 def test_the_running_threads_are_the_kernels_instantaneous_count(tmp_path, monkeypatch):
-    from training.engine.local import core_slots
+    from trainboard_local import core_slots
 
     loadavg = tmp_path / "loadavg"
     loadavg.write_text("4.71 3.83 3.26 6/164 31978\n")

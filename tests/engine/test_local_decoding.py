@@ -1,4 +1,4 @@
-"""The local decoder (``training/engine/local/decoding.py``) on the real SmolLM2: sampling
+"""The local decoder (``trainboard_local/decoding.py``) on the real SmolLM2: sampling
 every token, the same answers as llama-cpp-python's create_chat_completion at temperature 0;
 appending the text the grammar forces, the same labels with fewer evaluations; either way the
 same answer whatever the instance held before; the shared prompt prefix evaluated once;
@@ -10,12 +10,12 @@ import json
 import jsonschema
 import pytest
 
-from training.engine.local import smollm2
-from training.engine.local.core_slots import CoreSlots
-from training.engine.local.decoding import Decoder, batches, shared_prefix
-from training.engine.local.instance_pool import InstancePool
-from training.engine.local.prefix_store import PrefixStore
-from training.engine.local.sampling import LLAMA_RANDOM_SEED, fixed_seed
+from trainboard_local import smollm2
+from trainboard_local.core_slots import CoreSlots
+from trainboard_local.decoding import Decoder, batches, shared_prefix
+from trainboard_local.instance_pool import InstancePool
+from trainboard_local.prefix_store import PrefixStore
+from trainboard_local.sampling import LLAMA_RANDOM_SEED, fixed_seed
 
 pytestmark = pytest.mark.slow
 

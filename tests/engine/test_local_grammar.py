@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from training.engine.local import grammar  # noqa: E402
+from trainboard_local import grammar  # noqa: E402
 
 litellm = sys.modules["litellm"]
 
@@ -136,7 +136,7 @@ async def test_max_length_reaches_the_grammar():
 
 @pytest.mark.slow
 def test_a_grammar_llama_cpp_refuses_is_an_error_not_a_crash():
-    from training.engine.local import smollm2
+    from trainboard_local import smollm2
 
     decoder = smollm2._get_pool().take()
     try:

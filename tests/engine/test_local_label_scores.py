@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import training.engine as synalinks
+from trainboard_local import label_scores, smollm2
+from trainboard_local.decoding import Decoder
 from training.engine.language_models import label_scoring
-from training.engine.local import label_scores, smollm2
-from training.engine.local.decoding import Decoder
 
 pytestmark = pytest.mark.slow
 

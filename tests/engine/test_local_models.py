@@ -13,8 +13,8 @@ import numpy as np
 import pydantic
 import pytest
 
-import training.engine.local as local
-from training.engine.local import minilm, smollm2
+import trainboard_local as local
+from trainboard_local import minilm, smollm2
 
 litellm = sys.modules["litellm"]
 

@@ -14,7 +14,7 @@ import warnings
 
 import litellm
 
-from training.engine.local import provider
+from trainboard_local import provider
 
 
 async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coroutine(
@@ -53,7 +53,7 @@ async def test_a_lazy_call_closed_before_it_started_never_runs():
     function is never called, and awaiting it afterwards raises instead of running it."""
     import pytest
 
-    from training.engine.local.lazy_call import LazyCall
+    from trainboard_local.lazy_call import LazyCall
 
     ran = []
 

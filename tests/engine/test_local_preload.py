@@ -1,8 +1,8 @@
-"""Worker start-up preload of the local models (``training.engine.local.preload``)."""
+"""Worker start-up preload of the local models (``trainboard_local.preload``)."""
 
 import pytest
 
-from training.engine.local import minilm, preload, smollm2
+from trainboard_local import minilm, preload, smollm2
 
 
 def test_only_local_models_are_preloaded():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from training.engine.local import LocalModelError, smollm2, weights
+from trainboard_local import LocalModelError, smollm2, weights
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
@@ -158,10 +158,10 @@ def test_a_failed_conversion_still_says_why(cache, tmp_path, capfd, caplog):
 
 
 def convert_now(environ: dict) -> subprocess.CompletedProcess:
-    """``python -m training.engine.local.prepare_weights``, what ``make setup`` runs after an install."""
+    """``python -m trainboard_local.prepare_weights``, what ``make setup`` runs after an install."""
     env = {k: v for k, v in os.environ.items() if k != weights.WEIGHTS_SETTING}
     return subprocess.run(
-        [sys.executable, "-m", "training.engine.local.prepare_weights"],
+        [sys.executable, "-m", "trainboard_local.prepare_weights"],
         cwd=BASE_DIR,
         env={**env, **environ},
         capture_output=True,

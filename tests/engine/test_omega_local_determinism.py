@@ -10,7 +10,7 @@ import pytest
 
 import training.engine as synalinks
 from tests.engine.helpers_engine import LOCAL_OMEGA_ROWS
-from training.engine.local import smollm2
+from trainboard_local import smollm2
 from training.engine.modules import module as module_names
 from training.engine.optimizers import OMEGA
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program

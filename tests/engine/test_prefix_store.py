@@ -1,11 +1,11 @@
-"""The pool's store of saved prompt prefixes (``training/engine/local/prefix_store.py``): one
+"""The pool's store of saved prompt prefixes (``trainboard_local/prefix_store.py``): one
 claim per prefix, waiters woken by the save or by the claim ending without one, bounded waits,
 the most recently used kept."""
 
 import threading
 import time
 
-from training.engine.local.prefix_store import BUSY, CLAIMED, SAVED, PrefixStore
+from trainboard_local.prefix_store import BUSY, CLAIMED, SAVED, PrefixStore
 
 
 class NotedWaits(threading.Condition):

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from tests.support.waiting import until
-from training.engine.local import preload
+from trainboard_local import preload
 from training.execution import model_loading
 from training.execution.attempt import execute
 from training.models import Run

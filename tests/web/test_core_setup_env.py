@@ -253,9 +253,9 @@ def test_the_lock_holds_every_direct_pin_with_hashes():
 
 
 def test_the_weight_packages_are_locked_as_the_engine_names_them():
-    """training/engine/local/errors.py names the same pins in its install hint."""
+    """trainboard_local/errors.py names the same pins in its install hint."""
     spec = importlib.util.spec_from_file_location(
-        "local_errors", BASE_DIR / "training" / "engine" / "local" / "errors.py"
+        "local_errors", BASE_DIR / "trainboard_local" / "errors.py"
     )
     errors = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(errors)
@@ -403,7 +403,7 @@ def test_a_failed_compile_fails_the_set_up_after_the_install():
 
 
 def test_setup_converts_the_local_weights_and_only_warns_when_it_cannot(monkeypatch, capfd):
-    assert setup_env.CONVERT_WEIGHTS == ["-m", "training.engine.local.prepare_weights"]
+    assert setup_env.CONVERT_WEIGHTS == ["-m", "trainboard_local.prepare_weights"]
     python = Path(sys.executable)
     monkeypatch.setattr(setup_env, "CONVERT_WEIGHTS", ["-c", "import sys; sys.exit(0)"])
     assert setup_env.convert_weights(python, {}) is True

@@ -4,9 +4,9 @@
 Django. litellm's cost map is read from the local copy (no network at import); litellm itself
 is imported lazily, on the first real LM call.
 
-The package is also where the language models meet the offline ``local/…`` provider: the
-provider is built on ``language_models``, so ``language_models`` never imports it; this package,
-above both, registers the loader that imports it on first need (``language_models.offline``).
+The offline ``local/…`` models are a provider outside the engine (``trainboard_local``, the
+``local`` extra), built on it: the engine never imports it, it finds it through
+``language_models.offline`` (an installed entry point, or a loader its runner registers).
 """
 
 import os
@@ -28,7 +28,7 @@ from training.engine.data_model import (  # noqa: E402
     create_data_model,
     data_model_from_schema,
 )
-from training.engine.language_models import offline, tracing, usage  # noqa: E402
+from training.engine.language_models import tracing, usage  # noqa: E402
 from training.engine.language_models.budget import BudgetExhausted, CallBudget  # noqa: E402
 from training.engine.language_models.embedding_model import EmbeddingModel  # noqa: E402
 from training.engine.language_models.language_model import (  # noqa: E402
@@ -42,17 +42,6 @@ from training.engine.program import Program, Sequential  # noqa: E402
 from training.engine.symbolic import Input  # noqa: E402
 from training.engine.trainers.history import History  # noqa: E402
 from training.engine.variables import Variable  # noqa: E402
-
-
-def _local_provider() -> offline.OfflineProvider:
-    """The offline provider, imported (and registered with litellm) on the first need: an
-    import at the top would load litellm with the engine."""
-    import training.engine.local as local
-
-    return local
-
-
-offline.register_loader(_local_provider)
 
 __all__ = [
     "BudgetExhausted",

@@ -17,8 +17,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from trainboard_local import preload
 from training import optimizer_registry
-from training.engine.local import preload
 from training.execution import events, run_state
 
 #: The phase a run shows while its worker loads the local models it needs.

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 #: Threads a local call keeps busy on its own (one llama.cpp thread an instance, see
-#: ``training.engine.local.smollm2``): an optimizer's calls, the work besides calls.
+#: ``trainboard_local.smollm2``): an optimizer's calls, the work besides calls.
 ALONE_THREADS = 1.0
 #: The least share of the machine a measured process is taken to have got (a measurement
 #: where the others took every core is noise: the process ran).

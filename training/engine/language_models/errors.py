@@ -189,7 +189,7 @@ def _long(exc: BaseException, limit: int = 600) -> str:
 def _local_models_hint() -> str:
     try:
         provider = offline.load()
-    except ImportError:  # pragma: no cover - the local package is part of the engine
+    except ImportError:  # no offline provider installed or registered
         return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
     return provider.local_models_hint()
 

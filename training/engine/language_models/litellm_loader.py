@@ -1,4 +1,4 @@
-"""Loading litellm (once, quietly) and the engine's offline ``local`` provider.
+"""Loading litellm (once, quietly) and the offline ``local`` provider.
 
 The provider is reached through ``offline.py``'s hook, never imported from here: it is built on
 this package.
@@ -52,7 +52,7 @@ def load_local_provider(where: str, model: str) -> None:
         local = offline.load()
     except ImportError as exc:
         raise LanguageModelConfigError(
-            f"{where}: the local provider training.engine.local cannot be imported: {exc}"
+            f"{where}: the local provider cannot be imported: {exc}"
         ) from exc
     try:
         local.check_available(model)

@@ -1,26 +1,38 @@
-"""The hook through which this package reaches the offline ``local/…`` models.
+"""The hook through which the engine reaches the offline ``local/…`` models.
 
-Why: the offline provider (``training.engine.local``) is built on this package (it registers
-its label scorer in ``label_scoring``, takes the per-model semaphore of ``limits``), so this
-package never imports it. The layer above both, ``training.engine``'s package, registers a
-loader here (:func:`register_loader`); what this package needs from the provider (whether a
-model can run, the error it raises, the hint that lists the offline models) comes through what
-that loader returns. The loader imports the provider on first need, so litellm still loads with
-the first local model or the first failed call, never when the engine is imported.
+Why: the offline provider (the ``trainboard_local`` package, shipped beside the engine with
+the ``local`` extra) is built on this package (it registers its label scorer in
+``label_scoring``, takes the per-model semaphore of ``limits``), and the engine is the guide's
+API: it never imports the provider. The provider is found in one of two ways:
+
+- an installed distribution names it under the entry-point group :data:`ENTRY_POINT_GROUP`
+  (``pip install ".[local]"``: the engine's own wheel does, ``local = "trainboard_local"``);
+- whoever runs the engine from a clone registers it (:func:`register_loader`, or
+  :func:`register_module` with the module's name): the dashboard at start, the tests'
+  ``conftest``, a bench.
+
+What the engine needs from the provider (whether a model can run, the error it raises, the
+hint that lists the offline models) comes through what the loader returns. The provider is
+imported on first need, so litellm still loads with the first local model or the first failed
+call, never when the engine is imported.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
+from importlib import metadata
 from typing import Protocol
 
 #: The provider prefix of offline models: ``local/smollm2``, ``local/minilm``.
 PREFIX = "local"
+#: The entry-point group an installed offline provider is named in (its name: :data:`PREFIX`).
+ENTRY_POINT_GROUP = "trainboard_engine.offline"
 
 
 class OfflineProvider(Protocol):
-    """What the loader returns (the ``training.engine.local`` package)."""
+    """What the loader returns (the ``trainboard_local`` package)."""
 
     LocalModelError: type[Exception]
 
@@ -41,21 +53,49 @@ def register_loader(loader: Callable[[], OfflineProvider]) -> None:
         _loader = loader
 
 
+def register_module(name: str) -> None:
+    """Reach the offline provider by importing the module ``name`` on first need (importing
+    it registers it with litellm)."""
+    register_loader(lambda: importlib.import_module(name))
+
+
 def serves(model: str) -> bool:
     """Whether a model string is served by the offline provider (the provider's own rule)."""
     return model.startswith(PREFIX + "/")
+
+
+def _installed_loader() -> Callable[[], OfflineProvider] | None:
+    """The loader of the provider an installed distribution names, if one does."""
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name == PREFIX:
+            return entry.load
+    return None
 
 
 def load() -> OfflineProvider:
     """The offline provider, loaded (and registered with litellm) on the first call.
 
     Raises:
-        ImportError: no loader is registered, or the provider cannot be imported.
+        ImportError: no provider is registered or installed, or it cannot be imported.
     """
     loader = _loader
     if loader is None:
-        raise ImportError("no offline provider is registered (training.engine registers it)")
+        loader = _installed_loader()
+        if loader is None:
+            raise ImportError(
+                "no offline provider is installed (pip install 'trainboard-engine[local]') "
+                "or registered (training.engine.language_models.offline.register_module)"
+            )
+        register_loader(loader)
     return loader()
 
 
-__all__ = ["PREFIX", "OfflineProvider", "load", "register_loader", "serves"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PREFIX",
+    "OfflineProvider",
+    "load",
+    "register_loader",
+    "register_module",
+    "serves",
+]

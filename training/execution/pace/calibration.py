@@ -39,9 +39,9 @@ from pydantic import Field
 
 import training.engine as synalinks
 from core import worker_status
+from trainboard_local import is_local_model
 from training.engine.data_model import DataModel
 from training.engine.language_models.redaction import redact
-from training.engine.local import is_local_model
 from training.execution.pace import cpu_meter
 from training.forecasting.contention import ALONE_THREADS, batch_threads
 from training.forecasting.pace import (

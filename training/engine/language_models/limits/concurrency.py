@@ -2,7 +2,7 @@
 
 One :class:`asyncio.Semaphore` per key (e.g. ``(model, api_base)``) per running event loop:
 :func:`training.engine.language_models.retry.call_with_retries` holds it around each attempt,
-and the local provider (:mod:`training.engine.local.provider`) around each chat call on its
+and the local provider (:mod:`trainboard_local.provider`) around each chat call on its
 model instances. It imports nothing of the engine, so any part of it (the local provider
 included) can use it without pulling in the language model and its errors.
 """

@@ -6,7 +6,7 @@ unsteady, and each is fixed here with llama.cpp's own low-level API:
 
 - **Constrained decoding cost ~8× free text, and most of a structured answer is forced.**
   The token is chosen first and only it is checked against the grammar, and the text the
-  grammar forces is appended without sampling it (:mod:`training.engine.local.sampling`
+  grammar forces is appended without sampling it (:mod:`trainboard_local.sampling`
   says how, and why the answer does not change).
 - **Prefix reuse could depend on history.** The instance keeps the keys and values of its last
   prompt and the next call evaluates only what follows the prefix the two share. Measured on
@@ -30,7 +30,7 @@ unsteady, and each is fixed here with llama.cpp's own low-level API:
 - **A seedless sampled call depended on the instance.** llama-cpp-python derives a seedless
   call's seed from the instance's previous seed, so which instance served how many calls
   changed the answers. Here a seedless call at temperature > 0 is seeded from the request
-  itself (:func:`~training.engine.local.sampling.request_seed`): the same request gets the same answer whatever the
+  itself (:func:`~trainboard_local.sampling.request_seed`): the same request gets the same answer whatever the
   scheduling; different requests (another parent, another batch) differ as before.
 - **A lone call left the other core idle.** OMEGA's mutation runs alone (nothing else of the
   run can start until it answers), so on two cores one of them idled through its ~350-token
@@ -81,9 +81,9 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.local.counts import Counts
-from training.engine.local.prefix_store import CLAIMED, SAVED, PrefixStore, shared_prefix
-from training.engine.local.sampling import (
+from trainboard_local.counts import Counts
+from trainboard_local.prefix_store import CLAIMED, SAVED, PrefixStore, shared_prefix
+from trainboard_local.sampling import (
     TOKEN_DATA,
     TOP_P,
     TokenSampling,

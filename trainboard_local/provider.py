@@ -19,11 +19,11 @@ import litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 
+from trainboard_local import minilm, smollm2
+from trainboard_local.errors import LocalModelError, unknown_model
+from trainboard_local.lazy_call import LazyCall
 from training.engine.language_models.label_scoring import Scored
 from training.engine.language_models.limits.concurrency import semaphore
-from training.engine.local import minilm, smollm2
-from training.engine.local.errors import LocalModelError, unknown_model
-from training.engine.local.lazy_call import LazyCall
 
 PROVIDER = "local"
 CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}
@@ -244,7 +244,7 @@ def _run_embedding(model: str, texts: Any) -> tuple[list, int]:
 
 
 class LocalProvider(CustomLLM):
-    """litellm handler for `local/…` models (registered by `training.engine.local`).
+    """litellm handler for `local/…` models (registered by `trainboard_local`).
 
     litellm (pinned in requirements.txt) calls these four methods with keyword arguments only,
     so each names just what it reads; the rest of CustomLLM's signature (api_base, api_key,

@@ -9,9 +9,11 @@ llama.cpp, torch and the weights load on the first real call. After that
 work like any remote model. `check_available(model)` tells, without loading anything, whether
 a local model can run here (for fail-fast construction and the Settings page).
 
-The language models reach this package through ``language_models.offline``, whose loader the
-engine's package sets to import it: it is built on ``language_models`` (its label scorer, the
-per-model semaphore), so ``language_models`` never imports it.
+A package beside the engine, built on it (its label scorer, the per-model semaphore): the
+engine never imports it. The engine finds it through ``language_models.offline``: installed,
+by the entry point the wheel declares (``pyproject.toml``); from a clone, by a registration
+(the dashboard's ``TrainingConfig.ready``, the tests' ``conftest``), and importing this
+package registers it too (``register``).
 """
 
 from __future__ import annotations
@@ -23,16 +25,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402  (the env var above must be set first)
 
-from training.engine.language_models.label_scoring import register_scorer  # noqa: E402
-from training.engine.local import minilm, smollm2  # noqa: E402
-from training.engine.local.errors import (  # noqa: E402
+from trainboard_local import minilm, smollm2  # noqa: E402
+from trainboard_local.errors import (  # noqa: E402
     INSTALL_COMMAND,
     LOCAL_MODELS,
     LocalModelError,
     local_models_hint,
     unknown_model,
 )
-from training.engine.local.provider import PROVIDER, LocalProvider, score_labels  # noqa: E402
+from trainboard_local.provider import PROVIDER, LocalProvider, score_labels  # noqa: E402
+from training.engine.language_models import offline  # noqa: E402
+from training.engine.language_models.label_scoring import register_scorer  # noqa: E402
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -78,7 +81,9 @@ _REGISTER_LOCK = threading.Lock()
 
 
 def register() -> None:
-    """Add the `local` provider to litellm once; safe to call any number of times."""
+    """Add the `local` provider to litellm and to the engine's offline hook once; safe to call
+    any number of times."""
+    offline.register_module(__name__)
     with _REGISTER_LOCK:
         if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
             litellm.custom_provider_map = [

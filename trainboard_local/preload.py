@@ -9,7 +9,7 @@ name the phase (``'loading models'``) while it waits.
 
 Example:
     ```python
-    from training.engine.local import preload
+    from trainboard_local import preload
 
     preload.start_preload(["local/smollm2", "local/minilm"])
     preload.state()  # {"local/smollm2": "loading", "local/minilm": "loading"}
@@ -24,8 +24,8 @@ import threading
 import time
 from collections.abc import Iterable
 
-from training.engine.local import minilm, smollm2
-from training.engine.local.errors import LocalModelError
+from trainboard_local import minilm, smollm2
+from trainboard_local.errors import LocalModelError
 
 logger = logging.getLogger(__name__)
 

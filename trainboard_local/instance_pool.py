@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from training.engine.local.prefix_store import shared_prefix
+from trainboard_local.prefix_store import shared_prefix
 
 
 class InstancePool:

@@ -57,7 +57,7 @@ def score(
     cancelled: threading.Event | None = None,
 ) -> dict:
     """The log-probability of each of ``continuations`` as the answer's text after
-    ``opening``, on ``decoder`` (a :class:`~training.engine.local.decoding.Decoder`).
+    ``opening``, on ``decoder`` (a :class:`~trainboard_local.decoding.Decoder`).
 
     Returns ``{"scores": [...], "usage": {...}, "timings": {...}}``; a call cancelled
     meanwhile returns no scores. Raises ValueError (naming the context window) when the

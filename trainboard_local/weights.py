@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from training.engine.local.errors import LocalModelError
+from trainboard_local.errors import LocalModelError
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Make the local model's Q8_0 conversion now: ``python -m training.engine.local.prepare_weights``.
+"""Make the local model's Q8_0 conversion now: ``python -m trainboard_local.prepare_weights``.
 
 ``make setup`` runs this after an install (``scripts/setup_env.py``), so that a user's first run
 does not pay the conversion (~2 s and llama.cpp's log). It lives apart from ``weights.py``, which
@@ -12,9 +12,9 @@ import logging
 import os
 import sys
 
-from training.engine.local import smollm2
-from training.engine.local.errors import LocalModelError
-from training.engine.local.weights import Q8_0, SHIPPED, WEIGHTS_SETTING, runtime_weights
+from trainboard_local import smollm2
+from trainboard_local.errors import LocalModelError
+from trainboard_local.weights import Q8_0, SHIPPED, WEIGHTS_SETTING, runtime_weights
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Choosing the next token of a local completion under a grammar, and appending the text the
 grammar forces without sampling it.
 
-:class:`TokenSampling` is the part of :class:`~training.engine.local.decoding.Decoder` that
+:class:`TokenSampling` is the part of :class:`~trainboard_local.decoding.Decoder` that
 samples; the decoder evaluates prompts and runs the call. Why not llama-cpp-python's own
 sampler chain with the grammar in it:
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from training.engine.local.counts import Counts
+from trainboard_local.counts import Counts
 
 #: llama-cpp-python's create_chat_completion sampling defaults (kept so answers do not change;
 #: its repeat penalty defaults to 1.0, i.e. off).
@@ -72,7 +72,7 @@ def request_seed(prompt: list[int], temperature: float, top_p: float, grammar: s
 
 
 class TokenSampling:
-    """Mixin of :class:`~training.engine.local.decoding.Decoder`: it reads the decoder's
+    """Mixin of :class:`~trainboard_local.decoding.Decoder`: it reads the decoder's
     llama.cpp handles, vocabulary buffers and one-byte tokens (set up in its ``__init__``)."""
 
     def _array(self, logits: np.ndarray) -> Any:
