@@ -1,7 +1,7 @@
 """A run that starts while its worker still loads the local models says so.
 
-The worker loads ``local/…`` models once as its process starts (``training.engine.local.
-preload``, started from ``project/celery.py``), in a background thread. A run claimed before
+The worker loads ``local/…`` models once as its process starts (``trainboard_local.preload``,
+started from ``project/celery.py``), in a background thread. A run claimed before
 that load is done would sit in "starting" with nothing said while its first LM call waits on
 the load lock; instead it names the phase ``"loading models"`` (the run page's status and
 progress show it, live) and waits here, still answering Cancel, until the models it uses are
