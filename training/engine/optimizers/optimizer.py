@@ -246,13 +246,8 @@ class Optimizer(Champions):
         """A ``few_shot`` candidate derived from the variable's champion (its parent): what
         every optimizer that samples examples or pools proposes."""
         parent = self.champion(variable)
-        return self.add_candidate(
-            variable,
-            value,
-            "few_shot",
-            parent_ids=[parent["id"]] if parent else [],
-            candidate_id=candidate_id,
-        )
+        parents = [parent["id"]] if parent else []
+        return self.add_candidate(variable, value, "few_shot", parents, candidate_id)
 
     def add_by_hand(
         self, name: str, value: dict[str, Any], parent_ids: list[str] | None = None
@@ -262,14 +257,8 @@ class Optimizer(Champions):
         and scored like any other at the optimizer's next scoring of pending candidates
         (OMEGA: the next batch end; others: the epoch end); from then on it competes and can
         be a parent as any other. ValueError when ``value`` is not a value of that variable
-        (its keys) or is too long.
-
-        Example:
-
-        ```python
-        optimizer.add_by_hand("generator/state", {**best["value"], "instructions": "..."},
-                              parent_ids=[best["id"]])
-        ```
+        (its keys) or is too long. E.g. ``optimizer.add_by_hand("generator/state",
+        {**best["value"], "instructions": "..."}, parent_ids=[best["id"]])``.
         """
         variable = self.variable(name)
         if not isinstance(value, dict) or set(value) != set(variable.value):
