@@ -57,6 +57,40 @@
     },
   };
 
+  // The run's chart puts epoch e's logs at e + 1 on a number line, so the epoch under way
+  // (``in_epoch``: its running training reward after each batch) sits between e and e + 1 and
+  // the line grows batch by batch before the epoch's point is in.
+  const historyOptions = {
+    ...lineOptions,
+    scales: {
+      y: lineOptions.scales.y,
+      x: { type: "linear", min: 0, ticks: { stepSize: 1, precision: 0 }, title: { display: true, text: "epoch" } },
+    },
+  };
+
+  function historyPoints(history) {
+    const datasets = historyDatasets(history).map((dataset) => ({
+      ...dataset,
+      data: dataset.data.map((y, i) => ({ x: history.epochs[i] + 1, y })),
+    }));
+    const now = history.in_epoch;
+    if (now && now.batches && (now.points || []).length) {
+      const points = now.points.map(([done, reward]) => ({ x: now.epoch + done / now.batches, y: reward }));
+      const last = history.epochs.length ? history.epochs.length - 1 : -1;
+      const start = last >= 0 && history.series.reward ? [{ x: history.epochs[last] + 1, y: history.series.reward[last] }] : [];
+      datasets.push({
+        label: `training reward, epoch ${now.epoch + 1} so far`,
+        data: [...start, ...points],
+        borderColor: PALETTE[0],
+        backgroundColor: PALETTE[0],
+        borderDash: [2, 3],
+        tension: 0.2,
+        pointRadius: 1.5,
+      });
+    }
+    return datasets;
+  }
+
   function renderHistory() {
     const canvas = document.getElementById("history-chart");
     const history = readJSON(document.getElementById("run-chart-data"), "data-history");
@@ -64,10 +98,9 @@
     const labels = history.epochs.map((epoch) => epoch + 1);
     const chart = charts.history;
     if (!chart || chart.canvas !== canvas) {
-      charts.history = new Chart(canvas, { type: "line", data: { labels, datasets: historyDatasets(history) }, options: lineOptions });
+      charts.history = new Chart(canvas, { type: "line", data: { datasets: historyPoints(history) }, options: historyOptions });
     } else {
-      const fresh = historyDatasets(history);
-      chart.data.labels = labels;
+      const fresh = historyPoints(history);
       fresh.forEach((dataset, index) => {
         if (chart.data.datasets[index] && chart.data.datasets[index].label === dataset.label) {
           chart.data.datasets[index].data = dataset.data;
@@ -79,6 +112,7 @@
       chart.update("none");
     }
     canvas.dataset.points = String(labels.length);
+    canvas.dataset.batchPoints = String(((history.in_epoch || {}).points || []).length);
   }
 
   /* Error bars (mean ± std) drawn over bar charts: Chart.js has none built in. */

@@ -67,9 +67,11 @@ def test_a_fit_in_another_process_appears_live_on_its_run_page(
         )
         run = found[0]
         page.goto(f"/runs/{run['id']}/")
-        # the fit waits after its first epoch: the page shows it running with that epoch
+        # the fit waits inside its second epoch: the page shows it running, its first epoch
+        # in the table, and the second one's first batch on the chart's line
         page.locator('#run-status .status-badge[data-status="running"]').wait_for()
         page.locator('#run-epochs tr[data-epoch="0"]').wait_for(timeout=30_000)
+        page.locator('#history-chart[data-batch-points="1"]').wait_for(timeout=30_000)
         assert page.locator('#run-epochs tr[data-epoch="1"]').count() == 0
         assert "from code" in page.locator("#run-status").inner_text().lower()
         screenshot(page, "code-run-live")
@@ -77,6 +79,8 @@ def test_a_fit_in_another_process_appears_live_on_its_run_page(
         # the rest arrives live, without a reload: the second epoch, then the end
         page.locator('#run-epochs tr[data-epoch="1"]').wait_for(timeout=30_000)
         page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=30_000)
+        # the finished run's chart has its two epochs' points and no line of an epoch under way
+        page.locator('#history-chart[data-points="2"][data-batch-points="0"]').wait_for()
         out, err = child.communicate(timeout=60)
     finally:
         gate.touch()

@@ -6,8 +6,8 @@ evaluates, fits and evaluates again a one-module program on a scripted model, th
 the run's URL. The model is a litellm provider of this process (``fake/echo`` here answers
 right for the questions it knows, in no time): the program is a plain ``LanguageModel``, so
 the dashboard takes its JSON as it takes any program's (the test stack knows ``fake/echo``
-as a model string too). With ``--gate``, it stops after its first epoch's event until FILE
-exists, so a test can look at the run mid-fit. ``--model local/smollm2`` fits on the real
+as a model string too). With ``--gate``, it stops after the first batch of its second epoch
+until FILE exists, so a test can look at the run mid-fit. ``--model local/smollm2`` fits on the real
 local model instead (what a dashboard started by ``make run`` accepts).
 """
 
@@ -60,14 +60,15 @@ class Answer(synalinks.DataModel):
 
 
 class Gate(synalinks.callbacks.Callback):
-    """Holds the fit after its first ``epoch_end`` event until ``path`` exists."""
+    """Holds the fit after the first batch of its second epoch until ``path`` exists: its
+    first epoch is done and its second under way."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
 
     async def on_event(self, event):
-        if event.get("type") == "epoch_end" and event.get("epoch") == 0:
+        if event.get("type") == "batch_end" and (event["epoch"], event["batch"]) == (1, 0):
             await asyncio.to_thread(self._wait)
 
     def _wait(self) -> None:

@@ -26,6 +26,9 @@ attempts, ``training.execution.usage.merged_usage``), with ``failed_predictions`
 ({variable: its ``final_selection`` event}), ``refusals`` (``training.execution.refusals``):
 as ``Run`` documents them beside each field.
 
+``Run.epoch_so_far``: {"epoch", "batches", "points": [[batches done, running reward]]}
+while an epoch is under way, else None (``recording.persistence``).
+
 ``Run.samples``: [{"inputs", "expected", "predicted"}]; ``Run.trained_program_json``: the
 trained program (``Program.get_config()``), or None.
 

@@ -111,6 +111,10 @@ class Run(models.Model):
     # Progress
     current_epoch = models.IntegerField(default=0)  # epochs completed
     current_batch = models.IntegerField(default=0)  # batches completed in the current epoch
+    # The current epoch's running training logs, batch by batch (the history chart's line
+    # while an epoch is under way): {"epoch", "batches", "points": [[batches done, reward]]};
+    # None between epochs.
+    epoch_so_far = models.JSONField(null=True, blank=True)
     batches_per_epoch = models.IntegerField(default=0)
     # Usage totals (training.engine.language_models.usage.Usage.to_dict(), summed over attempts).
     usage = models.JSONField(default=dict)

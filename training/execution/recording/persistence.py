@@ -45,6 +45,10 @@ from training.models import (
     RunCheckpoint,
 )
 
+#: Points of an epoch's line kept at most (``Run.epoch_so_far``; a longer epoch is thinned).
+MAX_EPOCH_POINTS = 200
+_UNREAD = object()
+
 #: The events whose store writes the run's usage (and so the traces made until then).
 USAGE_EVENTS = ("batch_end", "epoch_end")
 
@@ -87,6 +91,7 @@ class PersistenceCallback(Callback):
         self.superseded = superseded if superseded is not None else threading.Event()
         # The attempt's trace writer (``traces.TraceWriter``; None: calls are not recorded),
         # and the usage snapshot the current store writes with its traces.
+        self._so_far: Any = _UNREAD  # the run's ``epoch_so_far`` as this callback last wrote it
         self.traces: Any = None
         self._snapshot: dict[str, Any] | None = None
 
@@ -191,8 +196,32 @@ class PersistenceCallback(Callback):
             training_start_batch=initial_epoch * steps + initial_batch,
         )
 
+    def _epoch_so_far(self, event: dict) -> dict[str, Any] | None:
+        """The run's ``epoch_so_far`` with this batch's running reward added (read from the
+        run once per callback: a resumed attempt, or a posted batch of a run from code, goes
+        on from what is stored; a point at or past this batch is of an abandoned attempt)."""
+        if self._so_far is _UNREAD:
+            self._so_far = (
+                Run.objects.filter(pk=self.run_id).values_list("epoch_so_far", flat=True).first()
+            )
+        epoch, done = int(event["epoch"]), int(event["batch"]) + 1
+        reward = (event.get("logs") or {}).get("reward")
+        stored = self._so_far if isinstance(self._so_far, dict) else {}
+        points = list(stored.get("points") or []) if stored.get("epoch") == epoch else []
+        points = [point for point in points if point[0] < done]
+        if _number(reward):
+            points.append([done, float(reward)])
+        if len(points) > MAX_EPOCH_POINTS:  # a long epoch: every other point, the last kept
+            points = points[-1::-2][::-1]
+        self._so_far = {"epoch": epoch, "batches": int(event.get("batches") or 0), "points": points}
+        return self._so_far
+
     def _on_batch_end(self, event: dict) -> Run | None:
-        run = self._update(current_batch=int(event["batch"]) + 1, **self.usage_fields())
+        run = self._update(
+            current_batch=int(event["batch"]) + 1,
+            epoch_so_far=self._epoch_so_far(event),
+            **self.usage_fields(),
+        )
         if run is not None:
             self.hand_queue = hand_candidates.queued(run)
         if run is not None and run.cancel_requested and self.program is not None:
@@ -210,8 +239,11 @@ class PersistenceCallback(Callback):
             if isinstance(value, int | float)
         }
         checkpoint = self.program.get_config() if self.program is not None else None
+        self._so_far = None
         with transaction.atomic():
-            run = self._update(current_epoch=epoch + 1, current_batch=0, **self.usage_fields())
+            run = self._update(
+                current_epoch=epoch + 1, current_batch=0, epoch_so_far=None, **self.usage_fields()
+            )
             if run is None:
                 return None
             run.checkpoint, _ = RunCheckpoint.objects.update_or_create(

@@ -51,8 +51,11 @@ def status(run: Run, query: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def history(run: Run, query: Mapping[str, Any]) -> dict[str, Any]:
-    """Every epoch's logs: the epoch table's rows and the chart's series."""
+    """Every epoch's logs: the epoch table's rows and the chart's series (with the running
+    reward of the epoch under way)."""
     data = summaries.history(list(run.epoch_logs.all()))
+    # the epoch under way, batch by batch: the chart's line before its epoch ends
+    data["in_epoch"] = run.epoch_so_far if run.status == Run.RUNNING else None
     return {
         "history": data,
         "history_json": json.dumps(data),

@@ -43,7 +43,13 @@ SECTIONS: tuple[Section, ...] = (
         group="overview",
         frame=OVERVIEW,
     ),
-    Section("chart", contexts.history, changed_by=("epoch_end",), group="overview", frame=HISTORY),
+    Section(
+        "chart",
+        contexts.history,
+        changed_by=("batch_end", "epoch_end", "status"),
+        group="overview",
+        frame=HISTORY,
+    ),
     Section(
         "evaluations",
         contexts.evaluations,
