@@ -135,6 +135,7 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         try:
             if kind == "evaluation":
                 _store_evaluation(run, event)
+                happened.add(events.EVALUATION)
             elif kind == "train_end":
                 _finish(run, event, recorder)
             elif run.status == Run.RUNNING and recorder.store(event) is not None:
@@ -148,6 +149,8 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
     if happened and run.status == Run.RUNNING:
         # one send for the batch: the sections its events changed, each rendered once
         async_to_sync(events.stored)(run.group_name, run, *sorted(happened))
+    elif happened:  # an evaluation after the fit ended: its figures and the verdict
+        events.run_changed(run, *sorted(happened), events.STATUS)
     return {"stop": bool(run.cancel_requested), "status": run.status}
 
 
@@ -211,7 +214,6 @@ def _store_evaluation(run: Run, event: dict[str, Any]) -> None:
     run.refresh_from_db()
     if run.status != Run.RUNNING and "kept_seed" in run.config:
         Run.objects.filter(pk=run.pk).update(outcome=_outcome(run.pk, run.config))
-        events.run_row_changed(run.pk)
 
 
 def _outcome(run_id: int, config: dict[str, Any]) -> str:
