@@ -19,7 +19,7 @@ def rows_of(html: str) -> dict[str, tuple[bool, list[str]]]:
     table = html.split('id="compare-config"', 1)[1].split("</table>", 1)[0]
     rows = {}
     for cls, key, cells in re.findall(
-        r'<tr class="([^"]*)"><td><code>([^<]+)</code></td>(.*?)</tr>', table
+        r'<tr class="([^"]*)"[^>]*><td><code>([^<]+)</code></td>(.*?)</tr>', table
     ):
         rows[key] = ("config-differs" in cls, re.findall(r"<td>(.*?)</td>", cells))
     return rows
