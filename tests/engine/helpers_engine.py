@@ -29,6 +29,23 @@ TRUTH = {
 }
 
 
+#: Twelve short reviews the real-model tests fit and evaluate on (a sentiment task).
+REVIEWS = [
+    ("I loved this film.", "positive"),
+    ("Terrible service.", "negative"),
+    ("Delicious food, friendly staff.", "positive"),
+    ("A boring plot.", "negative"),
+    ("Works perfectly, fantastic.", "positive"),
+    ("It broke after two days.", "negative"),
+    ("Highly recommended!", "positive"),
+    ("The worst hotel ever.", "negative"),
+    ("Great value.", "positive"),
+    ("A waste of money.", "negative"),
+    ("Amazing concert.", "positive"),
+    ("Rude waiters and cold food.", "negative"),
+]
+
+
 #: Six short reviews the real-model OMEGA tests fit on (small enough for a CPU minute).
 LOCAL_OMEGA_ROWS = [
     ("I loved this film, the acting was wonderful.", "positive"),

