@@ -9,6 +9,8 @@ from typing import Any
 from django.http import Http404
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
+from core.bounded_json import UnsafeJSON, loads_bounded
+
 logger = logging.getLogger(__name__)
 
 #: The first part of a ninja error's location when it names where the value was read.
@@ -28,6 +30,18 @@ def from_form(form) -> FieldError:
     for name, errors in form.errors.items():
         return FieldError(str(errors[0]), None if name == "__all__" else name)
     return FieldError("The request is not valid.")
+
+
+def json_object(request, max_bytes: int, max_nesting: int, what: str) -> dict[str, Any]:
+    """The request's body as a JSON object, bounded in size and nesting before it is parsed;
+    a FieldError saying what is wrong (``what``: what the object holds) otherwise."""
+    try:
+        body = loads_bounded(request.body or b"{}", max_bytes, max_nesting)
+    except UnsafeJSON as exc:
+        raise FieldError(str(exc)) from None
+    if not isinstance(body, dict):
+        raise FieldError(f"the body is a JSON object of {what}")
+    return body
 
 
 def install(api) -> None:

@@ -8,8 +8,7 @@ from typing import Any
 from ninja import Router, Schema
 
 from api.auth import StreamRateThrottle
-from api.errors import FieldError
-from core.bounded_json import UnsafeJSON, loads_bounded
+from api.errors import FieldError, json_object
 from training.runs import from_code, selectors
 
 router = Router(tags=["runs from code"])
@@ -26,13 +25,7 @@ class CodeRunOut(Schema):
 
 
 def _body(request) -> dict[str, Any]:
-    try:
-        body = loads_bounded(request.body or b"{}", MAX_BODY_BYTES, MAX_NESTING)
-    except UnsafeJSON as exc:
-        raise FieldError(str(exc)) from None
-    if not isinstance(body, dict):
-        raise FieldError("the body is a JSON object")
-    return body
+    return json_object(request, MAX_BODY_BYTES, MAX_NESTING, "a fit's stream")
 
 
 @router.post("/from-code", response={201: CodeRunOut}, summary="Start a run from your own fit")

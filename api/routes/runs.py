@@ -10,8 +10,7 @@ from django.db.models import Model
 from django.http import QueryDict
 from ninja import Router, Schema
 
-from api.errors import FieldError, from_form
-from core.bounded_json import UnsafeJSON, loads_bounded
+from api.errors import FieldError, from_form, json_object
 from training.insight import eval_table, plain_prompt_parity
 from training.runs import launch as run_services
 from training.runs import prefill, selectors
@@ -122,13 +121,7 @@ MAX_LAUNCH_NESTING = 5
 
 
 def _json_object(request) -> dict[str, Any]:
-    try:
-        body = loads_bounded(request.body or b"{}", MAX_LAUNCH_BYTES, MAX_LAUNCH_NESTING)
-    except UnsafeJSON as exc:
-        raise FieldError(str(exc)) from None
-    if not isinstance(body, dict):
-        raise FieldError("the body is a JSON object of the launch form's fields")
-    return body
+    return json_object(request, MAX_LAUNCH_BYTES, MAX_LAUNCH_NESTING, "the launch form's fields")
 
 
 @router.post(
