@@ -64,24 +64,31 @@ def test_a_few_shot_runs_export_rescores_to_its_own_test_score(
     assert run.final_reward == Run.objects.get(pk=run.pk).final_reward  # nothing changed
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_calibrated_runs_labels_are_decided_from_the_exported_decision(
-    client_user, user, monkeypatch
-):
-    demo = ensure_demo_program(user, model="fake/scores")
+def executed_demo_run(user, model: str, optimizer: str, embedding_model: str) -> Run:
+    """The demo program on ``model``, trained one epoch by ``optimizer`` and evaluated
+    before and after, executed here by the worker's own code."""
+    from training.execution import attempt as execution
+
+    demo = ensure_demo_program(user, model=model)
     config = run_config(
-        model="fake/scores",
-        optimizer="CalibratedLabels",
-        cal_embedding_model="fake/embedding",
+        model=model,
+        optimizer=optimizer,
+        cal_embedding_model=embedding_model,
         epochs=1,
         evaluations_before=1,
         evaluations_after=1,
     )
     run = make_run(user, demo, demo.dataset, config)
-    from training.execution import attempt as execution
-
     assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
     run.refresh_from_db()
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_calibrated_runs_labels_are_decided_from_the_exported_decision(
+    client_user, user, monkeypatch
+):
+    run = executed_demo_run(user, "fake/scores", "CalibratedLabels", "fake/embedding")
     job = check_parity(client_user, run, monkeypatch)
     assert job.result["export_reward"] == run.final_reward, job.result["text"]
     assert job.result["equal"] is True
@@ -113,20 +120,7 @@ def test_a_local_model_runs_export_rescores_to_exactly_its_own_test_score(
     """The demo program on local/smollm2 (its team a label set, decided from label scores);
     CalibratedLabels adds a decision, a read-out and a vote on local/minilm embeddings."""
     pytest.importorskip("llama_cpp")
-    demo = ensure_demo_program(user, model="local/smollm2")
-    config = run_config(
-        model="local/smollm2",
-        optimizer=optimizer,
-        cal_embedding_model="local/minilm",
-        epochs=1,
-        evaluations_before=1,
-        evaluations_after=1,
-    )
-    run = make_run(user, demo, demo.dataset, config)
-    from training.execution import attempt as execution
-
-    assert execution.execute(run.pk, run.attempt) == Run.SUCCEEDED
-    run.refresh_from_db()
+    run = executed_demo_run(user, "local/smollm2", optimizer, "local/minilm")
     job = check_parity(client_user, run, monkeypatch)
     print(job.result["text"])
     assert job.result["export_reward"] == run.final_reward
