@@ -1,46 +1,53 @@
 """Forecast accuracy: the launch form's forecast against what real runs did, on the local model.
 
-On the demo (``bootstrap_demo``: its dataset and program on ``local/smollm2``), three runs a
-new user launches, each forecast as the launch form forecasts it, then executed by the
-worker's own code (``execution.execute``, in this process: a private SQLite database in a
-temp var/ dir, an in-memory channel layer), one after another on this machine under whatever
-load it has (the 1-minute load average is printed with each run):
+On the demo (``bootstrap_demo``: its dataset and program on ``local/smollm2``), the runs of
+:data:`RUNS`, each forecast as the launch form forecasts it (``execution.forecast.forecast``,
+carried to the launch by ``forecast_shown`` and stored as ``Run.forecast``), then executed by
+the worker's own code (``execution.execute``, in this process: a private SQLite database in a
+temp var/ dir, an in-memory channel layer), one after another, in two conditions in the same
+invocation:
 
-1. ``RandomFewShot``: the demo's launch form unchanged (3 epochs, batch 8);
-2. ``OMEGA``: one epoch in batches of 16 (two mutations on ``local/smollm2``);
-3. ``LMAsJudge``: RandomFewShot for one epoch on the first 12 training and 4 test rows of the
-   demo, rewarded by ``local/smollm2`` as a judge.
+1. **quiet**: the machine as it is (nothing else should run);
+2. **loaded**: :data:`HOGS` CPU-bound processes of the bench's own beside it (started
+   :data:`HOG_WARMUP` seconds before the first forecast, stopped when the last run ends).
 
 Before the first forecast the model is calibrated as a worker does it the first time a form
-needs it (``calibration.measure``); after each run the worker's ``learn_from_run`` updates the
-pace, as in production. With caps (the default) the OMEGA and LMAsJudge configurations run
-once more with caps at ``--cap-share`` of their forecast (calls and minutes): each cap against
-what the run used (``Run.lm_calls``, ``Run.active_seconds``); overshoot is how far past its
-cap a run went.
+needs it (``calibration.measure``); every run ends with the worker's ``learn_from_run``, as in
+production, so each forecast knows the runs before it.
 
-Baseline in the same run: ``--before REV`` (default ``main``) forecasts the same three
-configurations with that revision's code (its trial of a few predictions on a worker and its
-estimate), in a child process on a worktree of it, against the same database, before the
-first run.
+Form = page: the form's forecast fragment (``run_forecast_form.html``, rendered from the
+form's answer) and the run page's forecast section (``run_forecast.html``, rendered from the
+stored ``Run.forecast``) must show the same calls and the same time range.
 
-Error of one run: |forecast − actual| / actual; the last line gives the most over the runs.
-Aim: calls within 15 %, tokens within 25 %, time within 35 %, overshoot 0.
+Errors of one run: |forecast − actual| / actual (calls, tokens, time at its expected value);
+inside: the actual time within the forecast's range. The last line: calls and tokens the most
+over the runs, time inside its range for I of N runs (both conditions), the median time error,
+and the runs whose form and page agree. Done when I = N, median time ≤ 35 %, tokens ≤ 25 %,
+calls exact, P = N.
 
-    nice .venv/bin/python bench/forecast_accuracy.py [--no-caps] [--cap-share 0.4] \
-        [--before REV | --no-before]
+Another forecast measured against the stored one in the same runs: ``--also MODULE:FUNC``
+(``FUNC(program, dataset, config)`` → a forecast dict with ``calls``, ``tokens`` and
+``seconds``, each ``low``/``expected``/``high``), made just before each launch.
 
-Last line: ``forecast: calls E1 %, tokens E2 %, time E3 %; caps overshoot O (max over runs)``.
+    .venv/bin/python bench/forecast_accuracy.py [--only quiet|loaded] [--also MODULE:FUNC]
+
+Last line: ``forecast: calls C %, tokens T %, time inside range I of N runs, median time error
+E %; form = page P of N``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import logging
 import os
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from html import unescape
 from pathlib import Path
 
 CODE_ROOT = Path(os.environ.get("FORECAST_BENCH_CODE_ROOT") or Path(__file__).resolve().parents[1])
@@ -48,12 +55,13 @@ sys.path.insert(0, str(CODE_ROOT))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
 MODEL = "local/smollm2"
-#: The three runs (the launch form's fields the demo form would post, past its defaults),
-#: sized for a loaded 2-core machine: the demo form unchanged; OMEGA for one epoch in batches
-#: of 16 (two mutations); an LM judge on the first 12 training and 4 test rows of the demo.
+#: The runs of each condition (the launch form's fields past its defaults), small enough for
+#: the whole bench to take about a quarter of an hour on a 2-core machine: the demo's form
+#: unchanged (RandomFewShot: its candidates' prompts carry examples), OMEGA for three epochs
+#: (a mutation a batch, one at a time), an LM judge (long answers) for one epoch.
 RUNS = {
     "RandomFewShot": {"optimizer": "RandomFewShot", "epochs": 3},
-    "OMEGA": {"optimizer": "OMEGA", "epochs": 1, "batch_size": 16},
+    "OMEGA": {"optimizer": "OMEGA", "epochs": 3},
     "LMAsJudge": {
         "optimizer": "RandomFewShot",
         "epochs": 1,
@@ -61,13 +69,16 @@ RUNS = {
         "reward_language_model": MODEL,
     },
 }
-#: Rows (train, test) of the demo a run trains on (None: all of it).
-SUBSETS = {"LMAsJudge": (12, 4)}
-#: The runs run again with caps (the issue's: a calls cap on OMEGA, a minutes cap on a judge).
-CAPPED = ("OMEGA", "LMAsJudge")
+#: Rows (train, test) of the demo a run trains on (absent: all of it).
+SUBSETS: dict[str, tuple[int, int]] = {}
+#: The loaded condition: this many CPU-bound processes, started this long before its first
+#: forecast (the load averages a form reads then see them).
+HOGS = 2
+HOG_WARMUP = 45.0
+CONDITIONS = ("quiet", "loaded")
 
 
-def setup(var_dir: str, migrate: bool = True) -> None:
+def setup(var_dir: str) -> None:
     for name in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(name, None)
     os.environ.update(
@@ -81,10 +92,9 @@ def setup(var_dir: str, migrate: bool = True) -> None:
     django.setup()
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # a line per call otherwise
-    if migrate:
-        from django.core.management import call_command
+    from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
+    call_command("migrate", verbosity=0)
     # As a worker does at start (project/celery.py): runs find the local models loaded.
     from trainboard_local import preload
 
@@ -128,7 +138,7 @@ def program_on(user, demo_program, name: str):
     return copy
 
 
-def config_for(program, name: str, caps: dict | None = None) -> dict:
+def config_for(program, name: str) -> dict:
     from training.execution.run_config import TRAINING_DEFAULTS, validate_run_config
 
     targets = program.dataset.target_names
@@ -137,59 +147,78 @@ def config_for(program, name: str, caps: dict | None = None) -> dict:
         **{k: v for k, v in TRAINING_DEFAULTS.items() if k != "shuffle"},
         "seed": 1,
         **RUNS[name],
-        **(caps or {}),
     }
     return validate_run_config(data, targets, targets, MODEL)
 
 
-def baseline_child(spec: dict) -> None:
-    """``--run``: the old revision's forecast of each configuration (its trial, then its
-    estimate), printed as the last JSON line."""
-    setup(spec["var_dir"], migrate=False)
-    from training.execution import forecast as old
-    from training.models import Program
-
-    found = {}
-    for name, config in spec["configs"].items():
-        program = Program.objects.get(pk=spec["programs"][name])
-        mutation_model = old.optimizer_model(config)
-        key = old.trial_key(program, program.dataset, mutation_model)
-        state = old._remember(key, old.run_trial(program, program.dataset, mutation_model))
-        if state["state"] != "ready":
-            found[name] = {"error": state.get("message")}
-            continue
-        found[name] = old.forecast(program, program.dataset, config, measure=False)
-    print(json.dumps(found, default=str))
+# -- the form and the page ----------------------------------------------------------------------
 
 
-def baseline(revision: str, var_dir: str, programs: dict, configs: dict) -> dict:
-    import revisions
+def _text(html: str, pattern: str) -> str:
+    found = re.search(pattern, html, re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", "", found.group(1))).split()) if found else ""
 
-    tree = revisions.worktree(revision, "forecast-before-")
-    spec = {
-        "var_dir": var_dir,
-        "programs": {name: program.pk for name, program in programs.items()},
-        "configs": configs,
+
+def form_shows(forecast: dict) -> dict[str, str]:
+    """What the launch form's forecast fragment shows: its calls and time (the range)."""
+    from django.template.loader import render_to_string
+
+    html = render_to_string(
+        "training/partials/run_forecast_form.html", {"forecast": forecast, "revision": "1"}
+    )
+    time_text = _text(html, r'id="forecast-time">(.*?)</dd>')
+    found = re.search(r"\(([^()]*)\)\s*$", time_text)
+    return {
+        "calls": " ".join(re.findall(r"\d+", _text(html, r'id="forecast-calls">(.*?)</dd>'))),
+        "time": found.group(1) if found else time_text,
     }
-    return revisions.finish(revisions.start(__file__, spec, tree, "FORECAST_BENCH_CODE_ROOT"))
 
 
-def execute(user, program, config: dict) -> dict:
-    from training.execution import attempt as execution
+def page_shows(run) -> dict[str, str]:
+    """What the run page's forecast section shows of its stored forecast: calls, time."""
+    from django.template.loader import render_to_string
+
+    html = render_to_string("training/partials/run_forecast.html", {"run": run})
+
+    def cell(label: str) -> str:
+        return _text(html, rf'<tr data-row="{label}">.*?<td>(.*?)</td>')
+
+    return {"calls": " ".join(re.findall(r"\d+", cell("LM calls"))), "time": cell("Time")}
+
+
+# -- one run ----------------------------------------------------------------------------------
+
+
+def launch(user, program, config: dict, also) -> tuple:
+    """The form's forecast, the run launched with it as the launch view does
+    (``forecast_shown``), and the other forecast (``--also``) made at the same moment."""
     from training.execution import forecast as forecast_services
+    from training.execution import forecast_shown
     from training.models import Run
 
-    predicted = forecast_services.at_launch(program, program.dataset, config)
-    if not predicted or predicted["state"] != "ready":
-        raise SystemExit(f"no measured forecast: {predicted}")
+    dataset = program.dataset
+    shown = forecast_services.forecast(program, dataset, config)  # the form's view
+    if shown.get("state") != "ready":
+        raise SystemExit(f"no measured forecast: {shown.get('state')} {shown.get('message')}")
+    other = also(program, dataset, config) if also else None
+    carried = forecast_shown.carry(program, None, dataset, config, shown)
+    stored = forecast_shown.carried(carried, program, None, dataset, config)
     run = Run.objects.create(
-        owner=user, program=program, dataset=program.dataset, config=config, forecast=predicted
+        owner=user,
+        program=program,
+        dataset=dataset,
+        config=config,
+        forecast=stored or forecast_services.at_launch(program, dataset, config),
     )
-    import forecast_parts
-    from django.db.models import Sum
+    return run, shown, other
 
+
+def execute(run) -> dict:
+    import forecast_parts
+
+    from training.execution import attempt as execution
     from training.execution.pace import cpu_meter
-    from training.execution.pace.learning import OPTIMIZER_ROLES
+    from training.models import Run
 
     load = os.getloadavg()
     cpu_started = cpu_meter.sample()
@@ -203,75 +232,86 @@ def execute(user, program, config: dict) -> dict:
     wall = time.perf_counter() - started
     others = cpu_meter.others_cores(cpu_started, cpu_meter.sample())
     run.refresh_from_db()
-    optimizer = run.call_traces.filter(role__in=OPTIMIZER_ROLES, kind="completion").aggregate(
-        s=Sum("latency")
-    )["s"]
-    if status not in (Run.SUCCEEDED, Run.STOPPED):
+    if status != Run.SUCCEEDED:
         raise SystemExit(f"run {run.pk} ended {status}: {run.error}")
     usage = run.usage or {}
     return {
-        "forecast": predicted,
-        "status": status,
         "calls": run.lm_calls,
         "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0),
         "seconds": wall,
-        "minutes": run.active_seconds / 60.0,
-        "after": run.evaluations.filter(phase="after").exists(),
-        "load": load[0],
+        "active": run.active_seconds,
         "loads": (load, os.getloadavg()),
         "others": others,
-        "optimizer_seconds": float(optimizer or 0.0),
         "parts": parts,
     }
-
-
-def phases(forecast: dict, result: dict) -> str:
-    """The time by part, forecast against actual (an optimizer's calls: their traced
-    latency; the rest: the wall time less it), and the load the run met."""
-    parts = forecast.get("seconds_parts") or {}
-    slowdown = forecast.get("slowdown") or {}
-    rest = parts.get("batched", 0.0) + parts.get("overhead", 0.0)
-    start, end = result["loads"]
-    others = result["others"]
-    return (
-        f"time by part: batched+overhead {rest:.0f} s forecast / "
-        f"{result['seconds'] - result['optimizer_seconds']:.0f} s actual, optimizer "
-        f"{parts.get('optimizer', 0.0):.0f} / {result['optimizer_seconds']:.0f} s; slowdown "
-        f"assumed {slowdown.get('batched', 1.0):.2f}x batched, {slowdown.get('alone', 1.0):.2f}x "
-        f"alone; load {'/'.join(f'{v:.1f}' for v in start)} at start, "
-        f"{'/'.join(f'{v:.1f}' for v in end)} at end; other processes took "
-        + ("?" if others is None else f"{others:.2f}")
-        + " cores meanwhile"
-    )
 
 
 def error(forecast: float, actual: float) -> float:
     return 100.0 * abs(forecast - actual) / actual if actual else 0.0
 
 
-def figures(forecast: dict, result: dict) -> tuple[float, float, float]:
+def judged(forecast: dict, result: dict) -> dict:
+    """One forecast against one run: its errors and whether the time fell in its range."""
+    span = forecast["seconds"]
+    return {
+        "calls": error(forecast["calls"]["expected"], result["calls"]),
+        "calls_exact": forecast["calls"]["low"] <= result["calls"] <= forecast["calls"]["high"],
+        "tokens": error(forecast["tokens"]["expected"], result["tokens"]),
+        "time": error(span["expected"], result["seconds"]),
+        "inside": span["low"] <= result["seconds"] <= span["high"],
+    }
+
+
+def run_line(label: str, forecast: dict, result: dict, verdict: dict) -> str:
+    span, calls = forecast["seconds"], forecast["calls"]
     return (
-        error(forecast["calls"]["expected"], result["calls"]),
-        error(forecast["tokens"]["expected"], result["tokens"]),
-        error(forecast["seconds"]["expected"], result["seconds"]),
+        f"  {label:<8} calls {calls['expected']} ({calls['low']}–{calls['high']}) / "
+        f"{result['calls']}; tokens {forecast['tokens']['expected']:.0f} / {result['tokens']} "
+        f"({verdict['tokens']:.0f} %); time {span['expected']:.0f} s ({span['low']:.0f}–"
+        f"{span['high']:.0f}) / {result['seconds']:.0f} s ({verdict['time']:.0f} %), "
+        f"{'inside' if verdict['inside'] else 'OUTSIDE'}"
     )
+
+
+def last_line(verdicts: list[dict], agree: int | None) -> str:
+    n = len(verdicts)
+    inside = sum(v["inside"] for v in verdicts)
+    median = statistics.median(v["time"] for v in verdicts) if verdicts else 0.0
+    form = f"; form = page {agree} of {n}" if agree is not None else ""
+    return (
+        f"forecast: calls {max(v['calls'] for v in verdicts):.1f} %, tokens "
+        f"{max(v['tokens'] for v in verdicts):.1f} %, time inside range {inside} of {n} runs, "
+        f"median time error {median:.1f} %{form}"
+    )
+
+
+# -- the load ---------------------------------------------------------------------------------
+
+
+def start_hogs() -> list[subprocess.Popen]:
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(HOGS)
+    ]
+
+
+def stop_hogs(hogs: list[subprocess.Popen]) -> None:
+    for hog in hogs:
+        hog.terminate()
+    for hog in hogs:
+        try:
+            hog.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            hog.kill()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", help=argparse.SUPPRESS)  # the baseline's child process
-    parser.add_argument("--no-caps", action="store_true", help="skip the capped runs")
-    parser.add_argument(
-        "--cap-share", type=float, default=0.4, help="caps: this share of the forecast"
-    )
-    parser.add_argument("--before", default="main", help="the baseline's git revision")
-    parser.add_argument("--no-before", action="store_true", help="no baseline forecast")
+    parser.add_argument("--only", choices=CONDITIONS, help="one condition only")
+    parser.add_argument("--also", help="MODULE:FUNC, another forecast measured beside")
     args = parser.parse_args()
-    import forecast_parts  # noqa: F401  (bench/ is on the path)
+    import forecast_parts  # bench/ is on the path
 
-    if args.run:
-        baseline_child(json.loads(args.run))
-        return
     var_dir = tempfile.mkdtemp(prefix="tb-forecast-bench-")
     bench_started = time.perf_counter()
     setup(var_dir)
@@ -280,102 +320,63 @@ def main() -> None:
     from training.execution.pace import calibration
     from training.programs.demo import ensure_demo_program
 
+    also = None
+    if args.also:
+        module, _, name = args.also.partition(":")
+        also = getattr(importlib.import_module(module), name)
     user, _ = get_user_model().objects.get_or_create(username="bench")
     demo = ensure_demo_program(user, MODEL)
     programs = {name: program_on(user, demo, name) for name in RUNS}
     configs = {name: config_for(programs[name], name) for name in RUNS}
-    before = {}
-    if not args.no_before:
-        started = time.perf_counter()
-        before = baseline(args.before, var_dir, programs, configs)
-        print(f"baseline ({args.before}) forecasts made in {time.perf_counter() - started:.0f} s")
     started = time.perf_counter()
     pace = calibration.measure(MODEL)  # as the worker's task does, the first time
     print(
         f"calibration: {time.perf_counter() - started:.1f} s (load {os.getloadavg()[0]:.1f}, "
-        f"other processes' demand {pace.contention} threads): "
-        f"{pace.call_seconds:.3f} s a call + {pace.prompt_token_seconds * 1000:.2f} ms a prompt "
-        f"token + {pace.short_token_seconds * 1000:.1f} / {pace.long_token_seconds * 1000:.1f} ms "
-        f"a short / long answer's token, {pace.parallel:.2f} calls at once, "
-        f"{pace.chars_per_token:.2f} chars a token"
+        f"other processes' demand {pace.contention} threads): {pace.call_seconds:.3f} s a "
+        f"call + {pace.prompt_token_seconds * 1000:.2f} ms a prompt token, "
+        f"{pace.parallel:.2f} calls at once",
+        flush=True,
     )
-    header = (
-        f"{'run':<14}{'load':>5}  {'calls: before / after / actual':<31}"
-        f"{'tokens: before / after / actual':<36}{'seconds: before / after (range) / actual'}"
-    )
-    print(header)
-    errors: dict[str, list[float]] = {"calls": [], "tokens": [], "time": []}
-    old_errors: dict[str, list[float]] = {"calls": [], "tokens": [], "time": []}
-    overshoot = {"calls": 0.0, "minutes": 0.0}
-    capped = 0
-    for name in RUNS:
-        program = programs[name]
-        result = execute(user, program, configs[name])
-        new = result["forecast"]
-        for key, value in zip(errors, figures(new, result), strict=True):
-            errors[key].append(value)
-        old = before.get(name) or {}
-        if "seconds" in old:
-            for key, value in zip(old_errors, figures(old, result), strict=True):
-                old_errors[key].append(value)
-
-        def three(part: str, old: dict = old, new: dict = new, result: dict = result) -> str:
-            was = old.get(part, {}).get("expected", "—") if old else "—"
-            shown = f"{was:.0f}" if isinstance(was, float) else str(was)
-            now = new[part]["expected"]
-            return f"{shown} / {now:.0f} / {result[part if part != 'calls' else 'calls']:.0f}"
-
-        span = new["seconds"]
-        print(
-            f"{name:<14}{result['load']:>5.1f}  {three('calls'):<31}{three('tokens'):<36}"
-            f"{three('seconds')} s (after {span['low']:.0f}–{span['high']:.0f} s)"
-            f"   errors after: calls {errors['calls'][-1]:.0f} %, tokens "
-            f"{errors['tokens'][-1]:.0f} %, time {errors['time'][-1]:.0f} %",
-            flush=True,
-        )
-        print(f"{'':<21}assumes: {'; '.join(new['assumptions'])}", flush=True)
-        print(f"{'':<21}{phases(new, result)}", flush=True)
-        for line in forecast_parts.lines(result["parts"], new):
-            print(f"{'':<21}{line}", flush=True)
-        if args.no_caps or name not in CAPPED:
-            continue
-        caps = {
-            "budget_calls": max(1, int(new["calls"]["expected"] * args.cap_share)),
-            "budget_minutes": max(0.1, round(span["expected"] * args.cap_share / 60, 1)),
-        }
-        run = execute(user, program, config_for(program, name, caps))
-        capped += 1
-        over_calls = max(0, run["calls"] - caps["budget_calls"])
-        over_minutes = max(0.0, run["minutes"] - caps["budget_minutes"])
-        overshoot["calls"] = max(overshoot["calls"], over_calls)
-        overshoot["minutes"] = max(overshoot["minutes"], over_minutes)
-        print(
-            f"{name:<14}{run['load']:>5.1f}  caps {caps['budget_calls']} calls, "
-            f"{caps['budget_minutes']:.1f} min: used {run['calls']} calls, "
-            f"{run['minutes']:.2f} min ({run['status']}, after-evaluation "
-            f"{'stored' if run['after'] else 'skipped'})",
-            flush=True,
-        )
-    final, _ = calibration.current(MODEL)
-    print(
-        f"pace after the runs (for an idle machine): time factor {final.time_factor:.2f} over {final.runs} runs "
-        f"(ratios {', '.join(f'{r:.2f}' for r in final.time_ratios)}), optimizer "
-        f"{final.optimizer_time_factor:.2f} over {final.optimizer_runs}; "
-        f"bench {time.perf_counter() - bench_started:.0f} s, load now {os.getloadavg()[0]:.1f}"
-    )
-    if old_errors["time"]:
-        print(
-            f"before ({args.before}): calls {max(old_errors['calls']):.1f} %, tokens "
-            f"{max(old_errors['tokens']):.1f} %, time {max(old_errors['time']):.1f} % (max over "
-            f"runs; mean {sum(old_errors['time']) / len(old_errors['time']):.1f} % on time)"
-        )
-    shown = (
-        f"{overshoot['calls']:.0f} calls, {overshoot['minutes'] * 60:.1f} s" if capped else "n/a"
-    )
-    print(
-        f"forecast: calls {max(errors['calls']):.1f} %, tokens {max(errors['tokens']):.1f} %, "
-        f"time {max(errors['time']):.1f} %; caps overshoot {shown} (max over runs)"
-    )
+    verdicts: list[dict] = []
+    others: list[dict] = []
+    agree = 0
+    for condition in (args.only,) if args.only else CONDITIONS:
+        hogs: list[subprocess.Popen] = []
+        if condition == "loaded":
+            hogs = start_hogs()
+            time.sleep(HOG_WARMUP)
+        try:
+            for name in RUNS:
+                run, shown, other = launch(user, programs[name], configs[name], also)
+                result = execute(run)
+                stored = run.forecast
+                same = form_shows(shown) == page_shows(run)
+                agree += same
+                verdict = judged(stored, result)
+                verdicts.append(verdict)
+                start, end = result["loads"]
+                print(
+                    f"{condition:<7}{name:<14} load {'/'.join(f'{v:.1f}' for v in start)} → "
+                    f"{'/'.join(f'{v:.1f}' for v in end)}, others took "
+                    + ("?" if result["others"] is None else f"{result['others']:.2f}")
+                    + f" cores; form {form_shows(shown)} / page {page_shows(run)}: "
+                    f"{'same' if same else 'DIFFERENT'}",
+                    flush=True,
+                )
+                print(run_line("stored", stored, result, verdict), flush=True)
+                if other is not None:
+                    second = judged(other, result)
+                    others.append(second)
+                    print(run_line("also", other, result, second), flush=True)
+                print(f"{'':<10}assumes: {'; '.join(stored.get('assumptions') or [])}")
+                for line in forecast_parts.lines(result["parts"], stored):
+                    print(f"{'':<10}{line}", flush=True)
+        finally:
+            stop_hogs(hogs)
+    print(f"bench {time.perf_counter() - bench_started:.0f} s, load now {os.getloadavg()[0]:.1f}")
+    if others:
+        print(f"also ({args.also}): " + last_line(others, None))
+    print(last_line(verdicts, agree))
 
 
 if __name__ == "__main__":
