@@ -36,6 +36,13 @@ def _no_requests_remembered():
     calibration._requested.clear()
 
 
+@pytest.fixture(autouse=True)
+def _the_pace_rule(monkeypatch):
+    """These tests check the pace's rule (its tokens and time); the figures recent runs
+    observed per call are checked in test_forecast_measured.py."""
+    monkeypatch.setattr(forecast_services, "OBSERVED", False)
+
+
 @pytest.fixture
 def no_broker(monkeypatch):
     """Launches and calibrations are executed here, in the test: record what would be sent."""

@@ -23,6 +23,7 @@ from training.runs import launch as runs
 from .conftest import make_program, make_run, run_config
 from .test_forecast import (  # noqa: F401  (fixtures; the autouse one clears calibration requests)
     _no_requests_remembered,
+    _the_pace_rule,
     no_broker,
     stored_pace,
 )

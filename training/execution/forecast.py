@@ -22,6 +22,10 @@ optimizer). Tokens and time come from measurement, never from a wait on a worker
   (``training.forecasting.contention``); the 1-minute figure is expected, the 1/5/15-minute
   figures bound the range.
 
+With :data:`OBSERVED` the tokens and time are then taken from what recent runs of the model
+observed per call (:mod:`training.execution.pace.measured`: each role's seconds and tokens per
+call, at the load measured now; the rule above prices a role no run has observed yet).
+
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
 worker's :func:`~training.execution.pace.learning.learn_from_run` learns from the difference.
@@ -44,6 +48,7 @@ from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, forecast_text, run_config
 from training.execution.pace import calibration, machine
+from training.execution.pace import measured as observed_calls
 from training.execution.run_config import judge_model, optimizer_model
 from training.forecasting import forecast as call_forecast
 from training.forecasting.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
@@ -52,6 +57,8 @@ from training.programs.programs import program_from_json
 
 logger = logging.getLogger(__name__)
 
+#: Tokens and time from what recent runs observed per call (``pace.measured``), not the rule.
+OBSERVED = True
 #: Training rows whose prompts are sized (their mean stands for all).
 SIZED_ROWS = 24
 #: Prompt characters of an LM judge's call and of an OMEGA mutation before a run of the model
@@ -276,10 +283,16 @@ def learned_or_assumed(
 
 
 def forecast(
-    program_row: Any, dataset: Any, config: dict[str, Any], measure: bool = True
+    program_row: Any,
+    dataset: Any,
+    config: dict[str, Any],
+    measure: bool = True,
+    observed: bool | None = None,
 ) -> dict[str, Any]:
     """The forecast of a configuration (JSON: stored in the run at launch, rendered by the
-    forecast partials). ``measure=False`` never asks a worker to calibrate a model."""
+    forecast partials). ``measure=False`` never asks a worker to calibrate a model;
+    ``observed``: tokens and time from recent runs' calls (``pace.measured``), else from
+    the pace's rule (None: :data:`OBSERVED`)."""
     shape = shape_for(program_row, dataset, config)
     calls = call_forecast.count_calls(shape)
     model = config.get("model") or program_row.model
@@ -335,6 +348,8 @@ def forecast(
     }
     if not missing:
         result.update(_measured(program_row, dataset, config, calls, paces, learned, local))
+        if OBSERVED if observed is None else observed:
+            observed_calls.apply(result, program_row, config)
         span = result["seconds"]
         result["seconds_expected_text"] = forecast_text.duration_text(span["expected"])
         result["seconds_range_text"] = forecast_text.seconds_text(span["low"], span["high"])
@@ -442,52 +457,8 @@ def _measured(
             "measured_at": pace.measured_at,
             "load": pace.load,
         },
-        "assumptions": assumptions + _assumed(now, pace, local, estimate.slowdown),
+        "assumptions": assumptions + forecast_text.assumed(now, pace, local, estimate.slowdown),
     }
-
-
-def _assumed(
-    now: dict[str, Any], pace: Pace, local: bool, slowdown: dict[str, float] | None = None
-) -> list[str]:
-    notes = []
-    if local:
-        together = round(1 / now["share"]) if now["share"] else 1
-        if together > 1:
-            notes.append(f"the cores shared with {together - 1} other run(s) now queued or running")
-        else:
-            notes.append("no other run on the cores")
-        notes.append(_contention_note(now.get("contention"), pace, slowdown or {}))
-    if now["wait"]:
-        notes.append(
-            f"starts after about {forecast_text.duration_text(now['wait'])} "
-            f"({now['running']} running, {now['queued']} queued, {now['workers']} worker processes)"
-        )
-    if pace.runs:
-        notes.append(f"pace as {pace.runs} recent run(s) of this model went")
-    if pace.optimizer_runs:
-        notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
-    if pace.outdated:
-        notes.append("the pace as an older calibration fitted it (it is being measured again)")
-    if not pace.runs and not pace.optimizer_runs:
-        notes.append("pace from the calibration alone (no run of this model measured yet)")
-    return notes
-
-
-def _contention_note(found: dict[str, Any] | None, pace: Pace, slowdown: dict[str, float]) -> str:
-    """The load the time assumes, in words."""
-    if not pace.idle:
-        return "the pace as measured before loads were recorded (it is being measured again)"
-    if not found:
-        return "an idle machine (its load cannot be read here)"
-    cores = found["cores"]
-    source = "as measured lately" if "measured" in found else "now"
-    return (
-        f"other processes want ~{found['expected']:.1f} of the {cores} cores {source} "
-        f"(~{found['low']:.1f}–{found['high']:.1f} over the last 15 min; load "
-        f"{'/'.join(f'{v:.1f}' for v in found['loads'])}): local calls "
-        f"~{slowdown.get('batched', 1.0):.2f}x slower in batches, "
-        f"~{slowdown.get('alone', 1.0):.2f}x alone, for as long as it stays so"
-    )
 
 
 def at_launch(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any] | None:

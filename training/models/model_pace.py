@@ -12,7 +12,8 @@ class ModelPace(models.Model):
     first time a forecast needs the model, then refined by every run they finish on it. The
     launch form's forecast reads it and never waits on a worker. ``pace``: the engine's
     ``training.forecasting.pace.Pace`` as JSON; ``sizes``: tokens per call by role (``judge``,
-    ``mutation``) measured in recent runs' traces.
+    ``mutation``) measured in recent runs' traces, and what recent runs observed per call
+    (``observed``: ``training.execution.pace.measured``).
     """
 
     model = models.CharField(max_length=200, unique=True)

@@ -24,6 +24,7 @@ from django.db.models import Avg, Count, Sum
 
 from training.execution import run_config
 from training.execution.pace import cpu_meter
+from training.execution.pace import measured as observed_calls
 from training.execution.pace.calibration import (
     JUDGE_DATA_PREFIX,
     judge_data_key,
@@ -79,7 +80,9 @@ def learn_from_run(
 def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = None) -> None:
     run = (
         Run.objects.filter(pk=run_id)
-        .only("status", "forecast", "active_seconds", "config", "program_id", "dataset_id")
+        .only(
+            "status", "forecast", "active_seconds", "config", "program_id", "dataset_id", "owner_id"
+        )
         .first()
     )
     if run is None or run.status not in (Run.SUCCEEDED, Run.STOPPED):
@@ -107,7 +110,8 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
             rows[key] = (found, dict(found.sizes or {}))
         return rows[key][1]
 
-    sizes_of(model)
+    during = cpu_meter.others_cores(cpu[0], cpu[1]) if cpu else None
+    observed_calls.record(run, sizes_of(model), during)
     for role, names in LEARNED_ROLES.items():
         seen = traces.filter(role__in=names).aggregate(
             calls=Count("id"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")

@@ -1,0 +1,113 @@
+"""The measured forecast's rule: a run's calls by role at the seconds and tokens per call that
+recent runs of the model observed, at the load measured now; a wider range when fewer runs
+are known."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.forecasting.forecast import Span
+from training.forecasting.measured import (
+    SPREAD_BY_COUNT,
+    Observation,
+    estimate,
+    observe,
+    slowdown,
+)
+
+THREADS = {"prediction": 2.0, "judge": 2.0, "mutation": 1.0}
+
+
+def test_the_others_slow_a_run_by_the_fair_share_of_the_cores():
+    assert slowdown(0.0, 2.0, 2) == 1.0
+    assert slowdown(2.0, 2.0, 2) == 2.0  # two busy loops beside two decode threads
+    assert slowdown(2.0, 1.0, 2) == 1.5  # a mutation alone beside them
+    assert slowdown(0.5, 1.0, 2) == 1.0  # room left on the cores
+
+
+def test_an_observation_spreads_the_wall_time_over_the_calls_that_made_it():
+    roles = {
+        "prediction": {"calls": 40, "latency": 30.0, "tokens": 8000},
+        "judge": {"calls": 10, "latency": 30.0, "tokens": 5000},
+        "mutation": {"calls": 2, "latency": 20.0, "tokens": 1200},
+    }
+    found = observe(roles, 60.0, 0.0, THREADS, 2)
+    # the mutation's own latency; the batched calls share the other 40 s by their latency
+    assert found.seconds["mutation"] == pytest.approx(10.0)
+    assert found.seconds["prediction"] == pytest.approx(20.0 / 40)
+    assert found.seconds["judge"] == pytest.approx(20.0 / 10)
+    assert found.tokens == {"prediction": 200.0, "judge": 500.0, "mutation": 600.0}
+    loaded = observe(roles, 120.0, 2.0, THREADS, 2)  # twice the time under twice the demand
+    assert loaded.seconds["prediction"] == pytest.approx(
+        (120.0 - 20.0) / 2 / 40 / slowdown(2.0, 2.0, 2)
+    )
+    assert observe({}, 10.0, 0.0, THREADS, 2) is None
+
+
+def test_the_time_is_the_calls_at_the_observed_pace_and_the_load_now():
+    seen = [Observation(seconds={"prediction": 0.5}, tokens={"prediction": 100.0}, program=1)]
+    calls = {"prediction": Span.exact(60)}
+    quiet = estimate(calls, seen, 0.0, 2, THREADS, program=1)
+    assert quiet.seconds.expected == pytest.approx(30.0)
+    assert quiet.tokens.expected == pytest.approx(6000.0)
+    loaded = estimate(calls, seen, 2.0, 2, THREADS, program=1)
+    assert loaded.seconds.expected == pytest.approx(60.0)
+    assert loaded.seconds.low < loaded.seconds.expected < loaded.seconds.high
+
+
+def test_a_program_s_own_runs_are_preferred_and_the_newest_weighs_most():
+    seen = [
+        Observation(seconds={"prediction": 2.0}, tokens={"prediction": 900.0}, program=2),
+        Observation(seconds={"prediction": 0.4}, tokens={"prediction": 100.0}, program=1),
+        Observation(seconds={"prediction": 0.6}, tokens={"prediction": 100.0}, program=1),
+    ]
+    found = estimate({"prediction": Span.exact(10)}, seen, 0.0, 2, THREADS, program=1)
+    assert found.observed == {"prediction": 2}
+    assert 5.0 < found.seconds.expected < 6.0  # nearer 0.6 a call than 0.4
+    other = estimate({"prediction": Span.exact(10)}, seen, 0.0, 2, THREADS, program=3)
+    assert other.observed == {"prediction": 3}
+
+
+def test_the_range_says_less_when_fewer_runs_are_known():
+    calls = {"prediction": Span.exact(10), "judge": Span.exact(10)}
+    fallback = {"judge": (1.0, 300.0)}
+    one = [Observation(seconds={"prediction": 0.5, "judge": 1.0}, tokens={}, program=1)]
+    none = estimate(calls, [], 0.0, 2, THREADS, fallback={**fallback, "prediction": (0.5, 1)})
+    known = estimate(calls, one * 4, 0.0, 2, THREADS, program=1)
+    assert none.seconds.expected == pytest.approx(known.seconds.expected)
+    assert none.seconds.high / none.seconds.expected == pytest.approx(
+        SPREAD_BY_COUNT[0][1] * slowdown(0.5, 2.0, 2)
+    )
+    assert (known.seconds.high - known.seconds.low) < (none.seconds.high - none.seconds.low)
+    assert any("calibration" in note for note in none.notes)
+    unused = estimate(
+        {"prediction": Span.exact(10), "mutation": Span.exact(0)}, one, 0.0, 2, THREADS
+    )
+    assert "mutation" not in unused.observed  # a role without calls needs no observation
+
+
+def test_the_owner_s_recent_loads_widen_the_range():
+    seen = [
+        Observation(seconds={"prediction": 0.5}, tokens={}, others=2.0, owner=7, program=1),
+        Observation(seconds={"prediction": 0.5}, tokens={}, others=0.0, owner=7, program=1),
+    ]
+    calls = {"prediction": Span.exact(10)}
+    mine = estimate(calls, seen, 0.0, 2, THREADS, program=1, owner=7)
+    other = estimate(calls, seen, 0.0, 2, THREADS, program=1, owner=8)
+    assert mine.seconds.expected == other.seconds.expected
+    assert mine.seconds.high > other.seconds.high
+
+
+def test_a_program_s_runs_with_the_same_optimizer_come_first():
+    seen = [
+        Observation(
+            {"prediction": 0.5}, {"prediction": 300.0}, program=1, optimizer="RandomFewShot"
+        ),
+        Observation({"prediction": 0.5}, {"prediction": 100.0}, program=1, optimizer="OMEGA"),
+    ]
+    calls = {"prediction": Span.exact(10)}
+    few_shot = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="RandomFewShot")
+    assert few_shot.tokens.expected == pytest.approx(3000.0)
+    assert few_shot.observed == {"prediction": 1}
+    other = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="NearestFewShot")
+    assert other.observed == {"prediction": 2}

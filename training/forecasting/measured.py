@@ -1,0 +1,262 @@
+"""A run's tokens and time from what recent runs of its model measured, per call.
+
+The calls are counted exactly (:func:`training.forecasting.forecast.count_calls`); each role's
+calls (``prediction``: the program's, the test passes included; ``judge``; ``mutation``: an
+optimizer's) then cost what recent finished runs of the model observed per call:
+
+- **Seconds per call** of a role: the run's wall time spread over its calls (an optimizer's
+  calls, one at a time, their own latency; the batched calls the rest of the run, overheads
+  included, in proportion to their latency), each divided by the slowdown the machine's
+  other processes put on the run (:func:`slowdown`: its busy threads and the others' demand
+  on the cores). The mean of the last :data:`KEPT` observations, the newest weighing most
+  (:data:`NEWEST_WEIGHT`), preferring the runs of the same program with the same optimizer
+  (its candidates' prompts: examples, rewritten instructions), then of the same program.
+- **Tokens per call** of a role: the same mean of what the runs' traces counted.
+- **The load**: the others' demand measured now (``others_now``) gives the expected
+  slowdown; the range spans it and the loads the owner's own recent runs met.
+
+A role no run has observed yet costs what ``fallback`` says (the calibration's rule), and
+the range is then wide: fewer observations, a wider range (:data:`SPREAD_BY_COUNT`).
+
+Example:
+
+```python
+observations = [Observation(seconds={"prediction": 0.4}, tokens={"prediction": 180})]
+found = estimate({"prediction": Span.exact(50)}, observations, others_now=0.1, cores=2,
+                 threads={"prediction": 2.0})
+found.seconds.expected  # 50 × 0.4 × slowdown(0.1)
+```
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from training.forecasting.forecast import Span
+
+#: Observations kept per model (the newest).
+KEPT = 8
+#: Weight of each observation against the next older one (an exponential moving average).
+NEWEST_WEIGHT = 0.5
+#: The range around the expected time by how many runs observed its roles (the fewest):
+#: (down, up) as factors; more observations than listed take the last, widened by their
+#: spread (:func:`_spread`).
+SPREAD_BY_COUNT = ((0.33, 3.0), (0.6, 1.8), (0.7, 1.5), (0.75, 1.35))
+#: The others' demand (cores' worth) the range allows beyond the most it has seen: a load
+#: that rises while the run executes.
+LOAD_MARGIN = 0.5
+#: Busy threads of an optimizer's call (one at a time).
+ALONE_THREADS = 1.0
+
+
+def slowdown(others: float, threads: float, cores: int) -> float:
+    """How much slower a run's calls keeping ``threads`` busy go while other processes want
+    ``others`` cores' worth of CPU on ``cores`` (fair share; 1.0 when they all fit).
+
+    Example:
+        >>> slowdown(2.0, 2.0, 2)  # two busy loops beside two decode threads
+        2.0
+    """
+    cores = max(1, int(cores))
+    threads = max(1e-3, min(float(threads), float(cores)))
+    return max(1.0, (threads + max(0.0, others)) / cores)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One finished run of a model: per role, idle seconds per call (its wall seconds over
+    its slowdown) and tokens per call; the others' demand it met, whose run, which program
+    and optimizer."""
+
+    seconds: dict[str, float]
+    tokens: dict[str, float]
+    others: float = 0.0
+    owner: int | None = None
+    program: int | None = None
+    optimizer: str | None = None
+    at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "tokens": self.tokens,
+            "others": round(self.others, 3),
+            "owner": self.owner,
+            "program": self.program,
+            "optimizer": self.optimizer,
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Observation:
+        return cls(
+            seconds={k: float(v) for k, v in (data.get("seconds") or {}).items()},
+            tokens={k: float(v) for k, v in (data.get("tokens") or {}).items()},
+            others=float(data.get("others") or 0.0),
+            owner=data.get("owner"),
+            program=data.get("program"),
+            optimizer=data.get("optimizer"),
+            at=float(data.get("at") or 0.0),
+        )
+
+
+def observe(
+    roles: dict[str, dict[str, float]],
+    wall: float,
+    others: float,
+    threads: dict[str, float],
+    cores: int,
+    optimizer_roles: tuple[str, ...] = ("mutation",),
+    **where: Any,
+) -> Observation | None:
+    """The observation of a run that took ``wall`` seconds, from its calls by role
+    (``{"calls", "latency", "tokens"}`` each: counts and sums) and the others' demand it met.
+
+    An optimizer's calls (``optimizer_roles``) ran one at a time: their seconds are their
+    latency; the other roles share the rest of the wall time (overheads included) in
+    proportion to their latency. None when the run made no call."""
+    alone = sum(roles[r]["latency"] for r in roles if r in optimizer_roles)
+    batched = {r: row for r, row in roles.items() if r not in optimizer_roles}
+    latency = sum(row["latency"] for row in batched.values())
+    rest = max(0.0, wall - alone)
+    seconds: dict[str, float] = {}
+    tokens: dict[str, float] = {}
+    for role, row in roles.items():
+        calls = row["calls"]
+        if calls <= 0:
+            continue
+        if role in optimizer_roles:
+            spent = row["latency"]
+        else:
+            spent = rest * (row["latency"] / latency if latency > 0 else 1 / len(batched))
+        seconds[role] = spent / calls / slowdown(others, threads.get(role, 1.0), cores)
+        tokens[role] = row["tokens"] / calls
+    if not seconds:
+        return None
+    return Observation(seconds=seconds, tokens=tokens, others=others, **where)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Tokens and seconds of a run (:class:`Span` each); ``observed``: how many runs gave each
+    role's figures (0: the fallback); ``slowdown``: expected, by role; ``notes``: in words."""
+
+    tokens: Span
+    seconds: Span
+    observed: dict[str, int] = field(default_factory=dict)
+    slowdown: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _mean(values: list[float]) -> float:
+    """The exponential moving average of ``values`` (oldest first)."""
+    total = weight = 0.0
+    w = 1.0
+    for value in reversed(values):
+        total += w * value
+        weight += w
+        w *= 1 - NEWEST_WEIGHT
+    return total / weight
+
+
+def _spread(values: list[float]) -> float:
+    """Twice the standard deviation of the values' logarithms (0 for fewer than two)."""
+    logs = [math.log(v) for v in values if v > 0]
+    if len(logs) < 2:
+        return 0.0
+    mean = sum(logs) / len(logs)
+    return 2 * math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+
+
+def estimate(
+    calls: dict[str, Span],
+    observations: list[Observation],
+    others_now: float,
+    cores: int,
+    threads: dict[str, float],
+    fallback: dict[str, tuple[float, float]] | None = None,
+    program: int | None = None,
+    owner: int | None = None,
+    optimizer: str | None = None,
+) -> Estimate:
+    """The tokens and seconds of ``calls`` (a :class:`Span` by role) from ``observations``
+    (oldest first), at the others' demand measured now (``others_now`` cores' worth).
+
+    Args:
+        calls: the run's calls by role.
+        observations: recent runs of the model (:func:`observe`).
+        others_now: the other processes' demand on the cores now.
+        cores: the machine's cores.
+        threads: busy threads of each role's calls (batched: as many as served at once).
+        fallback: ``(idle seconds, tokens)`` per call of a role no run observed yet.
+        program: the program forecast (its own runs' observations are preferred, those
+            with the same ``optimizer`` first).
+        owner: the user launching (their recent runs' loads widen the range).
+    """
+    fallback = fallback or {}
+    mine = [o for o in observations if program is not None and o.program == program]
+    closest = [o for o in mine if o.optimizer == optimizer]
+    seconds_each: dict[str, float] = {}
+    tokens_each: dict[str, float] = {}
+    observed: dict[str, int] = {}
+    spreads: list[float] = []
+    for role, span in calls.items():
+        if not span.high:
+            continue
+        pool = next(
+            (
+                found
+                for found in (
+                    [o for o in group if role in o.seconds]
+                    for group in (closest, mine, observations)
+                )
+                if found
+            ),
+            [],
+        )
+        observed[role] = len(pool)
+        if pool:
+            values = [o.seconds[role] for o in pool]
+            seconds_each[role] = _mean(values)
+            tokens_each[role] = _mean([o.tokens.get(role, 0.0) for o in pool])
+            spreads.append(_spread(values))
+        else:
+            seconds_each[role], tokens_each[role] = fallback.get(role, (0.0, 0.0))
+    recent = [o.others for o in observations if owner is not None and o.owner == owner][-3:]
+    least = min([others_now, *recent])
+    most = max([others_now, *recent]) + LOAD_MARGIN
+
+    def total(at: float, pick: str) -> float:
+        return sum(
+            getattr(calls[r], pick) * seconds_each[r] * slowdown(at, threads.get(r, 1.0), cores)
+            for r in seconds_each
+        )
+
+    fewest = min(observed.values(), default=0)
+    down, up = SPREAD_BY_COUNT[min(fewest, len(SPREAD_BY_COUNT) - 1)]
+    if fewest >= len(SPREAD_BY_COUNT) - 1:
+        wide = max(spreads, default=0.0)
+        down, up = down / (1 + wide), up * (1 + wide)
+    expected = total(others_now, "expected")
+    seconds = Span(total(least, "low") * down, expected, total(most, "high") * up)
+    tokens = Span(
+        *(
+            sum(getattr(calls[r], pick) * tokens_each[r] for r in tokens_each)
+            for pick in ("low", "expected", "high")
+        )
+    )
+    notes = [
+        f"{role} calls as {count} recent run(s) of this model measured them"
+        if count
+        else f"{role} calls at the calibration's pace (no run of this model measured them yet)"
+        for role, count in observed.items()
+    ]
+    return Estimate(
+        tokens=tokens,
+        seconds=seconds,
+        observed=observed,
+        slowdown={r: slowdown(others_now, threads.get(r, 1.0), cores) for r in seconds_each},
+        notes=notes,
+    )
