@@ -5,6 +5,7 @@ that is down."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -27,6 +28,7 @@ class Dashboard:
         self.busy = busy
         self.stop = stop
         self.received = threading.Event()  # a train_end arrived
+        self.empty_post = threading.Event()  # a post with no event and no trace: a keepalive
         dashboard = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +47,8 @@ class Dashboard:
                     return
                 if any(e.get("type") == "train_end" for e in body.get("events", [])):
                     dashboard.received.set()
+                if body.get("events") == [] and body.get("traces") == []:
+                    dashboard.empty_post.set()
                 self._answer(200, {"stop": dashboard.stop, "status": "running"})
 
             def _answer(self, status, payload):
@@ -181,3 +185,26 @@ async def test_cancel_pressed_on_the_page_stops_the_fit_after_its_batch():
     # the answer to the first batch said stop: no epoch of the five ran to its end
     assert "reward" not in history.history
     assert [e["type"] for e in dashboard.events()].count("batch_end") == 1
+
+
+async def test_a_long_quiet_batch_is_kept_alive_by_empty_posts(monkeypatch):
+    """While a fit runs and has nothing to send (a long batch on a slow model), the outbox
+    posts an empty batch now and then, so the dashboard does not take the run for dead."""
+    from training.engine.callbacks import outbox
+
+    monkeypatch.setattr(outbox, "KEEPALIVE", 0.2)
+    dashboard = Dashboard()
+    try:
+        program = await compiled()
+        x, y = dataset(4)
+
+        class SlowBatch(synalinks.callbacks.Callback):
+            async def on_batch_end(self, batch, logs=None):
+                await monitor.flush(timeout=30)  # all sent: from here the outbox is idle
+                await asyncio.to_thread(dashboard.empty_post.wait, 30)
+
+        monitor = synalinks.callbacks.RemoteMonitor(url=dashboard.url, token="tb_x")
+        await program.fit(x, y, epochs=1, batch_size=4, seed=1, callbacks=[monitor, SlowBatch()])
+    finally:
+        dashboard.close()
+    assert dashboard.empty_post.is_set()

@@ -25,7 +25,7 @@ import httpx
 
 logger = logging.getLogger("training.engine.callbacks.remote_monitor")
 
-#: Most bytes of JSON one request carries (the dashboard reads bodies up to 2.5 MB).
+#: Most bytes of JSON one request carries (the dashboard reads bodies up to 2 MiB).
 MAX_BODY_BYTES = 1_500_000
 #: Longest pause between two tries of a failed request, in seconds.
 MAX_PAUSE = 30.0
@@ -33,6 +33,9 @@ MAX_PAUSE = 30.0
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 #: Seconds the thread lets items gather before a request (unless someone waits for them).
 LINGER = 0.5
+#: Seconds without an item, while a fit runs, after which an empty post says it is alive
+#: (the dashboard fails a run from code that stays quiet for minutes).
+KEEPALIVE = 60.0
 #: Events a newer one of the same kind makes redundant: dropped first when the buffer fills.
 DROPPABLE_FIRST = frozenset({"batch_end"})
 
@@ -92,6 +95,7 @@ class Outbox:
         self._refused = False
         self._flushing = 0  # callers in wait_sent: send at once
         self._idle = False  # the thread waits for items
+        self.active = False  # a fit runs (its monitor says so): quiet spells get a keepalive
         self._warned_full = False
         self._thread = threading.Thread(target=self._loop, name="trainboard-outbox", daemon=True)
         self._thread.start()
@@ -140,7 +144,9 @@ class Outbox:
             self._lock.notify_all()
 
     def _make_room(self) -> bool:
-        for position, item in enumerate(self.items):
+        """Drop the oldest droppable item not already taken by the request under way."""
+        for position in range(self._in_flight, len(self.items)):
+            item = self.items[position]
             if item.get("kind") == "event" and item.get("type") in DROPPABLE_FIRST:
                 del self.items[position]
                 self.dropped += 1
@@ -152,10 +158,13 @@ class Outbox:
         pause = 1.0
         while True:
             with self._lock:
+                quiet = False
                 while not self.items and not self._closed and self.run is not None:
                     self._idle = True
-                    self._lock.wait()
+                    quiet = not self._lock.wait(KEEPALIVE) and self.active
                     self._idle = False
+                    if quiet:  # a long batch: say the fit is alive, so it is not failed
+                        break
                 if self._closed and (not self.items or not self.reachable):
                     return
             try:
@@ -173,7 +182,7 @@ class Outbox:
                         self._lock.notify_all()
                     return
                 logger.warning("Trainboard refused events of this fit: %s", exc)
-            except (httpx.HTTPError, OSError, ValueError) as exc:
+            except Exception as exc:  # away, or anything else: the thread never dies of it
                 self._away(str(exc) or type(exc).__name__)
                 with self._lock:
                     self._lock.wait(pause)
@@ -218,7 +227,7 @@ class Outbox:
                 self._lock.notify_all()
             raise
         self._done(len(batch))
-        if self.on_reply is not None:
+        if self.on_reply is not None and isinstance(reply, dict):
             self.on_reply(reply)
 
     def _done(self, count: int) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import os
 from typing import Any
 
@@ -30,6 +31,8 @@ from training.engine.language_models import tracing, usage
 MAX_ROWS = 5000
 #: Bytes of JSON the rows may take at most (one request carries them with the program).
 MAX_ROWS_BYTES = 1_200_000
+#: Bytes of JSON one evaluation may take (its rows and outputs; a request carries 1.5 MB).
+MAX_EVENT_BYTES = 1_400_000
 #: Characters kept of each traced text (the dashboard bounds them again).
 TRACE_CHARS = 4000
 
@@ -137,6 +140,7 @@ class RemoteMonitor(Callback):
                 on_reply=self._reply,
                 extras=lambda: {"usage": self._usage.to_dict()},
             )
+        self.outbox.active = True
         for item in self._waiting:
             self.outbox.put(item)
         self._waiting = []
@@ -149,6 +153,7 @@ class RemoteMonitor(Callback):
             optimizer = getattr(self.program, "optimizer", None)
             event["program"] = self.program.get_config()
             event["kept_seed"] = bool(getattr(optimizer, "kept_seed", True))
+            self.outbox.active = False
         self._put_event(event)
 
     async def on_train_end(self, logs=None):
@@ -191,6 +196,9 @@ class RemoteMonitor(Callback):
         if not self._test_rows_sent:
             event["rows"], event["rows_total"] = _rows_json(*self._rows)
             self._test_rows_sent = True
+        if len(json.dumps(event, default=str)) > MAX_EVENT_BYTES:
+            # one request must carry it: the outputs go, each example's reward stays
+            event["predictions"], event["errors"] = [], []
         if self.outbox is None:
             self._waiting.append(_event_item(event))
         else:
@@ -261,7 +269,7 @@ def _rows_json(x: list, y: list) -> tuple[list[dict[str, Any]], int]:
     size = 0
     for inputs, targets in zip(x[:MAX_ROWS], y[:MAX_ROWS], strict=False):
         row = {"inputs": _json_of(inputs) or {}, "targets": _json_of(targets) or {}}
-        size += len(str(row))
+        size += len(json.dumps(row, default=str)) + 1  # as the request carries it
         if size > MAX_ROWS_BYTES:
             break
         rows.append(row)

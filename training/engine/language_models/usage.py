@@ -139,11 +139,14 @@ class Usage:
             per["cost"] += record.cost or 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
-        data["by_model"] = {model: dict(values) for model, values in self.by_model.items()}
-        data["by_role"] = {role: dict(values) for role, values in self.by_role.items()}
-        data["total_tokens"] = self.total_tokens
-        data["cost"] = self.cost if self.cost_known else (self.cost or None)
+        """A copy of the totals (taken under the lock: another thread may read them while
+        calls add to them, as a monitor posting a fit's usage does)."""
+        with self._lock:
+            data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+            data["by_model"] = {model: dict(values) for model, values in self.by_model.items()}
+            data["by_role"] = {role: dict(values) for role, values in self.by_role.items()}
+            data["total_tokens"] = self.total_tokens
+            data["cost"] = self.cost if self.cost_known else (self.cost or None)
         return data
 
 
