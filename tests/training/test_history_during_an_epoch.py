@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from training.execution.recording.persistence import MAX_EPOCH_POINTS, PersistenceCallback
+from training.execution.recording.epoch_line import MAX_EPOCH_POINTS
+from training.execution.recording.persistence import PersistenceCallback
 from training.insight.sections import contexts
 from training.models import Run
 

@@ -190,3 +190,59 @@ def test_runs_from_code_compare_like_any_other(client, token, user, program, cod
     text = page.content.decode()
     assert f"#{code_run.pk}" in text and f"#{second.json()['id']}" in text
     assert "from my notebook" in text and "second try" in text
+
+
+def test_a_batch_with_a_bad_event_is_stored_not_at_all(client, token, code_run):
+    events = [
+        {"type": "train_begin", "epochs": 1, "initial_epoch": 0, "steps": 3, "seed": 4},
+        {"type": "candidate", "variable": "v", "candidate_id": "c1", "value": "not a value"},
+    ]
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": events})
+    assert answer.status_code == 400
+    assert "events[1] (candidate)" in answer.json()["detail"]
+    code_run.refresh_from_db()
+    assert code_run.batches_per_epoch == 0  # the train_begin before it was not kept either
+    assert not code_run.candidates.exists()
+
+
+def test_a_fit_whose_every_call_failed_ends_failed_not_succeeded(client, token, code_run):
+    events = [{"type": "train_end", "logs": {}, "stopped": False, "kept_seed": True}]
+    usage = {"calls": 6, "failures": 6}
+    answer = post(client, token, f"/runs/{code_run.pk}/events", {"events": events, "usage": usage})
+    assert answer.json()["status"] == Run.FAILED
+    code_run.refresh_from_db()
+    assert code_run.error == "every LM call of the fit failed (6 of 6)"
+    assert code_run.outcome == ""
+
+
+def test_batches_posted_together_each_keep_their_point_on_the_chart(client, token, code_run):
+    events = [
+        {"type": "batch_end", "epoch": 0, "batch": b, "batches": 3, "logs": {"reward": r}}
+        for b, r in ((0, 0.25), (1, 0.5))
+    ]
+    post(client, token, f"/runs/{code_run.pk}/events", {"events": events})
+    code_run.refresh_from_db()
+    assert code_run.epoch_so_far["points"] == [[1, 0.25], [2, 0.5]]
+    assert code_run.current_batch == 2
+
+
+def test_by_hand_candidates_and_the_parity_check_are_not_offered_to_a_run_from_code(
+    client, token, code_run
+):
+    from training.insight import plain_prompt_parity
+    from training.runs import hand_candidates
+
+    assert not hand_candidates.accepts(code_run)
+    evaluation = {
+        "type": "evaluation",
+        "phase": "before",
+        "example_rewards": [1.0, 0.0],
+        "rows": ROWS[:2],
+    }
+    post(client, token, f"/runs/{code_run.pk}/events", {"events": [evaluation]})
+    Run.objects.filter(pk=code_run.pk).update(
+        status=Run.SUCCEEDED, trained_program_json=code_run.program.engine_json
+    )
+    code_run.refresh_from_db()
+    with pytest.raises(plain_prompt_parity.ParityError, match="checked in its code"):
+        plain_prompt_parity.check(code_run)

@@ -22,8 +22,8 @@ import numbers
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db import transaction
-from django.db.models import Max
+from django.db import DatabaseError, transaction
+from django.db.models import F, Max
 from django.utils import timezone
 
 from datasets import from_code as code_datasets
@@ -39,6 +39,8 @@ from training.programs.program_settings import fields_of
 #: Events and traces one request may carry.
 MAX_EVENTS = 500
 MAX_TRACES = 500
+#: Parent ids one candidate may name (OMEGA's crossovers name two).
+MAX_PARENTS = 50
 #: The event kinds a fit streams (the engine's, plus the monitor's ``evaluation``).
 EVENT_KINDS = frozenset(
     {
@@ -108,8 +110,9 @@ def start(owner, body: dict[str, Any]) -> Run:
 
 
 def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
-    """Store one batch the code posted (events in order, traces, usage); the reply tells the
-    code whether its owner pressed Cancel."""
+    """Store one batch the code posted (events in order, traces, usage), all of it or none
+    (a batch refused is not half-stored, so a retry never stores its start twice); the
+    reply tells the code whether its owner pressed Cancel."""
     if run.source != Run.CODE:
         raise CodeRunError("only a run from code takes events", "run")
     batch = body.get("events") or []
@@ -124,27 +127,35 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
     )
     recorder.program = _RemoteProgram()
     happened: set[str] = set()
-    if calls and run.status == Run.RUNNING:
-        _store_traces(run, calls)
-    for position, event in enumerate(batch):
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind not in EVENT_KINDS:
-            raise CodeRunError(f"events[{position}] has no known type", "events")
-        if kind == "batch_end" and _next_kind(batch, position) == "batch_end":
-            continue  # a batch's progress the next one's supersedes: one write for both
-        try:
-            if kind == "evaluation":
-                _store_evaluation(run, event)
-                happened.add(events.EVALUATION)
-            elif kind == "train_end":
-                _finish(run, event, recorder)
-            elif run.status == Run.RUNNING and recorder.store(event) is not None:
-                happened.add(kind)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CodeRunError(
-                f"events[{position}] ({kind}) is not what the engine sends: {exc!r}"[:300],
-                "events",
-            ) from None
+    position, kind = -1, "traces"
+    try:
+        with transaction.atomic():
+            # any post says the code is alive (a keepalive carries nothing else)
+            Run.objects.filter(pk=run.pk, status=Run.RUNNING).update(heartbeat_at=timezone.now())
+            if calls and run.status == Run.RUNNING:
+                _store_traces(run, calls)
+            for position, event in enumerate(batch):
+                kind = event.get("type") if isinstance(event, dict) else None
+                if kind not in EVENT_KINDS:
+                    raise CodeRunError(f"events[{position}] has no known type", "events")
+                _check(event)
+                if kind == "batch_end" and _next_kind(batch, position) == "batch_end":
+                    recorder.note(event)  # its point on the chart; one write for both
+                elif kind == "evaluation":
+                    _store_evaluation(run, event)
+                    happened.add(events.EVALUATION)
+                elif kind == "train_end":
+                    _finish(run, event, recorder)
+                elif run.status == Run.RUNNING and recorder.store(event) is not None:
+                    happened.add(kind)
+    except CodeRunError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, DatabaseError) as exc:
+        where = "traces" if position < 0 else f"events[{position}] ({kind})"
+        raise CodeRunError(
+            f"{where} is not what the engine sends: {exc!r}"[:300],
+            "traces" if position < 0 else "events",
+        ) from None
     run.refresh_from_db()
     if happened and run.status == Run.RUNNING:
         # one send for the batch: the sections its events changed, each rendered once
@@ -152,6 +163,21 @@ def apply(run: Run, body: dict[str, Any]) -> dict[str, Any]:
     elif happened:  # an evaluation after the fit ended: its figures and the verdict
         events.run_changed(run, *sorted(happened), events.STATUS)
     return {"stop": bool(run.cancel_requested), "status": run.status}
+
+
+def _check(event: dict[str, Any]) -> None:
+    """What the pages read of a candidate, checked before it is stored: its value is a
+    variable's (a JSON object), its ids and operation are short texts."""
+    if event.get("type") != "candidate":
+        return
+    if not isinstance(event.get("value"), dict):
+        raise ValueError("a candidate's value is a JSON object")
+    parents = event.get("parent_ids") or []
+    if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
+        raise ValueError(f"a candidate has at most {MAX_PARENTS} parent ids")
+    for key, most in (("candidate_id", 50), ("operation", 20), ("variable", 200)):
+        if len(str(event.get(key) or "")) > most:
+            raise ValueError(f"a candidate's {key} has at most {most} characters")
 
 
 def _next_kind(batch: list[Any], position: int) -> Any:
@@ -168,11 +194,19 @@ def _finish(run: Run, event: dict[str, Any], recorder: Any) -> None:
         except program_services.ProgramError as exc:
             raise ValueError(f"the trained program cannot be read: {exc}") from None
     config = {**run.config, "kept_seed": bool(event.get("kept_seed", True))}
-    status = Run.CANCELLED if run.cancel_requested else Run.SUCCEEDED
+    fields = recorder.usage_fields()
+    calls, failures = fields.get("lm_calls") or 0, fields.get("lm_failures") or 0
+    error = ""
+    if run.cancel_requested:
+        status = Run.CANCELLED
+    elif calls and failures >= calls:  # as a worker's run: a fit whose every call failed
+        status, error = Run.FAILED, f"every LM call of the fit failed ({failures} of {calls})"
+    else:
+        status = Run.SUCCEEDED
     logs = EpochLog.objects.filter(run_id=run.pk)
     best = summaries.best_of_history(summaries.history(logs)["series"])
     with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(config=config)
+        Run.objects.filter(pk=run.pk, status=Run.RUNNING).update(config=config)
         run_state.finish(
             run.pk,
             run.attempt,
@@ -180,7 +214,8 @@ def _finish(run: Run, event: dict[str, Any], recorder: Any) -> None:
             trained_program_json=program,
             best_reward=best,
             outcome=_outcome(run.pk, config) if status == Run.SUCCEEDED else "",
-            **recorder.usage_fields(),
+            error=error,
+            **fields,
         )
 
 
@@ -212,7 +247,7 @@ def _store_evaluation(run: Run, event: dict[str, Any]) -> None:
         statuses=(Run.RUNNING, *Run.FINISHED),
     )
     run.refresh_from_db()
-    if run.status != Run.RUNNING and "kept_seed" in run.config:
+    if run.status == Run.SUCCEEDED and "kept_seed" in run.config:
         Run.objects.filter(pk=run.pk).update(outcome=_outcome(run.pk, run.config))
 
 
@@ -236,7 +271,7 @@ def _store_traces(run: Run, calls: list[Any]) -> None:
         )
         if recorder.dropped:
             Run.objects.filter(pk=run.pk).update(
-                traces_dropped=run.traces_dropped + recorder.dropped
+                traces_dropped=F("traces_dropped") + recorder.dropped
             )
 
 

@@ -34,7 +34,11 @@ from training.engine.callbacks import Callback
 from training.engine.trainers.candidate_scores import MAX_EXAMPLE_REWARDS
 from training.engine.utils.projection import MAX_EMBEDDING_DIMS, compact_embedding
 from training.execution import events, hand_candidates, refusals, summaries
-from training.execution.recording import candidate_predictions, evaluation_examples
+from training.execution.recording import (
+    candidate_predictions,
+    epoch_line,
+    evaluation_examples,
+)
 from training.execution.usage import merged_usage
 from training.models import (
     Candidate,
@@ -45,8 +49,6 @@ from training.models import (
     RunCheckpoint,
 )
 
-#: Points of an epoch's line kept at most (``Run.epoch_so_far``; a longer epoch is thinned).
-MAX_EPOCH_POINTS = 200
 _UNREAD = object()
 
 #: The events whose store writes the run's usage (and so the traces made until then).
@@ -171,6 +173,11 @@ class PersistenceCallback(Callback):
         if run is not None:
             await events.stored(self.group, run, kind, emitted_at=emitted)
 
+    def note(self, event: dict[str, Any]) -> None:
+        """Take a ``batch_end``'s point on the chart without storing the run: the next stored
+        batch end writes it (a run from code posts several batches at once)."""
+        self._epoch_so_far(event)
+
     def store(self, event: dict[str, Any]) -> Run | None:
         """Store one event (synchronously) without sending the page's fragments: for a caller
         that stores several and sends once (a run from code posts its events in batches)."""
@@ -196,24 +203,15 @@ class PersistenceCallback(Callback):
             training_start_batch=initial_epoch * steps + initial_batch,
         )
 
-    def _epoch_so_far(self, event: dict) -> dict[str, Any] | None:
-        """The run's ``epoch_so_far`` with this batch's running reward added (read from the
-        run once per callback: a resumed attempt, or a posted batch of a run from code, goes
-        on from what is stored; a point at or past this batch is of an abandoned attempt)."""
+    def _epoch_so_far(self, event: dict) -> dict[str, Any]:
+        """The run's ``epoch_so_far`` with this batch added (``epoch_line``; read from the run
+        once per callback: a resumed attempt, or a posted batch of a run from code, goes on
+        from what is stored)."""
         if self._so_far is _UNREAD:
             self._so_far = (
                 Run.objects.filter(pk=self.run_id).values_list("epoch_so_far", flat=True).first()
             )
-        epoch, done = int(event["epoch"]), int(event["batch"]) + 1
-        reward = (event.get("logs") or {}).get("reward")
-        stored = self._so_far if isinstance(self._so_far, dict) else {}
-        points = list(stored.get("points") or []) if stored.get("epoch") == epoch else []
-        points = [point for point in points if point[0] < done]
-        if _number(reward):
-            points.append([done, float(reward)])
-        if len(points) > MAX_EPOCH_POINTS:  # a long epoch: every other point, the last kept
-            points = points[-1::-2][::-1]
-        self._so_far = {"epoch": epoch, "batches": int(event.get("batches") or 0), "points": points}
+        self._so_far = epoch_line.with_batch(self._so_far, event)
         return self._so_far
 
     def _on_batch_end(self, event: dict) -> Run | None:
