@@ -60,11 +60,14 @@ def export_of(run: Run) -> dict[str, Any]:
 
 
 def check(run: Run) -> None:
-    """ParityError when the check is not offered for this run."""
+    """ParityError when the check is not offered for this run (a run from code keeps its
+    reward in that code: only the name reaches the dashboard)."""
     if not offered(run):
         raise ParityError(
             "The parity check needs a succeeded run with a trained program and a test split."
         )
+    if run.source == Run.CODE:
+        raise ParityError("A run from code is checked in its code (rescore_plain_prompts).")
 
 
 def _rows(run: Run, export: dict[str, Any]) -> tuple[list[dict], list[Any]]:

@@ -122,6 +122,9 @@ def _run_job(job_id: int, work, who: str, refusals: tuple[type[Exception], ...])
         return _failed(job, str(exc))
     except (synalinks.LanguageModelError, ValueError) as exc:
         return _failed(job, f"{who} failed: {exc}")
+    except Exception as exc:  # never left "running" for a page to poll forever
+        logger.exception("re-score job %s failed", job.pk)
+        return _failed(job, f"{who} failed: {type(exc).__name__}")
     RescoreJob.objects.filter(pk=job.pk).update(
         status=RescoreJob.DONE, result=result, finished=timezone.now()
     )

@@ -38,7 +38,11 @@ class HandCandidateError(ValueError):
 
 def accepts(run: Run) -> bool:
     """Whether ``run``'s population can take a candidate by hand now."""
-    return run.takes_candidates_by_hand and run.status in (*Run.ACTIVE, Run.PAUSED)
+    return (
+        run.takes_candidates_by_hand
+        and run.status in (*Run.ACTIVE, Run.PAUSED)
+        and run.source != Run.CODE  # its optimizer runs in that code, out of the queue's reach
+    )
 
 
 def preview(candidate: Candidate, edits: Edits) -> dict[str, Any]:
