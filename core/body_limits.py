@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 #: token (a run's events: ``/api/runs/<id>/events``).
 UPLOAD_PATHS = (b"/api/datasets/", b"/api/programs/import", b"/api/runs/from-code")
 EVENTS_PATH = re.compile(rb"/api/runs/\d{1,12}/events")
+#: Most bytes a fit's stream posts at once (its route reads 2 MiB: a little framing more).
+STREAM_MAX_BYTES = 2 * 1024 * 1024 + 64 * 1024
 
 
 def body_limit(is_member: bool) -> int:
@@ -80,12 +82,18 @@ class LimitedWebRequest(http_protocol.WebRequest):
             or self._signed_token()
         )
         self.body_limit = body_limit(self.is_member)
+        if self.is_member and self._stream_path():  # a fit's stream: what its route reads
+            self.body_limit = min(self.body_limit, STREAM_MAX_BYTES)
         self.body_received = 0
         if length is not None and length > self.body_limit:
             self.content = io.BytesIO()
             self.refuse_body(length)
             return
         super().gotLength(length)
+
+    def _stream_path(self) -> bool:
+        path = (getattr(self.channel, "_path", b"") or b"").split(b"?", 1)[0]
+        return path == b"/api/runs/from-code" or bool(EVENTS_PATH.fullmatch(path))
 
     def _signed_token(self) -> bool:
         """Whether the request is an API upload carrying a token this server signed (a

@@ -24,6 +24,8 @@ from datasets.services import DatasetError
 MAX_ROWS = 5000
 #: Characters kept of one text value.
 MAX_TEXT = 20_000
+#: Characters of a field's name (as the upload's mapping allows).
+MAX_NAME = 64
 
 
 def create_from_rows(
@@ -32,6 +34,10 @@ def create_from_rows(
     """A dataset holding ``rows`` (``{"inputs": {...}, "targets": {...}}``) as its training
     split; ``fields``: the program's, ``{"name", "role": "input" | "output", "type",
     "description", "choices"}`` (a target with ``choices`` is a label set)."""
+    if any(
+        not isinstance(row.get(part) or {}, dict) for row in rows for part in ("inputs", "targets")
+    ):
+        raise DatasetError('each row is {"inputs": {...}, "targets": {...}}')
     inputs = sorted({key for row in rows for key in (row.get("inputs") or {})})
     targets = sorted({key for row in rows for key in (row.get("targets") or {})})
     if not rows or not inputs or not targets:
@@ -91,9 +97,11 @@ def add_test_rows(dataset: Dataset, rows: list[dict[str, Any]]) -> None:
 
 
 def _spec(name: str, declared: dict[str, Any] | None, target: bool) -> dict[str, Any]:
+    if len(str(name)) > MAX_NAME:
+        raise DatasetError(f"a field name has at most {MAX_NAME} characters: {str(name)[:80]!r}")
     declared = declared or {}
     kind = declared.get("type") if declared.get("type") in FIELD_TYPES else "str"
-    spec = {"name": str(name)[:64], "type": kind, "description": declared.get("description") or ""}
+    spec = {"name": str(name), "type": kind, "description": declared.get("description") or ""}
     if target and declared.get("choices"):
         spec["choices"] = [str(choice) for choice in declared["choices"]]
     return spec
@@ -107,6 +115,8 @@ def _flat(row: dict[str, Any], inputs: list[str], targets: list[str]) -> dict[st
 def _value(value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, numbers.Integral):
+        return int(value) if abs(int(value)) < 2**63 else str(value)[:MAX_TEXT]
     if isinstance(value, numbers.Real):
         return value if float(value) == float(value) and abs(float(value)) < 1e300 else None
     if isinstance(value, list):

@@ -208,3 +208,21 @@ async def test_a_long_quiet_batch_is_kept_alive_by_empty_posts(monkeypatch):
     finally:
         dashboard.close()
     assert dashboard.empty_post.is_set()
+
+
+async def test_a_second_fit_with_the_same_monitor_is_a_run_of_its_own():
+    dashboard = Dashboard()
+    try:
+        program = await compiled()
+        x, y = dataset(4)
+        monitor = synalinks.callbacks.RemoteMonitor(url=dashboard.url, token="tb_x")
+        await program.fit(x, y, epochs=1, batch_size=4, seed=1, callbacks=[monitor])
+        await program.fit(x, y, epochs=1, batch_size=4, seed=2, callbacks=[monitor])
+        assert await monitor.flush(timeout=60)
+        assert dashboard.received.wait(60)
+    finally:
+        dashboard.close()
+    created = [path for path, _ in dashboard.bodies if path.endswith("/from-code")]
+    assert len(created) == 2
+    ends = [e for e in dashboard.events() if e["type"] == "train_end"]
+    assert len(ends) == 2

@@ -99,6 +99,8 @@ class RemoteMonitor(Callback):
         self._evaluation: dict[str, Any] | None = None
         self._evaluations = {"before": 0, "after": 0}
         self._test_rows_sent = False
+        self._drain_registered = False
+        self._outboxes: list[Outbox] = []  # one per fit: each is drained at exit
 
     @property
     def run_url(self) -> str | None:
@@ -116,6 +118,14 @@ class RemoteMonitor(Callback):
 
     # -- fit ------------------------------------------------------------------------------
     async def on_train_begin(self, logs=None):
+        if self.trained and self.outbox is not None:
+            # a second fit with the same monitor is a run of its own: the first one's
+            # outbox sends what it still holds and ends
+            self.outbox.close()
+            self.outbox = None
+            self._evaluations = {"before": 0, "after": 0}
+            self._test_rows_sent = False
+            self._usage = usage.Usage()
         self.trained = False
         self._listen()
         rows, total = _rows_json(*self._rows)
@@ -130,7 +140,9 @@ class RemoteMonitor(Callback):
             "reward": _described(getattr(program, "reward", None)),
         }
         if self.outbox is None:
-            atexit.register(self._drain)
+            if not self._drain_registered:
+                atexit.register(self._drain)
+                self._drain_registered = True
             self.outbox = Outbox(
                 self.url,
                 self.token,
@@ -138,8 +150,9 @@ class RemoteMonitor(Callback):
                 capacity=self.capacity,
                 timeout=self.timeout,
                 on_reply=self._reply,
-                extras=lambda: {"usage": self._usage.to_dict()},
+                extras=lambda fit_usage=self._usage: {"usage": fit_usage.to_dict()},
             )
+            self._outboxes.append(self.outbox)
         self.outbox.active = True
         for item in self._waiting:
             self.outbox.put(item)
@@ -216,9 +229,9 @@ class RemoteMonitor(Callback):
     # -- helpers --------------------------------------------------------------------------
     def _drain(self) -> None:
         """At the process's exit: what is still queued, sent within ``wait_at_end`` seconds."""
-        if self.outbox is not None:
-            self.outbox.wait_sent(self.wait_at_end)
-            self.outbox.close()
+        for outbox in self._outboxes:
+            outbox.wait_sent(self.wait_at_end)
+            outbox.close()
 
     def _listen(self) -> None:
         usage.attach(self._usage)
