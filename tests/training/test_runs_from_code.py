@@ -246,3 +246,14 @@ def test_by_hand_candidates_and_the_parity_check_are_not_offered_to_a_run_from_c
     code_run.refresh_from_db()
     with pytest.raises(plain_prompt_parity.ParityError, match="checked in its code"):
         plain_prompt_parity.check(code_run)
+
+
+def test_settings_or_rows_not_shaped_as_the_engine_sends_are_400s(client, token, program):
+    runs = Run.objects.count()
+    odd = start_body(program, optimizer={"name": "X", "params": ["not", "a", "dict"]})
+    answer = post(client, token, "/runs/from-code", odd)
+    assert (answer.status_code, answer.json()["field"]) == (400, "params")
+    rows = [{"inputs": ["a list"], "targets": {"team": "box"}}]
+    answer = post(client, token, "/runs/from-code", start_body(program, rows=rows))
+    assert (answer.status_code, answer.json()["field"]) == (400, "rows")
+    assert Run.objects.count() == runs

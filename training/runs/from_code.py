@@ -80,12 +80,18 @@ def start(owner, body: dict[str, Any]) -> Run:
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise CodeRunError("rows is a list of {inputs, targets} objects", "rows")
     params = body.get("params") if isinstance(body.get("params"), dict) else {}
+    try:
+        config = _config(summary, params, body, len(rows), _count(body.get("rows_total")))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise CodeRunError(
+            f"the fit's settings are not what the engine sends: {exc}", "params"
+        ) from None
     with transaction.atomic():
         try:
             dataset = code_datasets.create_from_rows(
                 owner, f"{name or 'fit'}: rows", rows, fields_of(engine_program)
             )
-        except DatasetError as exc:
+        except (DatasetError, DatabaseError) as exc:
             raise CodeRunError(str(exc), "rows") from None
         program = program_services.import_program(
             owner, document, summary, name=name, dataset=dataset
@@ -98,7 +104,7 @@ def start(owner, body: dict[str, Any]) -> Run:
             dataset=dataset,
             name=name,
             source=Run.CODE,
-            config=_config(summary, params, body, len(rows), _count(body.get("rows_total"))),
+            config=config,
             status=Run.RUNNING,
             phase="training",
             started_at=now,
