@@ -68,3 +68,13 @@ def test_a_model_keeps_its_newest_observations(user, demo_dataset, no_broker):
     measured.record(run, sizes, None)
     kept = sizes[measured.OBSERVED_KEY]
     assert len(kept) == measured.KEPT and kept[-1]["program"] == program.pk
+
+
+def test_a_provider_s_calls_are_not_slowed_by_this_machine_s_load(
+    user, demo_dataset, no_broker, monkeypatch
+):
+    program = make_program(user, demo_dataset, model=MODEL)
+    calibration.measure(MODEL)
+    monkeypatch.setattr(measured, "others_now", lambda: 2.0)  # two busy loops on two cores
+    found = measured.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
+    assert not found["local"] and found["measured"]["slowdown"] == {"prediction": 1.0}

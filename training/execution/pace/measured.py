@@ -85,8 +85,9 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         into["latency"] += float(row["latency"] or 0.0)
         into["tokens"] += float(row["prompt"] or 0) + float(row["completion"] or 0)
     # The demand the others met the run with: what they got meanwhile (a share of the cores
-    # under contention) or, when more, what they take now it has ended.
-    others = max(during or 0.0, others_now())
+    # under contention) or, when more, what they take now it has ended; a provider's calls
+    # run elsewhere (this machine's load does not slow them).
+    others = max(during or 0.0, others_now()) if stored.get("local") else 0.0
     found = observe(
         roles,
         float(run.active_seconds),
@@ -142,7 +143,7 @@ def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> d
     found = estimate(
         calls,
         observations(result["pace_key"]),
-        others_now(),
+        others_now() if result.get("local") else 0.0,
         cpu_meter.cores(),
         threads,
         fallback=_fallback(result, threads),
