@@ -27,7 +27,9 @@ calls exact, P = N.
 
 Another forecast measured against the stored one in the same runs: ``--also MODULE:FUNC``
 (``FUNC(program, dataset, config)`` → a forecast dict with ``calls``, ``tokens`` and
-``seconds``, each ``low``/``expected``/``high``), made just before each launch.
+``seconds``, each ``low``/``expected``/``high``), made just before each launch; the pace's
+rule beside the stored forecast (recent runs' observations per call):
+``--also training.execution.pace.measured:counted``.
 
     .venv/bin/python bench/forecast_accuracy.py [--only quiet|loaded] [--also MODULE:FUNC]
 
