@@ -101,7 +101,7 @@ def test_the_section_shows_intervals_and_paired_verdicts(client_user, user, demo
 def test_a_finished_runs_update_carries_the_section_as_the_page_loads_it(
     client_user, user, demo_dataset
 ):
-    """Issue 27.1: the run's finish sends every part, the Selection section among them, so a
+    """The run's finish sends every part, the Selection section among them, so a
     page watched to the end shows where the final prompt came from without a reload; drawn
     from a context of its own, the per-example table beside it is unchanged."""
     run = omega(user, demo_dataset)

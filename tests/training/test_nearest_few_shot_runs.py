@@ -1,4 +1,4 @@
-"""Issue 24 in the dashboard: NearestFewShot offered, configured, forecast, executed and shown;
+"""NearestFewShot in the dashboard: offered, configured, forecast, executed and shown;
 refused junk rewrites stored and listed; a run that did not learn says why and links to the
 launch form pre-filled with the next step; the demo program declares its label set.
 
