@@ -29,7 +29,7 @@ Another forecast measured against the stored one in the same runs: ``--also MODU
 (``FUNC(program, dataset, config)`` → a forecast dict with ``calls``, ``tokens`` and
 ``seconds``, each ``low``/``expected``/``high``), made just before each launch; the pace's
 rule beside the stored forecast (recent runs' observations per call):
-``--also training.execution.pace.measured:counted``.
+``--also forecast_parts:counted``.
 
     .venv/bin/python bench/forecast_accuracy.py [--only quiet|loaded] [--also MODULE:FUNC]
 

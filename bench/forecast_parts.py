@@ -127,3 +127,11 @@ def lines(parts: dict[str, Any], forecast: dict[str, Any]) -> list[str]:
             f"generating, latency {1000 * row['latency'] / calls:.0f} ms"
         )
     return out
+
+
+def counted(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The launch form's forecast with its tokens and time from the pace's rule (not recent
+    runs' observations): ``bench/forecast_accuracy.py --also forecast_parts:counted``."""
+    from training.execution import forecast as forecasts
+
+    return forecasts.forecast(program_row, dataset, config, measure=False, observed=False)

@@ -13,6 +13,14 @@ from training.runs import launch as runs
 
 from .conftest import make_program, run_config
 
+
+def observed(program, dataset, config) -> dict:
+    """The launch form's forecast, its tokens and time from recent runs' observations."""
+    from training.execution import forecast as forecasts
+
+    return forecasts.forecast(program, dataset, config, measure=False, observed=True)
+
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MODEL = "fake/rules?latency=0.03"
@@ -31,7 +39,7 @@ def test_a_finished_run_is_observed_and_the_next_forecast_reads_it(user, demo_da
     program = make_program(user, demo_dataset, model=MODEL)
     calibration.measure(MODEL)
     config = run_config(model=MODEL, epochs=1, batch_size=4)
-    first = measured.forecast(program, demo_dataset, config)
+    first = observed(program, demo_dataset, config)
     assert first["state"] == "ready"
     assert first["measured"]["observed"] == {"prediction": 0}  # the calibration's pace only
     run = runs.launch(user, program, demo_dataset, config)
@@ -40,7 +48,7 @@ def test_a_finished_run_is_observed_and_the_next_forecast_reads_it(user, demo_da
     assert len(seen) == 1 and seen[0].program == program.pk and seen[0].owner == user.pk
     assert seen[0].seconds["prediction"] > 0
     assert seen[0].tokens["prediction"] == pytest.approx(15.0)  # the fake: 10 + 5 a call
-    after = measured.forecast(program, demo_dataset, config)
+    after = observed(program, demo_dataset, config)
     assert after["measured"]["observed"] == {"prediction": 1}
     assert after["calls"] == first["calls"]  # the count is the count
     assert after["tokens"]["expected"] == pytest.approx(15 * after["calls"]["expected"], rel=0.02)
@@ -76,5 +84,5 @@ def test_a_provider_s_calls_are_not_slowed_by_this_machine_s_load(
     program = make_program(user, demo_dataset, model=MODEL)
     calibration.measure(MODEL)
     monkeypatch.setattr(measured, "others_now", lambda: 2.0)  # two busy loops on two cores
-    found = measured.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
+    found = observed(program, demo_dataset, run_config(model=MODEL, epochs=1))
     assert not found["local"] and found["measured"]["slowdown"] == {"prediction": 1.0}

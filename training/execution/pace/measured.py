@@ -3,8 +3,8 @@ call (kept in its model's ``ModelPace.sizes``), the others' demand on the cores 
 forecast of a configuration from them (``training.forecasting.measured``).
 
 :func:`record` is called by :func:`~training.execution.pace.learning.learn_from_run` for every
-run that did its work; :func:`forecast` is the launch form's forecast with its tokens and
-time from those observations (its calls as counted).
+run that did its work; :func:`apply` gives a forecast (its calls as counted) its tokens and
+time from those observations (``training.execution.forecast`` calls it).
 """
 
 from __future__ import annotations
@@ -162,17 +162,3 @@ def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> d
     result["seconds_range_text"] = forecast_text.seconds_text(seconds.low, seconds.high)
     result["time_text"] = result["seconds_range_text"]
     return result
-
-
-def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """The launch form's forecast, its tokens and time from recent runs' observations."""
-    from training.execution import forecast as forecasts
-
-    return forecasts.forecast(program_row, dataset, config, measure=False, observed=True)
-
-
-def counted(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """The launch form's forecast, its tokens and time from the pace's rule."""
-    from training.execution import forecast as forecasts
-
-    return forecasts.forecast(program_row, dataset, config, measure=False, observed=False)
