@@ -1,7 +1,8 @@
 """Offline local models as the litellm custom provider `local`.
 
-Importing this package registers the provider with litellm (idempotently) and nothing heavier:
-llama.cpp, torch and the weights load on the first real call. After that
+``register()`` adds the provider to litellm (idempotently); importing the package loads
+neither litellm nor llama.cpp, torch or the weights (they load on the first real call). After
+that
 
     await litellm.acompletion(model="local/smollm2", messages=..., response_format=...)
     await litellm.aembedding(model="local/minilm", input=[...])
@@ -12,8 +13,8 @@ a local model can run here (for fail-fast construction and the Settings page).
 A package beside the engine, built on it (its label scorer, the per-model semaphore): the
 engine never imports it. The engine finds it through ``language_models.offline``: installed,
 by the entry point the wheel declares (``pyproject.toml``); from a clone, by a registration
-(the dashboard's ``TrainingConfig.ready``, the tests' ``conftest``), and importing this
-package registers it too (``register``).
+(the dashboard's ``TrainingConfig.ready``, the tests' ``conftest``); either way the engine
+calls ``register()`` when it first needs a local model.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import threading
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402  (the env var above must be set first)
-
 from trainboard_local import minilm, smollm2  # noqa: E402
 from trainboard_local.errors import (  # noqa: E402
     INSTALL_COMMAND,
@@ -33,9 +32,10 @@ from trainboard_local.errors import (  # noqa: E402
     local_models_hint,
     unknown_model,
 )
-from trainboard_local.provider import PROVIDER, LocalProvider, score_labels  # noqa: E402
 from training.engine.language_models import offline  # noqa: E402
-from training.engine.language_models.label_scoring import register_scorer  # noqa: E402
+
+#: The litellm provider prefix these models answer to (``local/smollm2``).
+PROVIDER = offline.PREFIX
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -78,13 +78,29 @@ MODEL_INFO = {
 }
 
 _REGISTER_LOCK = threading.Lock()
+_registered = False
 
 
 def register() -> None:
     """Add the `local` provider to litellm and to the engine's offline hook once; safe to call
-    any number of times."""
+    any number of times (cheap after the first).
+
+    litellm (seconds of CPU to import) and the provider load here, not when the package is
+    imported: a process that only preloads weights or asks ``is_local_model`` (the web
+    server, the reaper, ``manage.py`` commands) never pays for them.
+    """
+    global _registered
+    if _registered:
+        return
     offline.register_module(__name__)
     with _REGISTER_LOCK:
+        if _registered:
+            return
+        import litellm
+
+        from trainboard_local.provider import LocalProvider, score_labels
+        from training.engine.language_models.label_scoring import register_scorer
+
         if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
             litellm.custom_provider_map = [
                 *litellm.custom_provider_map,
@@ -93,6 +109,16 @@ def register() -> None:
         if smollm2.MODEL_NAME not in litellm.model_cost:
             litellm.register_model(MODEL_INFO)
         register_scorer(PROVIDER, score_labels)
+        _registered = True
+
+
+def __getattr__(name: str):
+    """``LocalProvider`` and ``score_labels`` from the provider, imported on first use."""
+    if name in ("LocalProvider", "score_labels"):
+        from trainboard_local import provider
+
+        return getattr(provider, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_local_model(model: str) -> bool:
@@ -111,6 +137,3 @@ def check_available(model: str) -> None:
         minilm.check_available()
     else:
         raise unknown_model(model, "local")
-
-
-register()

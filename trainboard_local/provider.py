@@ -24,8 +24,8 @@ from trainboard_local.errors import LocalModelError, unknown_model
 from trainboard_local.lazy_call import LazyCall
 from training.engine.language_models.label_scoring import Scored
 from training.engine.language_models.limits.concurrency import semaphore
+from training.engine.language_models.offline import PREFIX as PROVIDER
 
-PROVIDER = "local"
 CHAT_MODELS = {"smollm2": smollm2.MODEL_NAME}
 EMBEDDING_MODELS = {"minilm": minilm.MODEL_NAME}
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import sys
 
+import litellm
 import numpy as np
 import pydantic
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import trainboard_local as local
 from trainboard_local import minilm, smollm2
 
-litellm = sys.modules["litellm"]
+local.register()  # what the engine does on its first local model
 
 
 class Verdict(pydantic.BaseModel):

@@ -40,6 +40,8 @@ class OfflineProvider(Protocol):
 
     def local_models_hint(self) -> str: ...
 
+    def register(self) -> None: ...
+
 
 _LOCK = threading.Lock()
 _loader: Callable[[], OfflineProvider] | None = None
@@ -54,9 +56,15 @@ def register_loader(loader: Callable[[], OfflineProvider]) -> None:
 
 
 def register_module(name: str) -> None:
-    """Reach the offline provider by importing the module ``name`` on first need (importing
-    it registers it with litellm)."""
-    register_loader(lambda: importlib.import_module(name))
+    """Reach the offline provider by importing the module ``name`` on first need; its
+    ``register()`` then adds it to litellm."""
+    register_loader(lambda: _registered(importlib.import_module(name)))
+
+
+def _registered(module):
+    """``module`` once its ``register()`` (cheap after the first) has run."""
+    module.register()
+    return module
 
 
 def serves(model: str) -> bool:
@@ -68,7 +76,7 @@ def _installed_loader() -> Callable[[], OfflineProvider] | None:
     """The loader of the provider an installed distribution names, if one does."""
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if entry.name == PREFIX:
-            return entry.load
+            return lambda: _registered(entry.load())
     return None
 
 
