@@ -34,7 +34,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from tests.training.helpers_eval_table import LABELS, routing_dataset, seeded_run  # noqa: E402
+from tests.training.insight.helpers_eval_table import LABELS, routing_dataset, seeded_run  # noqa: E402
 
 EXAMPLES = 1000
 REPEATS = 15

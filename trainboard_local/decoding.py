@@ -15,7 +15,7 @@ unsteady, and each is fixed here with llama.cpp's own low-level API:
   other rounding). So only prompt tokens are kept (generated tokens were evaluated one by one),
   and a prompt's new part is always evaluated in batches of at least
   :data:`MIN_BATCH_TOKENS`: an answer is the same whether or not its prefix was held
-  (``tests/engine/test_local_decoding.py`` checks it on each machine).
+  (``tests/engine/local/test_local_decoding.py`` checks it on each machine).
 - **A prompt can come back after another replaced it, or run on the other instance.**
   OMEGA's mutation calls share their system message (and the start of their user turn), but
   the new candidate's predictions run in between and replace the held prompt; a new
@@ -44,7 +44,7 @@ unsteady, and each is fixed here with llama.cpp's own low-level API:
   gain from a second thread is not settled (``bench/local_prompt_threads.py`` measures it;
   on this shared machine, at load 3-8, it lost). Measured on llama.cpp's CPU backend, the
   logits are bitwise the same with 1 or 2 batch threads, so the answer does not depend on
-  whether a core was free (``tests/engine/test_local_decoding.py`` checks it on each
+  whether a core was free (``tests/engine/local/test_local_decoding.py`` checks it on each
   machine).
 
 Not done: several calls in one decode. A one-token decode costs far less per sequence when

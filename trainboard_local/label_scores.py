@@ -6,7 +6,8 @@ The prompt and the answer's opening (``{"label": "``) are evaluated as a complet
 (``anger"}``) is then evaluated in one batch after them, with the logits of every position, and
 its score is the sum of its tokens' log-probabilities. Nothing is sampled, so a score depends
 only on the request: a continuation is always evaluated the same way after the same prefix
-(``tests/engine/test_local_label_scores.py`` checks it equals a reference evaluation exactly).
+(``tests/engine/local/test_local_label_scores.py`` checks it equals a reference evaluation
+exactly).
 
 Example:
     ```python

@@ -10,7 +10,7 @@ waits for it and restores that state into its own context instead of evaluating 
 (``Decoder._restore``). A state restored into a cleared context lands in the cells evaluating
 it would have used, with the same keys and values bit for bit (same weights, same kernels), so
 the answer does not depend on which instance evaluated the prefix
-(``tests/engine/test_local_decoding.py`` checks it).
+(``tests/engine/local/test_local_decoding.py`` checks it).
 
 A long last turn is saved with its prompt too (``Decoder._evaluate_new``): OMEGA's next
 mutation prompt shares its start (the variable's description, the parent's instructions), and

@@ -21,7 +21,7 @@ def seeded_run(live_stack, name: str) -> int:
     examples 3 and 6, failed on 9 and improved on 0, 1, 2 (the worker's own write path)."""
     code = f"""
 from django.contrib.auth import get_user_model
-from tests.training.helpers_eval_table import LABELS, routing_dataset, seeded_run
+from tests.training.insight.helpers_eval_table import LABELS, routing_dataset, seeded_run
 user = get_user_model().objects.get(username='tester')
 truth = [LABELS[i % 3] for i in range(30)]
 before = list(truth); before[0], before[1], before[2] = 'box', None, 'bug'

@@ -29,7 +29,7 @@ def test_a_correction_gives_v2_and_a_rescore_changes_figures_and_a_candidate_ran
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     code = """
 from django.contrib.auth import get_user_model
-from tests.training.helpers_eval_table import (
+from tests.training.insight.helpers_eval_table import (
     crafted_predictions, routing_dataset, seeded_run, validation_teams, scoring_positions)
 user = get_user_model().objects.get(username='tester')
 dataset = routing_dataset(user, test=12, train=10, name='rescore routing')

@@ -38,7 +38,7 @@ def crafted_run(live_stack, name: str) -> tuple[int, int]:
     crafted predictions: example 3 regressed to "bug", 0 failed before...); (run, dataset)."""
     code = f"""
 from django.contrib.auth import get_user_model
-from tests.training.helpers_eval_table import crafted_predictions, routing_dataset, seeded_run
+from tests.training.insight.helpers_eval_table import crafted_predictions, routing_dataset, seeded_run
 user = get_user_model().objects.get(username='tester')
 run = seeded_run(user, routing_dataset(user, test=12, name={name!r}), *crafted_predictions(12))
 print(run.pk, run.dataset_id)
@@ -129,7 +129,7 @@ def test_corrections_in_the_table_publish_v2_of_the_same_dataset(logged_in_page,
     # A run on v2 that judged by people lists the examples the marks scored.
     code = f"""
 from datasets.models import Dataset
-from tests.training.helpers_eval_table import crafted_predictions, seeded_run
+from tests.training.insight.helpers_eval_table import crafted_predictions, seeded_run
 version = Dataset.objects.get(pk={version_id})
 print(seeded_run(version.owner, version, *crafted_predictions(12), reward_human_marks=True).pk)
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.helpers_engine import build_program, dataset
-from tests.engine.test_fit import compiled, oracle_lm
+from tests.engine.trainers.test_fit import compiled, oracle_lm
 from training.engine import bounds
 from training.engine.optimizers import OMEGA, Optimizer, RandomFewShot, dns
 from training.engine.testing import FakeEmbeddingModel, FakeLanguageModel

@@ -5,7 +5,7 @@
 engine's own are. Listing ``"tests.support.toy_optimizer.Shuffler"`` in
 ``TRAINBOARD_OPTIMIZERS`` is all the dashboard needs to offer it (the launch form, the
 run's configuration, the forecast, the run page);
-tests/training/test_optimizer_plugin.py checks that nothing else has to change.
+tests/training/runs/test_optimizer_plugin.py checks that nothing else has to change.
 
 At each epoch end it proposes one candidate per variable holding examples: the latest
 ``nb_examples`` examples it pooled from the training batches, newest first. It makes no LM

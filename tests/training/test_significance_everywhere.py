@@ -11,10 +11,12 @@ import pytest
 from django.urls import reverse
 from PIL import Image
 
+from tests.training.insight.test_reward_splits_intervals_and_timing import (
+    add_evaluation,
+    finished_run,
+)
 from training.engine.utils import paired_bootstrap
 from training.models import Evaluation
-
-from .test_reward_splits_intervals_and_timing import add_evaluation, finished_run
 
 pytestmark = pytest.mark.django_db
 

@@ -92,7 +92,7 @@ def presets(label_task: bool) -> dict[str, dict[str, Any]]:
     values for its fields (a preset leaves the others as they are), each named by what it
     launches. Both train with the optimizer the registry recommends for such a program; the
     quick one for as many epochs as that optimizer needs (its card's, else one). Each value is
-    within its field's bound (tests/training/test_launch_form_help.py checks)."""
+    within its field's bound (tests/training/runs/test_launch_form_help.py checks)."""
     name = optimizer_registry.recommended(label_task)
     card = optimizer_registry.card(name)
     quick_epochs = card.epochs or 1

@@ -15,7 +15,8 @@ even the placeholder). litellm takes a per-call ``client`` of the type its handl
 provider uses: ``openai.AsyncOpenAI`` (the OpenAI SDK path) or litellm's ``AsyncHTTPHandler``
 (its own HTTP path); a client of the other type is silently replaced by one of litellm's
 own, so the table says which, per provider and call kind, as litellm 1.110 routes them, and
-``tests/engine/test_endpoint_keys.py`` proves every entry's requests pass through the guard.
+``tests/engine/language_models/test_endpoint_keys.py`` proves every entry's requests pass
+through the guard.
 
 Clients are kept per model object and event loop (a connection pool is bound to its loop).
 """
