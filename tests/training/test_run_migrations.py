@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from training.execution import attempt as execution
+from training.execution import run_config as run_config_rules
 from training.execution.run_config import fit_kwargs
 from training.models import HandCandidate, OptimizerError, Run, run_json
 
@@ -94,9 +95,26 @@ def test_a_config_without_a_selection_split_gets_none(user, program, demo_datase
     migrate(None)
 
     run = Run.objects.get(pk=pk)
-    assert run.json_version == run_json.VERSION == 2
-    assert run.config == {**config, "selection_split": 0.0}
+    assert run.json_version == run_json.VERSION == 3
+    assert run.config["selection_split"] == 0.0
     assert fit_kwargs(run.config)["selection_split"] == 0.0
+
+
+def test_a_config_without_a_training_order_says_file_order(user, program, demo_dataset):
+    apps = migrate("0029_run_epoch_so_far")
+    config = run_config()
+    config.pop(run_config_rules.TRAINING_ORDER[0], None)
+    pk = old_run(apps, user, program, demo_dataset, config=config, json_version=2)
+    spread = dict(run_config(), training_order="spread_by_label")
+    kept = old_run(apps, user, program, demo_dataset, config=spread, json_version=2)
+    migrate(None)
+
+    run = Run.objects.get(pk=pk)
+    assert run.json_version == run_json.VERSION == 3
+    assert run.config == {**config, "training_order": run_config_rules.FILE_ORDER}
+    assert not run_config_rules.spreads_by_label(run.config)
+    assert Run.objects.get(pk=kept).config == spread
+    assert run_config_rules.spreads_by_label(Run.objects.get(pk=kept).config)
 
 
 def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_keeps(

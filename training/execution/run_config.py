@@ -25,6 +25,7 @@ import training.engine as synalinks
 from training import optimizer_registry
 from training.engine import bounds
 from training.execution import budget
+from training.models import run_json
 from training.programs.lm import (
     ModelStringError,
     check_provider,
@@ -75,10 +76,13 @@ TRAINING_DEFAULTS = {
 }
 
 
-#: How a run's training rows reach ``fit``, set by ``launch`` on every run it creates: spread by
-#: label where the dataset has a label set (``datasets.services.training_rows``). A run stored
-#: without it was fit on its rows in file order, and its pages must find them in that order.
+#: How a run's training rows reached ``fit`` (its config's ``training_order``): ``launch``
+#: spreads them by label where the dataset has a label set
+#: (``datasets.services.training_rows``); a run from code was fit on the rows in the order its
+#: code gave them. A run's pages must find its rows in the order its fit saw them.
 TRAINING_ORDER = ("training_order", "spread_by_label")
+#: The other value of ``training_order``: the rows in the order they were stored.
+FILE_ORDER = run_json.FILE_ORDER
 
 
 def spreads_by_label(config: dict[str, Any]) -> bool:

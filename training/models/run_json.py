@@ -7,15 +7,15 @@ of shape adds a version: its number here, the upgrade of one version to the next
 a data migration that applies it (``makemigrations`` asks for one: the column's default is
 :data:`VERSION`).
 
-The current shapes (version 2):
+The current shapes (version 3):
 
 ``Run.config`` (``training.execution.run_config.validate_run_config``; a run from code:
 ``training.runs.from_code``): ``model``; ``reward``, ``metrics``; ``epochs``,
 ``batch_size``, ``validation_split``, ``selection_split`` (a fraction, 0.0: none),
 ``shuffle``, ``seed``; ``evaluations_before``, ``evaluations_after``; ``optimizer`` and its
-parameters; caps (``training.execution.budget``); ``training_order`` where ``launch`` set it
-(``run_config.TRAINING_ORDER``; absent: the rows in file order); ``kept_seed`` once a run
-from code has ended.
+parameters; caps (``training.execution.budget``); ``training_order``
+(``run_config.TRAINING_ORDER``: ``"spread_by_label"`` or ``run_config.FILE_ORDER``);
+``kept_seed`` once a run from code has ended.
 
 ``Run.forecast`` (``training.execution.forecast``): the forecast made at launch, or None.
 
@@ -47,17 +47,23 @@ from __future__ import annotations
 from typing import Any
 
 #: The shape every run's JSON is in (``Run.json_version``).
-VERSION = 2
+VERSION = 3
+#: The ``training_order`` of rows fit saw in the order they were stored (a run from code; a
+#: run stored before launch wrote the order).
+FILE_ORDER = "file_order"
 
 
 def upgrade_config(version: int, config: dict[str, Any]) -> dict[str, Any]:
     """``config`` of a run at ``version``, in the current shape.
 
     Version 2: ``selection_split`` is always there (0.0 for a run stored before fit had a
-    selection split)."""
+    selection split). Version 3: ``training_order`` is always there (:data:`FILE_ORDER` for a
+    run stored before launch wrote it: its fit saw the rows in file order)."""
     config = dict(config or {})
     if version < 2 and config.get("selection_split") is None:
         config["selection_split"] = 0.0
+    if version < 3 and not config.get("training_order"):
+        config["training_order"] = FILE_ORDER
     return config
 
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 from datasets import from_code as code_datasets
 from datasets.services import DatasetError
 from training.engine.language_models import tracing
-from training.execution import events, run_state, summaries
+from training.execution import events, run_config, run_state, summaries
 from training.execution.recording import persistence, traces
 from training.models import EpochLog, Evaluation, LMCallTrace, Run
 from training.programs import program_versions
@@ -331,6 +331,7 @@ def _config(
                 if v is None or isinstance(v, bool | int | float | str)
             },
         },
+        run_config.TRAINING_ORDER[0]: run_config.FILE_ORDER,  # as the code gave them
         "rows_sent": rows,
         "rows_total": max(rows, total or 0),
     }

@@ -1,8 +1,8 @@
 """A run's pages find its validation rows in the order its ``fit`` was given them.
 
-Runs launched now have their training rows spread by label (their config says so); a run
-stored before that was fit on the rows in file order, and its validation rows, ablations and
-marks must be found in that order, not in the new one.
+A run launched from the dashboard has its training rows spread by label; a run whose config
+says ``file_order`` (a run from code) was fit on the rows in file order, and its validation
+rows, ablations and marks must be found in that order.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ def test_a_run_finds_its_rows_in_the_order_it_was_fit_on(user, program, demo_dat
     demo_dataset.save(update_fields=["stratify_by"])
     new = launch(user, program, demo_dataset, config_of(validation_split=0.25))
     assert run_config.spreads_by_label(new.config)
-    stored_before = Run.objects.create(
+    from_code = Run.objects.create(
         owner=user,
         program=program,
         dataset=demo_dataset,
-        config={k: v for k, v in new.config.items() if k != "training_order"},
+        config={**new.config, "training_order": run_config.FILE_ORDER},
     )
     file_order = training_rows(demo_dataset, spread_by_label=False)
     spread = training_rows(demo_dataset)
@@ -38,8 +38,8 @@ def test_a_run_finds_its_rows_in_the_order_it_was_fit_on(user, program, demo_dat
     positions = scoring_positions(len(spread), 0.25)
 
     assert validation_rows.scoring_rows(new) == [spread[p] for p in positions]
-    assert validation_rows.scoring_rows(stored_before) == [file_order[p] for p in positions]
-    inputs, _, split = ablation.scoring_rows(stored_before)
+    assert validation_rows.scoring_rows(from_code) == [file_order[p] for p in positions]
+    inputs, _, split = ablation.scoring_rows(from_code)
     inputs_names = demo_dataset.input_names
     assert split == "validation"
     assert inputs == [{n: file_order[p][1].get(n) for n in inputs_names} for p in positions]

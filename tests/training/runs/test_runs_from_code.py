@@ -60,6 +60,7 @@ def test_a_fit_started_from_code_is_a_run_with_its_program_and_rows(code_run, us
     assert (code_run.owner, code_run.source, code_run.status) == (user, Run.CODE, Run.RUNNING)
     assert code_run.name == "from my notebook"
     assert code_run.config["optimizer"]["name"] == "RandomFewShot"
+    assert code_run.config["training_order"] == "file_order"  # the rows as the code sent them
     assert code_run.dataset.source == Dataset.SOURCE_CODE
     assert code_run.dataset.train_count == 6
     assert code_run.dataset.input_fields[0]["name"] == "message"
