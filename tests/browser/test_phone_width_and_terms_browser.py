@@ -1,7 +1,11 @@
-"""The first hour at phone width, in Chromium: at 390 px the upload's label-set control, the
-runs' test before → after and change (and the list's sort links), and the home page's recent
-runs are on screen without sideways scrolling, and the ✓/✗ correction buttons are 44 px touch
-targets; at 1280 px the same pages keep their tables' columns. The run page explains its terms
+"""The first hour at phone width, in Chromium: at 390 px the top bar is two rows of 44 px
+touch targets (the account's, then every section's link on screen); the upload preview's
+rows and the stored rows fit their box with no word split over two lines, and the new
+dataset's settings are full-width 44 px controls; the programs (home page and list) and the
+datasets list show each name and model whole, their actions on screen; the upload's label-set
+control, the runs' test before → after and change (and the list's sort links), and the home
+page's recent runs are on screen without sideways scrolling, and the ✓/✗ correction buttons are
+44 px touch targets; at 1280 px the same pages keep their tables' columns. The run page explains its terms
 where they appear, and its advanced sections are folded until opened, then stay as left across
 a reload.
 
@@ -37,9 +41,11 @@ for config in {configs!r}:
 print(json.dumps(ids))
 """
 
-#: A file whose ``team`` column is offered as a label set (two values).
+#: A file whose ``team`` column is offered as a label set (two values); its messages are long
+#: enough to squeeze the label's column on a phone.
 CSV = "message,team\n" + "".join(
-    f"refund number {i} please,billing\napp crash number {i},tech\n" for i in range(6)
+    f'"refund number {i} please, my invoice is wrong again",billing\napp crash number {i},tech\n'
+    for i in range(6)
 )
 
 #: The columns each table shows at 1280 px.
@@ -98,12 +104,41 @@ def upload_mapping(page) -> None:
     page.locator("#mapped-rows").wait_for()
 
 
+#: The words of the cells matching the selector that are split over two lines (a short word
+#: broken letter by letter in a squeezed column), as "cell: word".
+SPLIT_WORDS = """(selector) => {
+  const split = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const tops = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+        if (tops.size > 1) split.push(`${cell.textContent.trim().slice(0, 30)}: ${word[0]}`);
+      }
+    }
+  }
+  return split;
+}"""
+
+
 def within(box, width: int) -> bool:
     return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
 
 
 def header(page, selector: str) -> list[str]:
     return [text.strip().rstrip(" ▲▼") for text in page.locator(selector).all_inner_texts()]
+
+
+def touch_targets_on_screen(page, selector: str, width: int) -> None:
+    """Every element matching ``selector`` is wholly on screen and at least 44 px tall."""
+    targets = page.locator(selector)
+    assert targets.count() > 0, selector
+    for target in targets.all():
+        box = target.bounding_box()
+        assert within(box, width) and box["height"] >= 44, (selector, box)
 
 
 def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_page, reader):
@@ -113,7 +148,31 @@ def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_
     finished(page, reader["omega"])
 
     page.set_viewport_size({"width": 390, "height": 900})
+    page.goto("/programs/")
+    # the top bar: two rows (brand, workers and account; then the sections), every link on it
+    # a 44 px target on screen
+    assert page.locator("header.topbar").bounding_box()["height"] <= 2 * 50
+    touch_targets_on_screen(page, "nav.mainnav a", 390)
+    touch_targets_on_screen(page, ".topbar .brand, .topbar-right button", 390)
+    # the programs list: each name and model whole, its actions on screen
+    assert page.evaluate(SPLIT_WORDS, "#program-list td") == []
+    assert within(page.locator("#program-list td.program-name").first.bounding_box(), 390)
+    touch_targets_on_screen(page, "#program-list td.row-actions a", 390)
+    screenshot(page, "programs-390")
+    page.goto("/datasets/")
+    assert page.evaluate(SPLIT_WORDS, "#dataset-list td") == []
+    assert within(page.locator("#dataset-list td.key").first.bounding_box(), 390)
+    screenshot(page, "datasets-390")
+
     upload_mapping(page)
+    # the file's first rows and the stored rows: no word split over two lines, the stored rows
+    # (their columns' roles and types too) fit their box without sideways scrolling
+    assert page.evaluate(SPLIT_WORDS, "#preview-rows td, #mapped-rows td, #mapped-rows th") == []
+    stored = page.locator("#mapped-rows")
+    assert stored.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth")
+    assert within(stored.bounding_box(), 390)
+    settings = ".ds-settings input:not([type=checkbox]), .ds-settings textarea"
+    touch_targets_on_screen(page, settings, 390)
     label_set = page.locator('select[name="col-1-type"]')  # the team column's type
     assert "label set" in label_set.locator("option").all_inner_texts()[-1]
     label_set.scroll_into_view_if_needed()
@@ -139,6 +198,8 @@ def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_
     page.goto("/")
     for cell in page.locator("#home-run-list td.test-before-after").all():
         assert within(cell.bounding_box(), 390), cell.bounding_box()
+    assert page.evaluate(SPLIT_WORDS, "#home-program-list td") == []
+    touch_targets_on_screen(page, "#home-program-list .quick-try", 390)
     screenshot(page, "home-390")
 
     page.goto(f"/runs/{reader['small']}/")
