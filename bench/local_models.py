@@ -113,10 +113,12 @@ async def embedding_round(litellm) -> dict:
 async def main(args: argparse.Namespace) -> None:
     if args.instances:
         os.environ["TRAINBOARD_LOCAL_LM_INSTANCES"] = str(args.instances)
-    import trainboard_local  # noqa: F401  (registers the provider)
+    import litellm
+
+    import trainboard_local
     from trainboard_local.smollm2 import _settings
 
-    litellm = sys.modules["litellm"]
+    trainboard_local.register()  # the provider, as the engine adds it on a first local model
     instances, threads, n_ctx = _settings()
     print(
         f"cores: {os.cpu_count()}  llama instances: {instances} x {threads} threads  "

@@ -48,8 +48,9 @@ RUN_TIMEOUT_S = 600
 FIRST_ANSWER = """
 import time
 started = time.perf_counter()
-import trainboard_local  # registers the local provider
+import trainboard_local
 import litellm
+trainboard_local.register()  # the local provider, as the engine adds it on a first local model
 reply = litellm.completion(
     model="local/smollm2",
     messages=[{"role": "user", "content": "What is the capital of France?"}],

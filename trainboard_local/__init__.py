@@ -137,3 +137,8 @@ def check_available(model: str) -> None:
         minilm.check_available()
     else:
         raise unknown_model(model, "local")
+
+
+# The engine reaches this provider through its hook once the package is imported (a lambda:
+# litellm still loads only when ``register()`` first runs).
+offline.register_module(__name__)

@@ -25,6 +25,11 @@ import numpy as np
 from litellm import CustomLLM
 
 import training.engine as synalinks
+from training.engine.language_models import offline
+
+# From a clone the offline models are found through a registration (an installed engine
+# finds them through its entry point): what ``--model local/smollm2`` needs.
+offline.register_module("trainboard_local")
 
 KNOWN = {f"question {i}": f"answer {i}" for i in range(0, 400, 2)}
 

@@ -5,16 +5,22 @@ model on prompts that make it ramble, with small max_tokens, and require closed,
 """
 
 import json
-import sys
 
 import jsonschema
+import litellm
 import pytest
 
 pytest.importorskip("llama_cpp")
 
+import trainboard_local  # noqa: E402
 from trainboard_local import grammar  # noqa: E402
 
-litellm = sys.modules["litellm"]
+
+@pytest.fixture(autouse=True, scope="module")
+def local_provider():
+    """litellm knows the ``local`` provider, as after the engine's first local model."""
+    trainboard_local.register()
+
 
 RAMBLING = {
     "type": "object",

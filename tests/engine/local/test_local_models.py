@@ -17,7 +17,11 @@ import pytest
 import trainboard_local as local
 from trainboard_local import minilm, smollm2
 
-local.register()  # what the engine does on its first local model
+
+@pytest.fixture(autouse=True, scope="module")
+def local_provider():
+    """litellm knows the ``local`` provider, as after the engine's first local model."""
+    local.register()
 
 
 class Verdict(pydantic.BaseModel):

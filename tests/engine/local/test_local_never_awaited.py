@@ -14,17 +14,26 @@ import warnings
 
 import litellm
 
+import trainboard_local
 from trainboard_local import provider
 
 
 async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coroutine(
     monkeypatch,
 ):
+    trainboard_local.register()  # litellm knows the provider, as after a first local model
+    reached = []
+
     def generate(model, messages, optional_params, cancelled=None):
+        reached.append(model)
         time.sleep(0.05)  # a generation's time: some calls are in it when cancelled
         return {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {}}
 
     monkeypatch.setattr(provider, "_run_chat", generate)
+    # one call to its end first: the provider answers through litellm, and litellm's own
+    # first-call set-up is done, so the cancelled calls below meet the handoff at their delays
+    await litellm.acompletion(model="local/smollm2", messages=[{"role": "user", "content": "hi"}])
+    assert len(reached) == 1
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         for delay in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02):
