@@ -113,12 +113,12 @@ async def embedding_round(litellm) -> dict:
 async def main(args: argparse.Namespace) -> None:
     if args.instances:
         os.environ["TRAINBOARD_LOCAL_LM_INSTANCES"] = str(args.instances)
-    import litellm
-
-    import trainboard_local
+    import trainboard_local  # first: it keeps litellm on its bundled price map (no fetch)
     from trainboard_local.smollm2 import _settings
 
     trainboard_local.register()  # the provider, as the engine adds it on a first local model
+    import litellm
+
     instances, threads, n_ctx = _settings()
     print(
         f"cores: {os.cpu_count()}  llama instances: {instances} x {threads} threads  "
