@@ -92,7 +92,6 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    offline.register_module(__name__)
     with _REGISTER_LOCK:
         if _registered:
             return
