@@ -5,7 +5,8 @@
 code reads each field as documented here and keeps no fallback for an older shape. A change
 of shape adds a version: its number here, the upgrade of one version to the next below, and
 a data migration that applies it (``makemigrations`` asks for one: the column's default is
-:data:`VERSION`).
+:data:`VERSION`). The migrations call these functions as they are now, so each step leaves a
+value already in its shape as it is (a later migration may pass it again).
 
 The current shapes (version 3):
 
