@@ -14,7 +14,8 @@ A package beside the engine, built on it (its label scorer, the per-model semaph
 engine never imports it. The engine finds it through ``language_models.offline``: installed,
 by the entry point the wheel declares (``pyproject.toml``); from a clone, by a registration
 (the dashboard's ``TrainingConfig.ready``, the tests' ``conftest``); either way the engine
-calls ``register()`` when it first needs a local model.
+calls ``register()`` when it first hands litellm a request or scores a local model's labels,
+not when it builds a local model.
 """
 
 from __future__ import annotations

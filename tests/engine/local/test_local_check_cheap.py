@@ -23,3 +23,32 @@ def test_the_embedding_model_check_imports_neither_sentence_transformers_nor_tor
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
     assert out[:2] == ["False", "False"], out
+
+
+BUILD_THEN_REACH = """
+import sys
+from training.engine.language_models import offline
+offline.register_module("trainboard_local")
+import training.engine as synalinks
+synalinks.LanguageModel(model="local/smollm2")
+synalinks.EmbeddingModel(model="local/minilm")
+built = "litellm" in sys.modules
+from training.engine.language_models.litellm_loader import get_litellm
+litellm = get_litellm()
+known = any(item.get("provider") == "local" for item in litellm.custom_provider_map)
+print(built, known, litellm.supports_response_schema("local/smollm2"))
+"""
+
+
+def test_building_local_models_leaves_litellm_unloaded_and_the_first_request_registers_them():
+    """A process that builds a local program it never calls (a migration's demo program, a
+    page showing the program) pays no litellm import; whatever reaches litellm first adds
+    the local provider to it, so the first request finds it."""
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD_THEN_REACH],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    assert out == ["False", "True", "True"]

@@ -188,7 +188,7 @@ def _long(exc: BaseException, limit: int = 600) -> str:
 
 def _local_models_hint() -> str:
     try:
-        provider = offline.load()
+        provider = offline.find()
     except ImportError:  # no offline provider installed or registered
         return "Offline models: 'local/smollm2' (chat), 'local/minilm' (embeddings)."
     return provider.local_models_hint()

@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from training.engine.language_models import offline
+
 #: Alternatives asked for at each token of a provider's answer (OpenAI allows 0..20).
 TOP_LOGPROBS = 20
 #: The score of a label no log-probability covers (below any real one, finite for JSON).
@@ -61,7 +63,11 @@ def register_scorer(provider: str, scorer: Scorer) -> None:
 
 
 def registered_scorer(model: str) -> Scorer | None:
-    return _SCORERS.get(model.split("/", 1)[0]) if "/" in model else None
+    if "/" not in model:
+        return None
+    if offline.serves(model):  # the offline provider registers its scorer when it loads
+        offline.ensure_registered()
+    return _SCORERS.get(model.split("/", 1)[0])
 
 
 def opening(field: str) -> str:

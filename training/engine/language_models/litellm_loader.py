@@ -16,7 +16,8 @@ _LITELLM_READY = False
 
 
 def get_litellm():
-    """litellm, imported once by the engine with its debug banners off.
+    """litellm, imported once by the engine with its debug banners off, and the offline
+    provider added to it (``offline.ensure_registered``: a flag's test once done).
 
     litellm prints a "Give Feedback / Get Help" banner (and a provider list) on every error
     unless ``suppress_debug_info`` is set; in a training log that is noise on each failure.
@@ -31,11 +32,13 @@ def get_litellm():
         with _LITELLM_LOCK:
             litellm.suppress_debug_info = True
             _LITELLM_READY = True
+    offline.ensure_registered()
     return litellm
 
 
 def load_local_provider(where: str, model: str) -> None:
-    """Register the ``local`` litellm provider and check ``model`` can run here (loads nothing).
+    """Check that the offline ``model`` can run here (loads neither litellm nor weights: it
+    joins litellm with the first request, :func:`get_litellm`).
 
     Fails at construction — not on the first call in the middle of a run — with what is missing
     and the command that installs it, or the list of local models for an unknown name.
@@ -47,9 +50,8 @@ def load_local_provider(where: str, model: str) -> None:
     Raises:
         LanguageModelConfigError: the model is unknown or cannot run on this machine.
     """
-    get_litellm()
     try:
-        local = offline.load()
+        local = offline.find()
     except ImportError as exc:
         raise LanguageModelConfigError(
             f"{where}: the local provider cannot be imported: {exc}"

@@ -13,8 +13,10 @@ API: it never imports the provider. The provider is found in one of two ways:
 
 What the engine needs from the provider (whether a model can run, the error it raises, the
 hint that lists the offline models) comes through what the loader returns. The provider is
-imported on first need, so litellm still loads with the first local model or the first failed
-call, never when the engine is imported.
+imported on first need (a local model built, an error's hint) and joins litellm only when the
+engine first hands litellm a request (:func:`ensure_registered`): a process that builds a local
+model it never calls (a migration's demo program, a page that shows a program) never pays for
+litellm's import.
 """
 
 from __future__ import annotations
@@ -45,26 +47,22 @@ class OfflineProvider(Protocol):
 
 _LOCK = threading.Lock()
 _loader: Callable[[], OfflineProvider] | None = None
+#: Whether litellm has been given the provider of the current loader (or learnt there is none).
+_settled = False
 
 
 def register_loader(loader: Callable[[], OfflineProvider]) -> None:
-    """Reach the offline provider through ``loader`` (it imports and registers the provider,
-    then returns it; called on each need, so it must be cheap once it has run)."""
-    global _loader
+    """Reach the offline provider through ``loader`` (it imports the provider and returns it;
+    called on each need, so it must be cheap once it has run)."""
+    global _loader, _settled
     with _LOCK:
         _loader = loader
+        _settled = False
 
 
 def register_module(name: str) -> None:
-    """Reach the offline provider by importing the module ``name`` on first need; its
-    ``register()`` then adds it to litellm."""
-    register_loader(lambda: _registered(importlib.import_module(name)))
-
-
-def _registered(module):
-    """``module`` once its ``register()`` (cheap after the first) has run."""
-    module.register()
-    return module
+    """Reach the offline provider by importing the module ``name`` on first need."""
+    register_loader(lambda: importlib.import_module(name))
 
 
 def serves(model: str) -> bool:
@@ -76,16 +74,18 @@ def _installed_loader() -> Callable[[], OfflineProvider] | None:
     """The loader of the provider an installed distribution names, if one does."""
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if entry.name == PREFIX:
-            return lambda: _registered(entry.load())
+            return entry.load
     return None
 
 
-def load() -> OfflineProvider:
-    """The offline provider, loaded (and registered with litellm) on the first call.
+def find() -> OfflineProvider:
+    """The offline provider, imported (not yet added to litellm): enough to ask whether a
+    model can run here and for the list of offline models.
 
     Raises:
         ImportError: no provider is registered or installed, or it cannot be imported.
     """
+    global _loader
     loader = _loader
     if loader is None:
         loader = _installed_loader()
@@ -94,14 +94,42 @@ def load() -> OfflineProvider:
                 "no offline provider is installed (pip install 'trainboard-engine[local]') "
                 "or registered (training.engine.language_models.offline.register_module)"
             )
-        register_loader(loader)
+        with _LOCK:
+            _loader = loader
     return loader()
+
+
+def load() -> OfflineProvider:
+    """The offline provider, added to litellm (its ``register()``: cheap after the first).
+
+    Raises:
+        ImportError: no provider is registered or installed, or it cannot be imported.
+    """
+    provider = find()
+    provider.register()
+    return provider
+
+
+def ensure_registered() -> None:
+    """Add the offline provider to litellm if one is registered or installed; a no-op once
+    settled. The engine calls it each time it reaches litellm, so a ``local/…`` request finds
+    its provider however the model was built, and litellm is never imported for it earlier."""
+    global _settled
+    if _settled:
+        return
+    try:
+        load()
+    except ImportError:  # none here: litellm answers local/… as an unknown provider
+        pass
+    _settled = True
 
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PREFIX",
     "OfflineProvider",
+    "ensure_registered",
+    "find",
     "load",
     "register_loader",
     "register_module",
