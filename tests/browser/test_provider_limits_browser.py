@@ -43,7 +43,7 @@ RUN = {"epochs": 1, "batch_size": 6, "evaluations_before": 1, "evaluations_after
 
 @pytest.fixture(scope="module")
 def provider():
-    with OpenAIServer(limit=LIMIT, latency=0.3, content=ANSWER, retry_after=1) as server:
+    with OpenAIServer(limit=LIMIT, latency=0.15, content=ANSWER, retry_after=1) as server:
         yield server
 
 
