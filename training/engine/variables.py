@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from training.engine import schema_validation
 from training.engine.saving import register_synalinks_serializable
 
 
@@ -91,7 +92,7 @@ class Variable:
         import jsonschema
 
         try:
-            jsonschema.validate(value, self.schema)
+            schema_validation.validate(value, self.schema)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
             raise VariableError(

@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 
+from training.engine import schema_validation
 from training.engine.language_models.tracing import trace_context
 from training.engine.optimizers import candidate_checks, label_balance
 from training.engine.optimizers import selection as sel
@@ -130,7 +131,7 @@ class Evolution:
             value["examples"] = plan["examples"]
         value = variable.with_pinned(value)  # before the duplicate check below
         try:
-            jsonschema.validate(value, variable.schema or {})
+            schema_validation.validate(value, variable.schema or {})
         except jsonschema.ValidationError as exc:
             await self._failed(
                 variable, operation, f"the new value does not fit the schema: {exc.message}"
