@@ -5,7 +5,9 @@ dataset's settings are full-width 44 px controls; the programs (home page and li
 datasets list show each name and model whole, their actions on screen; the upload's label-set
 control, the runs' test before → after and change (and the list's sort links), and the home
 page's recent runs are on screen without sideways scrolling, and the ✓/✗ correction buttons are
-44 px touch targets; at 1280 px the same pages keep their tables' columns. The run page explains its terms
+44 px touch targets; the sample answers to correct read as cards, compare's setting names wrap
+between their words, and a file input's button is a 44 px target; at 1280 px the same pages
+keep their tables' columns. The run page explains its terms
 where they appear, and its advanced sections are folded until opened, then stay as left across
 a reload.
 
@@ -124,6 +126,33 @@ SPLIT_WORDS = """(selector) => {
 }"""
 
 
+#: The line breaks inside a word of the cells matching the selector: a break that follows
+#: neither a space nor one of a setting name's own marks (``_``, ``.``, ``/``), as "cell: a|b".
+BREAKS_INSIDE_A_WORD = """(selector) => {
+  const bad = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let lastTop = null, lastChar = "";
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.data.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect) continue;
+        const top = Math.round(rect.top), char = node.data[i];
+        if (lastTop !== null && top > lastTop && !/[\\s_./]/.test(lastChar) && !/\\s/.test(char)) {
+          bad.push(`${cell.textContent.trim()}: ${lastChar}|${char}`);
+        }
+        lastTop = top;
+        lastChar = char;
+      }
+    }
+  }
+  return bad;
+}"""
+
+
 def within(box, width: int) -> bool:
     return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
 
@@ -208,7 +237,32 @@ def test_key_columns_and_touch_targets_at_390_px_and_the_tables_at_1280(browser_
     for button in marks.all()[:6]:
         box = button.bounding_box()
         assert box["width"] >= 44 and box["height"] >= 44, box
+    # the sample answers to correct read as cards: a sample's row, input, prediction and
+    # correction on screen, its buttons 44 px targets, the table no wider than its box
+    sample = page.locator("#correction-samples tbody tr").first
+    sample.wait_for()
+    sample.scroll_into_view_if_needed()
+    for cell in ("td.correction-row", "td.correction-input", "td.prediction", "td.correction-cell"):
+        box = sample.locator(cell).bounding_box()
+        assert within(box, 390), (cell, box)
+    samples = page.locator("#correction-samples")
+    assert samples.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth")
+    touch_targets_on_screen(page, "#correction-samples tbody tr:first-child button", 390)
     screenshot(page, "run-390")
+
+    # compare's settings: each name on screen in its sticky column, wrapped between its words
+    page.goto(f"/compare/?runs={reader['small']}&runs={reader['omega']}")
+    assert page.evaluate(BREAKS_INSIDE_A_WORD, "#compare-config td:first-child") == []
+    assert within(page.locator("#compare-config td:first-child").first.bounding_box(), 390)
+    screenshot(page, "compare-390")
+
+    # the program import's file button is a 44 px target
+    page.goto("/programs/")
+    choose = page.locator("#import-form input[type=file]")
+    height = choose.evaluate(
+        "i => parseFloat(getComputedStyle(i, '::file-selector-button').minHeight)"
+    )
+    assert height >= 44
 
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/runs/")

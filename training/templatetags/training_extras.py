@@ -6,6 +6,8 @@ import json
 from datetime import timedelta
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -99,3 +101,14 @@ def json_text(value) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def breakable(value) -> str:
+    """A setting's name (``optimizer.embedding_model``), escaped, that may wrap after each
+    ``_``, ``.`` or ``/`` and nowhere else: a narrow column (compare's settings at phone
+    width) then breaks it between its words, never inside one."""
+    text = str(escape(value))
+    for mark in ("_", ".", "/"):
+        text = text.replace(mark, mark + "<wbr>")
+    return mark_safe(text)

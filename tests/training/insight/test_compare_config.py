@@ -1,5 +1,6 @@
 """Compare's configuration table: a setting left null in one run and empty in the
-other is no difference, and the program version each run trained is a row of its own."""
+other is no difference, the program version each run trained is a row of its own, and a
+setting's long name may wrap only between its words."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def rows_of(html: str) -> dict[str, tuple[bool, list[str]]]:
     table = html.split('id="compare-config"', 1)[1].split("</table>", 1)[0]
     rows = {}
     for cls, key, cells in re.findall(
-        r'<tr class="([^"]*)"[^>]*><td><code>([^<]+)</code></td>(.*?)</tr>', table
+        r'<tr class="([^"]*)"[^>]*><td><code>(.*?)</code></td>(.*?)</tr>', table
     ):
-        rows[key] = ("config-differs" in cls, re.findall(r"<td>(.*?)</td>", cells))
+        name = key.replace("<wbr>", "")  # where a long name may wrap (the breakable filter)
+        rows[name] = ("config-differs" in cls, re.findall(r"<td>(.*?)</td>", cells))
     return rows
 
 
@@ -63,3 +65,10 @@ def test_each_column_names_its_optimizer_and_what_differs(client_user, user, pro
     headings = re.findall(r'<span class="muted compare-heading">([^<]*)</span>', html)
     optimizer = first.optimizer_name
     assert headings[:2] == [f"{optimizer} · epochs 1 · seed 1", f"{optimizer} · epochs 3 · seed 2"]
+
+
+def test_a_setting_name_may_wrap_only_after_its_marks_and_stays_escaped():
+    from training.templatetags.training_extras import breakable
+
+    assert breakable("optimizer.params.k_nearest") == "optimizer.<wbr>params.<wbr>k_<wbr>nearest"
+    assert breakable("<b>a/b") == "&lt;b&gt;a/<wbr>b"
