@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
 # pytest-xdist processes for `make test` (0: one process). Each starts its own live stack;
-# the real-model tests stay on one (conftest.py). Two halve the waits on a 2-core machine
-# (README, "Tests"); more only add load there.
-PYTEST_WORKERS ?= 2
+# the real-model tests stay on one (conftest.py). Three fill a 2-core machine best
+# (README, "Tests").
+PYTEST_WORKERS ?= 3
 XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 .PHONY: run test setup lint format
