@@ -116,7 +116,7 @@ async def main(args: argparse.Namespace) -> None:
     import trainboard_local  # first: it keeps litellm on its bundled price map (no fetch)
     from trainboard_local.smollm2 import _settings
 
-    trainboard_local.register()  # the provider, as the engine adds it on a first local model
+    trainboard_local.register()  # the provider, as the engine adds it on a first local request
     import litellm
 
     instances, threads, n_ctx = _settings()

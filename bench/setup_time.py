@@ -50,7 +50,7 @@ import time
 started = time.perf_counter()
 import trainboard_local
 import litellm
-trainboard_local.register()  # the local provider, as the engine adds it on a first local model
+trainboard_local.register()  # the local provider, as the engine adds it on a first local request
 reply = litellm.completion(
     model="local/smollm2",
     messages=[{"role": "user", "content": "What is the capital of France?"}],

@@ -83,8 +83,8 @@ _registered = False
 
 
 def register() -> None:
-    """Add the `local` provider to litellm and to the engine's offline hook once; safe to call
-    any number of times (cheap after the first).
+    """Add the `local` provider to litellm and its label scorer to the engine once; safe to
+    call any number of times (cheap after the first).
 
     litellm (seconds of CPU to import) and the provider load here, not when the package is
     imported: a process that only preloads weights or asks ``is_local_model`` (the web

@@ -14,11 +14,11 @@ pytestmark = pytest.mark.browser
 
 def test_a_stop_pauses_a_running_run_and_the_next_start_resumes_it(live_stack):
     stack = live_stack.stack
-    # each batch takes its calls' 1 s, two epochs of them: the run is still running when the
-    # stop command (a new Django process, a few seconds to start on a loaded machine) asks it
-    # to pause
+    # each batch takes its calls' 2 s, two epochs of them: the run is still running when the
+    # stop command (a new Django process, several seconds to start on a loaded machine) asks
+    # it to pause
     run_id = launch_demo_run(
-        live_stack, "Across a stop", "fake/fewshot?latency=1", epochs=2, batch_size=9
+        live_stack, "Across a stop", "fake/fewshot?latency=2", epochs=2, batch_size=9
     )
     until(
         lambda: run_field(live_stack, run_id, "current_batch") >= 1,

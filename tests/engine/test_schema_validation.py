@@ -24,6 +24,7 @@ SCHEMA = {
         {"instructions": 1},
         {"examples": []},
         {"instructions": "x", "other": 1},
+        {"other": 1},
         {"instructions": "x", "examples": [{"outputs": {}}]},
     ],
 )

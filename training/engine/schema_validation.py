@@ -29,7 +29,9 @@ def _validator(schema_json: str) -> Any:
 def validate(value: Any, schema: dict[str, Any]) -> None:
     """Raise the ``jsonschema.ValidationError`` that ``jsonschema.validate(value, schema)``
     would (the best match), or ``SchemaError`` for a schema that is not one."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    # keys in the schema's own order: jsonschema checks keywords in that order, and which of
+    # two equally relevant errors is reported follows it
+    validator = _validator(json.dumps(schema))
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
         raise error

@@ -106,8 +106,8 @@ def json_text(value) -> str:
 @register.filter
 def breakable(value) -> str:
     """A setting's name (``optimizer.embedding_model``), escaped, that may wrap after each
-    ``_``, ``.`` or ``/`` and nowhere else: a narrow column (compare's settings at phone
-    width) then breaks it between its words, never inside one."""
+    ``_``, ``.`` or ``/``: a narrow column (compare's settings at phone width) then breaks it
+    between its words, inside one only where that word alone is wider than the column."""
     text = str(escape(value))
     for mark in ("_", ".", "/"):
         text = text.replace(mark, mark + "<wbr>")

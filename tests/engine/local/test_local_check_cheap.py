@@ -40,15 +40,32 @@ print(built, known, litellm.supports_response_schema("local/smollm2"))
 """
 
 
+SCORE_FIRST = """
+import sys
+from training.engine.language_models import offline
+offline.register_module("trainboard_local")
+from training.engine.language_models.label_scoring import registered_scorer
+print(registered_scorer("local/smollm2") is not None, "litellm" in sys.modules)
+"""
+
+
+def _printed(code: str) -> list[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+
+
 def test_building_local_models_leaves_litellm_unloaded_and_the_first_request_registers_them():
     """A process that builds a local program it never calls (a migration's demo program, a
     page showing the program) pays no litellm import; whatever reaches litellm first adds
     the local provider to it, so the first request finds it."""
-    out = subprocess.run(
-        [sys.executable, "-c", BUILD_THEN_REACH],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.split()
-    assert out == ["False", "True", "True"]
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("sentence_transformers")
+    assert _printed(BUILD_THEN_REACH) == ["False", "True", "True"]
+
+
+def test_a_local_models_label_scorer_is_there_before_anything_reached_litellm():
+    """Scoring a local model's labels looks its scorer up first: the lookup registers the
+    provider (and litellm with it) in a process that made no request yet."""
+    pytest.importorskip("llama_cpp")
+    assert _printed(SCORE_FIRST) == ["True", "True"]

@@ -18,7 +18,7 @@ from trainboard_local import grammar  # noqa: E402
 
 @pytest.fixture(autouse=True, scope="module")
 def local_provider():
-    """litellm knows the ``local`` provider, as after the engine's first local model."""
+    """litellm knows the ``local`` provider, as after the engine's first local request."""
     trainboard_local.register()
 
 

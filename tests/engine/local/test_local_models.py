@@ -20,7 +20,7 @@ from trainboard_local import minilm, smollm2
 
 @pytest.fixture(autouse=True, scope="module")
 def local_provider():
-    """litellm knows the ``local`` provider, as after the engine's first local model."""
+    """litellm knows the ``local`` provider, as after the engine's first local request."""
     local.register()
 
 

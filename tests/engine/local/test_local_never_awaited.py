@@ -21,7 +21,7 @@ from trainboard_local import provider
 async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coroutine(
     monkeypatch,
 ):
-    trainboard_local.register()  # litellm knows the provider, as after a first local model
+    trainboard_local.register()  # litellm knows the provider, as after a first local request
     reached = []
 
     def generate(model, messages, optional_params, cancelled=None):

@@ -12,7 +12,7 @@ from training.engine.language_models.endpoints.address_guard import AddressPolic
 from training.engine.language_models.endpoints.endpoint_client import EndpointClients
 from training.engine.language_models.errors import cancelled, short_message
 from training.engine.language_models.limits import rate_limits
-from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
+from training.engine.language_models.litellm_loader import check_local_model, get_litellm
 from training.engine.language_models.retry import call_with_retries
 from training.engine.saving import register_synalinks_serializable
 
@@ -78,7 +78,7 @@ class EmbeddingModel:
             else None
         )
         if model.startswith("local/"):
-            load_local_provider(f"EmbeddingModel({model!r})", model)
+            check_local_model(f"EmbeddingModel({model!r})", model)
 
     def get_config(self) -> dict[str, Any]:
         """The saved configuration: never ``api_key``."""

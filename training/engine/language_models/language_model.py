@@ -43,7 +43,7 @@ from training.engine.language_models.errors import (
     short_message,
 )
 from training.engine.language_models.limits import rate_limits
-from training.engine.language_models.litellm_loader import get_litellm, load_local_provider
+from training.engine.language_models.litellm_loader import check_local_model, get_litellm
 from training.engine.language_models.output_format import output_note, with_output_note
 from training.engine.language_models.parsing import OutputParseError, parse_output
 from training.engine.language_models.retry import call_with_retries
@@ -58,7 +58,7 @@ __all__ = [
     "LanguageModelUnreachable",
     "RawCompletion",
     "get_litellm",
-    "load_local_provider",
+    "check_local_model",
 ]
 
 
@@ -173,11 +173,11 @@ class LanguageModel(LabelScoring):
         self._supports_schema: bool | None = None
         self._can_score: bool | None = None
         if offline.serves(model):
-            self._load_local_provider()
+            self._check_local_model()
 
     # -- configuration -------------------------------------------------------------------
-    def _load_local_provider(self) -> None:
-        load_local_provider(f"LanguageModel({self.model!r})", self.model)
+    def _check_local_model(self) -> None:
+        check_local_model(f"LanguageModel({self.model!r})", self.model)
 
     def get_config(self) -> dict[str, Any]:
         """The saved configuration: never ``api_key``; ``endpoint`` and

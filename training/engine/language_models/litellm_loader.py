@@ -36,7 +36,7 @@ def get_litellm():
     return litellm
 
 
-def load_local_provider(where: str, model: str) -> None:
+def check_local_model(where: str, model: str) -> None:
     """Check that the offline ``model`` can run here (loads neither litellm nor weights: it
     joins litellm with the first request, :func:`get_litellm`).
 

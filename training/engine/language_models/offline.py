@@ -47,17 +47,19 @@ class OfflineProvider(Protocol):
 
 _LOCK = threading.Lock()
 _loader: Callable[[], OfflineProvider] | None = None
-#: Whether litellm has been given the provider of the current loader (or learnt there is none).
-_settled = False
+#: Counts the loaders registered: litellm's registration is settled for one of them only.
+_generation = 0
+#: The generation whose provider litellm has been given (or that has none), if any.
+_settled: int | None = None
 
 
 def register_loader(loader: Callable[[], OfflineProvider]) -> None:
-    """Reach the offline provider through ``loader`` (it imports the provider and returns it;
-    called on each need, so it must be cheap once it has run)."""
-    global _loader, _settled
+    """Reach the offline provider through ``loader`` (it imports the provider and returns it,
+    cheaply once it has run; the engine calls the provider's ``register()`` itself)."""
+    global _loader, _generation
     with _LOCK:
         _loader = loader
-        _settled = False
+        _generation += 1
 
 
 def register_module(name: str) -> None:
@@ -113,15 +115,25 @@ def load() -> OfflineProvider:
 def ensure_registered() -> None:
     """Add the offline provider to litellm if one is registered or installed; a no-op once
     settled. The engine calls it each time it reaches litellm, so a ``local/…`` request finds
-    its provider however the model was built, and litellm is never imported for it earlier."""
+    its provider however the model was built, and litellm is never imported for it earlier.
+
+    Raises:
+        Exception: what the provider's ``register()`` raised (not settled: the next call tries
+            again); no provider at all is no error.
+    """
     global _settled
-    if _settled:
+    generation = _generation
+    if _settled == generation:
         return
     try:
-        load()
+        provider = find()
     except ImportError:  # none here: litellm answers local/… as an unknown provider
-        pass
-    _settled = True
+        provider = None
+    if provider is not None:
+        provider.register()
+    with _LOCK:
+        if _generation == generation:  # no loader came meanwhile: it would need its own turn
+            _settled = generation
 
 
 __all__ = [
