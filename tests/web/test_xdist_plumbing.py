@@ -26,4 +26,3 @@ pytestmark = pytest.mark.smoke
 )
 def test_each_xdist_worker_gets_a_redis_database_of_its_own(url, worker, expected):
     assert root_conftest.xdist_redis_url(url, worker) == expected
-
