@@ -10,12 +10,17 @@ checked at all (no password hashing), and answers 429 with the wait in words.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import unicodedata
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
+
+from core.team.services import welcome
+
+logger = logging.getLogger(__name__)
 
 _PREFIX = "login-failures"
 
@@ -71,7 +76,10 @@ def wait_in_words(seconds: int) -> str:
 
 
 class ThrottledLoginView(LoginView):
-    """Django's LoginView that refuses (429) after too many failures for a user or address.
+    """Django's LoginView that refuses (429) after too many failures for a user or address,
+    and welcomes a user at their first log-in (:func:`core.team.services.welcome`): an account
+    made outside the Team page (``createsuperuser``, the admin, a shell) starts with what
+    every member starts with, not on an empty home page until the next start.
 
     Example:
         ``path("accounts/login/", ThrottledLoginView.as_view(), name="login")``
@@ -95,5 +103,13 @@ class ThrottledLoginView(LoginView):
         return super().form_invalid(form)
 
     def form_valid(self, form):
-        clear_user(form.get_user().get_username())
-        return super().form_valid(form)
+        user = form.get_user()
+        clear_user(user.get_username())
+        first = user.last_login is None  # Django's log-in sets it
+        response = super().form_valid(form)
+        if first:
+            try:
+                welcome(user)
+            except Exception:  # the log-in stands; the next start gives what is missing
+                logger.exception("user %s: not welcomed at their first log-in", user.pk)
+        return response

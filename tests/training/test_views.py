@@ -414,3 +414,6 @@ def test_home_puts_each_program_one_click_from_a_launch_and_lists_own_runs(
 def test_home_for_a_new_user_points_to_datasets(client_user):
     html = client_user.get("/").content.decode()
     assert "No program yet" in html and reverse("datasets:list") in html
+    # no run to start "above" and no Quick try to press: it says to build a program first
+    assert "No run yet: a run trains a program, so build one first (above)." in html
+    assert "first run above" not in html and "Quick try" not in html

@@ -1,6 +1,7 @@
 """The Team page: an administrator adds members (not administrators) who get the demo at
 once, resets a password (shown once), deactivates a member (their sessions end) and
-reactivates them; members cannot see the page."""
+reactivates them; members cannot see the page. An account made elsewhere gets the demo at
+its first log-in."""
 
 from __future__ import annotations
 
@@ -41,6 +42,21 @@ def test_an_added_member_is_no_administrator_has_the_demo_and_can_log_in(admin_c
     assert Client().login(username="carol", password="a-long-first-password-1")
     page = admin_client.get("/team/").content.decode()
     assert "carol can log in now" in page and 'data-member="carol"' in page
+
+
+def test_an_account_made_outside_the_team_page_gets_the_demo_at_its_first_log_in(db):
+    root = User.objects.create_superuser(
+        "root", password="root-password-2026"
+    )  # as createsuperuser
+    assert not Program.objects.filter(owner=root).exists()
+    browser = Client()
+    login = {"username": "root", "password": "root-password-2026"}
+    assert browser.post("/accounts/login/", login).status_code == 302
+    assert Program.objects.filter(owner=root, name=DEMO_NAME).count() == 1
+    home = browser.get("/").content.decode()
+    assert 'id="first-run"' in home and DEMO_NAME in home
+    assert Client().post("/accounts/login/", login).status_code == 302  # a second log-in
+    assert Program.objects.filter(owner=root).count() == 1
 
 
 def test_a_weak_or_taken_name_is_refused_and_says_why(admin_client):
