@@ -60,6 +60,7 @@ async def test_nearest_few_shot_fit_evaluate_save_load_on_the_local_model(tmp_pa
     path = tmp_path / "program.json"
     program.save(str(path))
     loaded = synalinks.Program.load(str(path))
-    assert [p.get_json() for p in await loaded.predict(x_test, batch_size=6)] == [
-        p.get_json() for p in await program.predict(x_test, batch_size=6)
+    some = x_test[:4]  # the retrieval and its examples are in the file: a few rows tell
+    assert [p.get_json() for p in await loaded.predict(some, batch_size=4)] == [
+        p.get_json() for p in await program.predict(some, batch_size=4)
     ]

@@ -112,14 +112,15 @@ def test_another_members_run_and_an_unfinished_run_offer_no_export(
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("optimizer", ["RandomFewShot", "CalibratedLabels"])
 def test_a_local_model_runs_export_rescores_to_exactly_its_own_test_score(
-    client_user, user, monkeypatch, optimizer
+    client_user, user, monkeypatch
 ):
-    """The demo program on local/smollm2 (its team a label set, decided from label scores);
-    CalibratedLabels adds a decision, a read-out and a vote on local/minilm embeddings."""
+    """The demo program on local/smollm2 (its team a label set, decided from label scores)
+    trained by CalibratedLabels, which adds a decision, a read-out and a vote on local/minilm
+    embeddings. (A few-shot program's parity on the local model: the engine's
+    ``tests/engine/saving/test_plain_prompts_local.py``.)"""
     pytest.importorskip("llama_cpp")
-    run = executed_demo_run(user, "local/smollm2", optimizer, "local/minilm")
+    run = executed_demo_run(user, "local/smollm2", "CalibratedLabels", "local/minilm")
     job = check_parity(client_user, run, monkeypatch)
     print(job.result["text"])
     assert job.result["export_reward"] == run.final_reward
