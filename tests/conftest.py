@@ -193,8 +193,7 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
 
     def stop():
         # The session's runs are over (or cancelled) and its database goes with it: the
-        # worker stops cold (SIGQUIT). A warm stop waited for whatever it was still doing, e.g. the
-        # forecast's background calibration of the local model, ~15 s of every session's end.
+        # worker stops cold (SIGQUIT): a warm stop waits for whatever it is still doing.
         worker = stack.procs.get("worker")
         if worker is not None and worker.poll() is None:
             worker.send_signal(signal.SIGQUIT)

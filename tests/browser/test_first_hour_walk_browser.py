@@ -202,11 +202,11 @@ def check_rows_told(page) -> None:
 
 
 def wait_for_forecast(page) -> None:
-    """The launch form's forecast has answered: a figure, or "measuring" while a worker
-    times a model it has not met (never a problem with the form)."""
+    """The launch form's forecast has answered: a time, or none for a model no run has been
+    measured on yet (never a problem with the form)."""
     summary = page.locator('#forecast-summary:not([data-state="loading"])')
     summary.wait_for(timeout=30_000)
-    assert summary.get_attribute("data-state") in ("ready", "measuring"), summary.inner_text()
+    assert summary.get_attribute("data-state") in ("timed", "untimed"), summary.inner_text()
 
 
 def launch_and_watch(page, name: str) -> tuple[int, RunFigures]:

@@ -2,13 +2,12 @@
 
 Each sample advances a fake clock by ``step`` seconds, the other processes' busy time by
 ``others`` cores over it and this process's own CPU time by ``own`` cores (None: the rest
-of the machine, at most one core: one thread that got what the others left), so a
-calibration or a run measured under it meets exactly that contention, whatever the real
-machine does.
+of the machine, at most one core: one thread that got what the others left), so a run
+or a forecast measured under it meets exactly that load, whatever the real machine does.
 
 Example:
     ```python
-    machine = FakeMachine(cores=2, others=1.0, loads=(3.0, 2.0, 1.0))
+    machine = FakeMachine(cores_count=2, others=1.0)
     monkeypatch.setattr(cpu_meter, "source", machine)
     ```
 """
@@ -25,7 +24,6 @@ class FakeMachine:
     cores_count: int = 2
     others: float = 0.0  # cores the other processes take between two samples
     own: float | None = None  # cores this process takes (None: the rest, at most one)
-    loads: tuple[float, float, float] | None = (0.0, 0.0, 0.0)
     step: float = 10.0
     at: float = 0.0
     busy: float = 0.0
@@ -39,9 +37,6 @@ class FakeMachine:
         self.busy += (self.others + own) * self.step
         self.spent += own * self.step
         return CpuSample(self.at, self.busy, self.spent)
-
-    def load_average(self) -> tuple[float, float, float] | None:
-        return self.loads
 
     def cores(self) -> int:
         return self.cores_count

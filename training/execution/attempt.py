@@ -95,7 +95,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
     events.run_changed(run, events.STATUS)
     heartbeat = Heartbeat(run_id, attempt)
     heartbeat.start()
-    cpu_started = cpu_meter.sample()  # the machine's contention over the attempt
+    cpu_started = cpu_meter.sample()  # the machine's load over the attempt
     try:
         status, fields = asyncio.run(_train_then_close(run, heartbeat.superseded))
     except rate_limits.ProviderLimitTimeout as exc:  # saturated, not unreachable
@@ -113,7 +113,7 @@ def execute(run_id: int, attempt: int, worker: str = "") -> str:
         close_old_connections()
         return "superseded"  # the run is no longer this attempt's: leave its state alone
     run_state.finish(run_id, attempt, status, **fields)
-    # the model's pace, for the next forecasts
+    # what the run observed per call, for the next forecasts of its model
     learning.learn_from_run(run_id, (cpu_started, cpu_meter.sample()))
     close_old_connections()
     return status

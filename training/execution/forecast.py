@@ -2,33 +2,25 @@
 
 Calls come from the configuration and the data by the engine's counting rule
 (``training.forecasting.forecast.count_calls``: what ``fit`` and the evaluations around it do per
-optimizer). Tokens and time come from measurement, never from a wait on a worker:
+optimizer). Tokens and time come from what recent finished runs of the model observed per
+call (:mod:`training.execution.pace.measured`), never from a wait on a worker:
 
-- **Tokens per call** (:func:`call_sizes`): the program's own prompts for the training rows
-  (its instructions, pinned examples, the output note), in tokens at the characters per
-  token the model's calibration measured; under a new candidate, plus the examples it
-  samples (RandomFewShot, NearestFewShot) or the instructions OMEGA rewrites; answers from
-  the targets' JSON. An LM judge's calls and OMEGA's mutations: what recent runs' traces
-  measured on that model (``calibration.learned_size``), else a stated assumption.
-- **Seconds** (``training.forecasting.pace.run_time``): the model's :class:`Pace` measured by a
-  worker (``training.execution.pace.calibration``: a short calibration, then every run it ends),
-  read from the database. A model not measured yet: the forecast says "measuring" (a worker
-  is asked, in the background) and gives calls only until the pace is stored.
-- **The machine now** (:func:`~training.execution.pace.machine.machine`): runs executing or queued take worker processes and,
-  on a local model, its cores: the run's ``share`` of the model's parallel calls, and how
-  long it waits for a worker (``wait``). Other processes on the machine (not this
-  application's runs) slow a local model's calls too: their demand is the load average
-  less what this application's running and recently ended runs count in it
-  (``training.forecasting.contention``); the 1-minute figure is expected, the 1/5/15-minute
-  figures bound the range.
-
-With :data:`OBSERVED` the tokens and time are then taken from what recent runs of the model
-observed per call (:mod:`training.execution.pace.measured`: each role's seconds and tokens per
-call, at the load measured now; the rule above prices a role no run has observed yet).
+- **Sized calls** (:func:`call_sizes`): the program's own prompts for the training rows (its
+  instructions, pinned examples, the output note) in tokens at the characters per token the
+  model's runs' traces measured (before any run: :data:`DEFAULT_CHARS_PER_TOKEN`, said as an
+  assumption); under a new candidate, plus the examples it samples (RandomFewShot,
+  NearestFewShot) or the instructions OMEGA rewrites; answers from the targets' JSON. An LM
+  judge's calls and OMEGA's mutations: what recent runs' traces measured on that model, else
+  a stated assumption.
+- **Tokens and seconds**: each role's calls at what the model's recent runs observed per
+  call, at the load measured now; a role no run observed at its sized tokens (and the
+  observed seconds per token); no time at all while no run of the model was measured.
+- **The queue now** (:func:`~training.execution.pace.machine.machine`): how long the run waits
+  for a worker process behind the runs executing or queued.
 
 Every figure says what it assumes (``assumptions``). At launch the forecast is stored in the
 run (``Run.forecast``, :func:`at_launch`); the run page shows it against the actual, and the
-worker's :func:`~training.execution.pace.learning.learn_from_run` learns from the difference.
+worker's :func:`~training.execution.pace.learning.learn_from_run` keeps what the run observed.
 How a forecast reads in words is :mod:`training.execution.forecast_text`.
 """
 
@@ -47,27 +39,30 @@ from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, forecast_text, run_config
-from training.execution.pace import calibration, machine
+from training.execution.pace import machine
 from training.execution.pace import measured as observed_calls
 from training.execution.run_config import judge_model, optimizer_model
 from training.forecasting import forecast as call_forecast
-from training.forecasting.pace import MESSAGE_TOKENS, CallSize, Pace, run_time
+from training.forecasting.measured import (
+    ANSWER_CHARS_PER_TOKEN,
+    DEFAULT_CHARS_PER_TOKEN,
+    LONG_ANSWER_TOKENS,
+    MESSAGE_TOKENS,
+    CallSize,
+)
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
 
 logger = logging.getLogger(__name__)
 
-#: Tokens and time from what recent runs observed per call (``pace.measured``), not the rule.
-OBSERVED = True
 #: Training rows whose prompts are sized (their mean stands for all).
 SIZED_ROWS = 24
 #: Prompt characters of an LM judge's call and of an OMEGA mutation before a run of the model
-#: has measured them (then ``calibration.learned_size``): the judge reads its instructions
+#: has measured them (then ``measured.learned_size``): the judge reads its instructions
 #: and the criteria, then the reference and the prediction (an example's answer each); a
 #: mutation reads its instructions and the variable, then the batch's report (each item's
 #: inputs, prediction and ground truth: an example and a half; the worst
-#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: as long as the calibration's long
-#: answer (shaped like a mutation's). The demo's mutations measured 545 prompt tokens (≈ 2,000
+#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``LONG_ANSWER_TOKENS``. The demo's mutations measured 545 prompt tokens (≈ 2,000
 #: characters with its four report items of ≈ 110).
 JUDGE_PROMPT_CHARS = 800
 MUTATION_PROMPT_CHARS = 1550
@@ -155,8 +150,8 @@ def _generators(engine: Any) -> list[Any]:
     return [m for m in engine.modules if getattr(m, "language_model", None) is not None]
 
 
-def _tokens(chars: float, messages: int, pace: Pace) -> float:
-    return chars / max(pace.chars_per_token, 0.5) + messages * MESSAGE_TOKENS
+def _tokens(chars: float, messages: int, chars_per_token: float) -> float:
+    return chars / max(chars_per_token, 0.5) + messages * MESSAGE_TOKENS
 
 
 def _prompt_chars(generator: Any, input_json: dict[str, Any]) -> tuple[int, int, int]:
@@ -178,12 +173,14 @@ def call_sizes(
     program_row: Any,
     dataset: Any,
     config: dict[str, Any],
-    pace: Pace,
+    chars_per_token: float,
     learned: dict[str, Any],
     assumptions: list[str],
 ) -> tuple[dict[str, CallSize], dict[str, CallSize]]:
-    """Tokens per call by role, and the program's by part (``seed``, ``candidates``); what
-    is assumed rather than measured is appended to ``assumptions``."""
+    """Tokens per call by role, and the program's by part (``seed``, ``candidates``), at
+    ``chars_per_token``; what is assumed rather than measured is appended to
+    ``assumptions``."""
+    cpt = chars_per_token
     engine = program_from_json(program_row.engine_json)
     generators = _generators(engine)
     train_rows, targets = get_split(dataset, "train")
@@ -194,11 +191,11 @@ def call_sizes(
     example_chars = answer_chars = 0.0
     for generator in generators:
         chars = [_prompt_chars(generator, {n: row.get(n) for n in names}) for row in rows]
-        prompt += sum(_tokens(c, m, pace) for c, m, _ in chars) / len(chars)
-        fresh += sum(_tokens(last, 1, pace) for _, _, last in chars) / len(chars)
+        prompt += sum(_tokens(c, m, cpt) for c, m, _ in chars) / len(chars)
+        fresh += sum(_tokens(last, 1, cpt) for _, _, last in chars) / len(chars)
         answer = sum(len(json.dumps(t, ensure_ascii=False)) for t in targets) / len(targets)
         answer_chars += answer
-        answer_tokens = answer / max(pace.answer_chars_per_token, 0.5)
+        answer_tokens = answer / ANSWER_CHARS_PER_TOKEN
         if isinstance(generator, ChainOfThought):  # its reasoning comes first
             answer_tokens += 0.5 * (generator.language_model.max_tokens or 256)
         max_tokens = generator.language_model.max_tokens
@@ -212,7 +209,7 @@ def call_sizes(
         ) / len(rows)
     seed = CallSize(prompt, completion, fresh)
     lm_count = max(1, len(generators))
-    example_tokens = _tokens(example_chars, 2, pace) * lm_count
+    example_tokens = _tokens(example_chars, 2, cpt) * lm_count
     params = config["optimizer"].get("params") or {}
     grows = optimizer_registry.card(config["optimizer"]["name"]).grows_prompt
     extra = 0.0
@@ -226,19 +223,17 @@ def call_sizes(
     # the evolver shows its LM the worst MAX_BATCH_ITEMS of the batch
     shown = min(batch, MAX_BATCH_ITEMS)
     mutation_chars = MUTATION_PROMPT_CHARS + shown * REPORT_ITEM_SHARE * example_chars
-    mutation = learned_or_assumed(learned, "mutation", mutation_chars, pace, assumptions)
+    mutation = learned_or_assumed(learned, "mutation", mutation_chars, cpt, assumptions)
     if grows == INSTRUCTIONS:  # its candidates carry rewritten instructions
         instructions = max(
             (len((v.value.get("instructions") or "")) for v in engine.trainable_variables),
             default=0,
         )
-        written = min(
-            INSTRUCTION_SHARE * mutation.completion, MAX_TEXT_CHARS / pace.chars_per_token
-        )
-        extra = max(0.0, written - instructions / pace.chars_per_token) * lm_count
+        written = min(INSTRUCTION_SHARE * mutation.completion, MAX_TEXT_CHARS / cpt)
+        extra = max(0.0, written - instructions / cpt) * lm_count
     candidates = CallSize(prompt + extra, completion, fresh)
     judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
-    judge = calibration.learned_size(learned, "judge")
+    judge = observed_calls.learned_size(learned, "judge")
     if judge is not None:
         whose = (
             "this program's runs on this data"
@@ -249,50 +244,38 @@ def call_sizes(
             f"judge answers of ~{judge.completion:.0f} tokens (prompts ~{judge.prompt:.0f}), "
             f"as {whose} measured"
         )
-    if judge is None and pace.judge_size is not None:  # the calibration's judge call
-        samples = calibration.JUDGE_SAMPLES
-        sample = sum(len(json.dumps(a)) for pair in samples for a in pair) / len(samples)
-        prompt_tokens = pace.judge_size[0] + (2 * answer_chars - sample) / pace.chars_per_token
-        judge = CallSize(max(prompt_tokens, pace.judge_size[0] / 2), pace.judge_size[1])
-        assumptions.append(
-            f"each judge call ~{judge.prompt:.0f} prompt and {judge.completion:.0f} answer "
-            "tokens, as the calibration's judge call (no run of this model measured one yet)"
-        )
-    if judge is None:
-        judge = learned_or_assumed(learned, "judge", judge_chars, pace, assumptions)
+    else:
+        judge = learned_or_assumed(learned, "judge", judge_chars, cpt, assumptions)
     sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
     return sizes, {"seed": seed, "candidates": candidates}
 
 
 def learned_or_assumed(
-    learned: dict[str, Any], role: str, prompt_chars: float, pace: Pace, assumptions: list[str]
+    learned: dict[str, Any],
+    role: str,
+    prompt_chars: float,
+    chars_per_token: float,
+    assumptions: list[str],
 ) -> CallSize:
     """A judge's or a mutation's tokens as recent runs of the model measured them; else a
-    prompt of ``prompt_chars`` and an answer as long as the calibration's long answer."""
-    found = calibration.learned_size(learned, role)
+    prompt of ``prompt_chars`` and a long answer (:data:`LONG_ANSWER_TOKENS`)."""
+    found = observed_calls.learned_size(learned, role)
     if found is not None:
         return found
     assumptions.append(
         f"each {role} call ~{prompt_chars:.0f} prompt characters and a "
-        f"{pace.long_answer_tokens:.0f}-token answer (no run of this model measured one yet)"
+        f"{LONG_ANSWER_TOKENS:.0f}-token answer (no run of this model measured one yet)"
     )
-    return CallSize(_tokens(prompt_chars, 2, pace), pace.long_answer_tokens)
+    return CallSize(_tokens(prompt_chars, 2, chars_per_token), LONG_ANSWER_TOKENS)
 
 
 # -- the forecast -----------------------------------------------------------------------------
 
 
-def forecast(
-    program_row: Any,
-    dataset: Any,
-    config: dict[str, Any],
-    measure: bool = True,
-    observed: bool | None = None,
-) -> dict[str, Any]:
+def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The forecast of a configuration (JSON: stored in the run at launch, rendered by the
-    forecast partials). ``measure=False`` never asks a worker to calibrate a model;
-    ``observed``: tokens and time from recent runs' calls (``pace.measured``), else from
-    the pace's rule (None: :data:`OBSERVED`)."""
+    forecast partials): calls, tokens and cost always; time (``seconds``, ``time_text``)
+    once a run of the model has been measured, else None."""
     shape = shape_for(program_row, dataset, config)
     calls = call_forecast.count_calls(shape)
     model = config.get("model") or program_row.model
@@ -302,59 +285,55 @@ def forecast(
         models["judge"] = judge_model(config) or model
     if calls.optimizer.high:
         models["mutation"] = optimizer_model(config) or model
-    paces: dict[str, Pace] = {}
+    # a model on the program's saved endpoint is kept apart (measured.pace_key)
+    keys = {name: observed_calls.pace_key(program_row, name) for name in set(models.values())}
+    stored = {name: observed_calls.stored_sizes(keys[name]) for name in keys}
     learned: dict[str, Any] = {}
-    # a model on the program's saved endpoint is measured there (calibration.pace_key)
-    keys = {name: calibration.pace_key(program_row, name) for name in set(models.values())}
-    stored = {name: calibration.current(keys[name][0]) for name in keys}
     for role, name in models.items():
-        pace, sizes = stored[name]
-        if pace is not None:
-            paces[role] = pace
+        sizes = stored[name]
         if role in sizes:  # an LM judge's or a mutation's tokens, on the model that makes them
             learned[role] = sizes[role]
-        data_key = calibration.judge_data_key(program_row.pk, getattr(dataset, "pk", None))
+        data_key = observed_calls.judge_data_key(program_row.pk, getattr(dataset, "pk", None))
         if role == "judge" and data_key in sizes:  # this program's judge on this data
             learned["judge"] = sizes[data_key]
             learned[JUDGE_ON_THIS_DATA] = True
-    missing = sorted({name for role, name in models.items() if role not in paces})
-    failed = next((f for f in (calibration.failure(stored[n][1]) for n in missing) if f), "")
-    # a pace stored before loads were measured, or fitted by an older calibration, is used
-    # and measured again in the background
-    stale = sorted(
-        {
-            name
-            for name in stored
-            if stored[name][0] and (not stored[name][0].idle or stored[name][0].outdated)
-        }
+    assumptions: list[str] = []
+    chars_per_token = stored[model].get(observed_calls.CHARS_KEY)
+    if not chars_per_token:
+        chars_per_token = DEFAULT_CHARS_PER_TOKEN
+        assumptions.append(
+            f"prompts at {DEFAULT_CHARS_PER_TOKEN:.0f} characters a token (no run of this "
+            "model measured them yet)"
+        )
+    sizes, by_part = call_sizes(
+        program_row, dataset, config, float(chars_per_token), learned, assumptions
     )
-    if measure and not failed:
-        for name in missing + stale:
-            key, endpoint = keys[name]
-            calibration.request(name, key, getattr(program_row, "owner_id", None), endpoint)
+    now = machine.machine()
     result: dict[str, Any] = {
         "calls": calls.total.rounded(),
         "parts": calls.to_dict(),
         "model": model,
-        "pace_key": keys[model][0],
+        "pace_key": keys[model],
         # where each role's tokens per call are learned (an LM judge's on the judge's model)
-        "pace_keys": {role: keys[name][0] for role, name in models.items()},
+        "pace_keys": {role: keys[name] for role, name in models.items()},
         "local": local,
-        "state": ("error" if failed else "measuring") if missing else "ready",
-        "message": failed,
-        "missing": missing,
         "batch_size": int(config["batch_size"]),
         "tells": split_tells(dataset, config),
+        "wait": now["wait"],
+        "machine": now,
+        "sizes": {
+            key: {
+                "prompt": round(v.prompt, 1),
+                "completion": round(v.completion, 1),
+                "fresh": None if v.fresh is None else round(v.fresh, 1),
+            }
+            for key, v in {**sizes, **{f"prediction_{k}": v for k, v in by_part.items()}}.items()
+        },
+        "assumptions": assumptions,
     }
-    if not missing:
-        result.update(_measured(program_row, dataset, config, calls, paces, learned, local))
-        if OBSERVED if observed is None else observed:
-            observed_calls.apply(result, program_row, config)
-        span = result["seconds"]
-        result["seconds_expected_text"] = forecast_text.duration_text(span["expected"])
-        result["seconds_range_text"] = forecast_text.seconds_text(span["low"], span["high"])
-        # the time range every page promises ("6–9 min"): the launch form, the home page
-        result["time_text"] = result["seconds_range_text"]
+    observed_calls.apply(result, program_row, config)
+    result["cost"] = _cost(program_row, config, result["tokens"], local, result["assumptions"])
+    result["assumptions"] += forecast_text.assumed(now)
     result["summary"] = forecast_text.summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
@@ -387,85 +366,32 @@ def split_tells(dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _measured(
+def _cost(
     program_row: Any,
-    dataset: Any,
     config: dict[str, Any],
-    calls: call_forecast.CallForecast,
-    paces: dict[str, Pace],
-    learned: dict[str, Any],
+    tokens: dict[str, Any],
     local: bool,
-) -> dict[str, Any]:
-    pace = paces["prediction"]
-    assumptions: list[str] = []
-    sizes, by_part = call_sizes(program_row, dataset, config, pace, learned, assumptions)
-    now = machine.machine(local)
-    estimate = run_time(
-        calls,
-        sizes,
-        pace,
-        batch_size=int(config["batch_size"]),
-        share=now["share"],
-        prediction_sizes=by_part,
-        role_paces={role: p for role, p in paces.items() if role != "prediction"},
-        # a pace for an idle machine meets the load now (one stored before: its load inside)
-        contention=machine.contention_span(now.get("contention"), pace) if pace.idle else None,
-    )
-    tokens = estimate.tokens
-    cost = None
+    assumptions: list[str],
+) -> dict[str, float] | None:
+    """The run's cost at its tokens (a local model: nothing; a price unknown: None)."""
     if local:
-        cost = {"low": 0.0, "expected": 0.0, "high": 0.0}
-    else:
-        try:
-            lm = make_language_model(config.get("model") or program_row.model)
-            bound = [lm.cost_bound(int(v)) for v in (tokens.low, tokens.expected, tokens.high)]
-            if None not in bound:
-                cost = dict(zip(("low", "expected", "high"), bound, strict=True))
-                assumptions.append("cost at the dearer of the model's input and output prices")
-        except (ModelStringError, ValueError):
-            cost = None
-    seconds = estimate.seconds
-    prediction_seconds = pace.call(sizes["prediction"]) * pace.time_factor
-    mutation_pace = paces.get("mutation", pace)
-    return {
-        "tokens": tokens.rounded(),
-        "cost": cost,
-        "seconds": {"low": seconds.low, "expected": seconds.expected, "high": seconds.high},
-        "seconds_parts": estimate.parts,
-        "slowdown": estimate.slowdown,
-        "wait": now["wait"],
-        "share": now["share"],
-        "machine": now,
-        "sizes": {
-            key: {
-                "prompt": round(v.prompt, 1),
-                "completion": round(v.completion, 1),
-                "fresh": None if v.fresh is None else round(v.fresh, 1),
-            }
-            for key, v in {**sizes, **{f"prediction_{k}": v for k, v in by_part.items()}}.items()
-        },
-        "pace": {
-            "prediction_seconds": prediction_seconds,
-            "mutation_seconds": mutation_pace.call(sizes["mutation"], long=True)
-            * mutation_pace.optimizer_time_factor,
-            "parallel": pace.parallel,
-            "time_factor": pace.time_factor,
-            "runs": pace.runs,
-            "optimizer_time_factor": mutation_pace.optimizer_time_factor,
-            "optimizer_runs": mutation_pace.optimizer_runs,
-            "source": pace.source,
-            "measured_at": pace.measured_at,
-            "load": pace.load,
-        },
-        "assumptions": assumptions + forecast_text.assumed(now, pace, local, estimate.slowdown),
-    }
+        return {"low": 0.0, "expected": 0.0, "high": 0.0}
+    try:
+        lm = make_language_model(config.get("model") or program_row.model)
+        bound = [lm.cost_bound(int(tokens[k])) for k in ("low", "expected", "high")]
+    except (ModelStringError, ValueError):
+        return None
+    if None in bound:
+        return None
+    assumptions.append("cost at the dearer of the model's input and output prices")
+    return dict(zip(("low", "expected", "high"), bound, strict=True))
 
 
 def at_launch(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any] | None:
     """What a run stores at launch (the forecast, measured figures when stored). Never stops
     a launch (a forecast that cannot be made is None, logged)."""
     try:
-        return forecast(program_row, dataset, config, measure=False)
+        return forecast(program_row, dataset, config)
     except Exception:
         logger.exception("forecast at launch failed")
         return None

@@ -1,7 +1,7 @@
 """The forecast the launch form showed, carried to the launch so the run stores that one.
 
 Why: the form's forecast and the one a launch computed a moment later could differ (a
-calibration finished in between, the machine's load moved), and then the run page's
+run of the model ended in between, the machine's load moved), and then the run page's
 "forecast at launch" was not what the user was shown. The form's answer carries its forecast,
 signed and tied to what it was made for (program, version, dataset, configuration); a launch
 with the same values within ``MAX_AGE_SECONDS`` stores it as it was shown. Anything else (a

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.forecasting.pace import Pace
+#: What a forecast says for the time while no run of its model has been measured.
+NO_TIME_TEXT = "time known after a first run on this model"
 
 
 def tokens_text(value: float) -> str:
@@ -43,15 +44,19 @@ def duration_text(seconds: float) -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """ "about 420 calls, 190 k tokens, $0.00 (local), 6–9 min"."""
+    """ "about 420 calls, 190 k tokens, $0.00 (local), 6–9 min"; without a measured run of the
+    model, "..., time known after a first run on this model"."""
     calls = result["calls"]
     parts = [f"about {calls['expected']} calls"]
-    if "seconds" in result:
+    if result.get("tokens"):
         parts.append(f"{tokens_text(result['tokens']['expected'])}")
-        parts.append(cost_text(result["cost"], result["local"]))
+        parts.append(cost_text(result.get("cost"), result["local"]))
+    if result.get("seconds"):
         parts.append(seconds_text(result["seconds"]["low"], result["seconds"]["high"]))
-        if result.get("wait"):
-            parts.append(f"starting in about {duration_text(result['wait'])}")
+    elif result.get("tokens"):
+        parts.append(NO_TIME_TEXT)
+    if result.get("wait"):
+        parts.append(f"starting in about {duration_text(result['wait'])}")
     return ", ".join(parts)
 
 
@@ -80,7 +85,7 @@ def comparison(run: Any) -> list[dict[str, Any]]:
     if calls["low"] != calls["high"]:
         calls_text = f"about {calls['expected']} ({calls['low']}–{calls['high']})"
     row("LM calls", calls_text, str(run.lm_calls), calls["expected"], run.lm_calls)
-    if "seconds" in stored:
+    if stored.get("tokens"):
         tokens = int(usage.get("total_tokens") or 0)
         row(
             "Tokens",
@@ -97,7 +102,8 @@ def comparison(run: Any) -> list[dict[str, Any]]:
             None,
             None,
         )
-        span = stored["seconds"]
+    span = stored.get("seconds")
+    if span:
         row(
             "Time",
             seconds_text(span["low"], span["high"]),
@@ -105,49 +111,16 @@ def comparison(run: Any) -> list[dict[str, Any]]:
             span["expected"],
             seconds,
         )
+    elif stored.get("tokens"):
+        row("Time", NO_TIME_TEXT, duration_text(seconds), None, None)
     return rows
 
 
-def assumed(
-    now: dict[str, Any], pace: Pace, local: bool, slowdown: dict[str, float] | None = None
-) -> list[str]:
-    """What a forecast's time assumes of the machine and the pace, in words."""
-    notes = []
-    if local:
-        together = round(1 / now["share"]) if now["share"] else 1
-        if together > 1:
-            notes.append(f"the cores shared with {together - 1} other run(s) now queued or running")
-        else:
-            notes.append("no other run on the cores")
-        notes.append(contention_note(now.get("contention"), pace, slowdown or {}))
-    if now["wait"]:
-        notes.append(
-            f"starts after about {duration_text(now['wait'])} "
-            f"({now['running']} running, {now['queued']} queued, {now['workers']} worker processes)"
-        )
-    if pace.runs:
-        notes.append(f"pace as {pace.runs} recent run(s) of this model went")
-    if pace.optimizer_runs:
-        notes.append(f"optimizer calls as {pace.optimizer_runs} recent run(s) timed them")
-    if pace.outdated:
-        notes.append("the pace as an older calibration fitted it (it is being measured again)")
-    if not pace.runs and not pace.optimizer_runs:
-        notes.append("pace from the calibration alone (no run of this model measured yet)")
-    return notes
-
-
-def contention_note(found: dict[str, Any] | None, pace: Pace, slowdown: dict[str, float]) -> str:
-    """The load the time assumes, in words."""
-    if not pace.idle:
-        return "the pace as measured before loads were recorded (it is being measured again)"
-    if not found:
-        return "an idle machine (its load cannot be read here)"
-    cores = found["cores"]
-    source = "as measured lately" if "measured" in found else "now"
-    return (
-        f"other processes want ~{found['expected']:.1f} of the {cores} cores {source} "
-        f"(~{found['low']:.1f}–{found['high']:.1f} over the last 15 min; load "
-        f"{'/'.join(f'{v:.1f}' for v in found['loads'])}): local calls "
-        f"~{slowdown.get('batched', 1.0):.2f}x slower in batches, "
-        f"~{slowdown.get('alone', 1.0):.2f}x alone, for as long as it stays so"
-    )
+def assumed(now: dict[str, Any]) -> list[str]:
+    """What a forecast's start assumes of the queue, in words."""
+    if not now["wait"]:
+        return []
+    return [
+        f"starts after about {duration_text(now['wait'])} "
+        f"({now['running']} running, {now['queued']} queued, {now['workers']} worker processes)"
+    ]

@@ -68,7 +68,3 @@ def _reap_on_worker_start(sender=None, **kwargs):
         logger.warning("runs not checked for a lost worker at start (database: %s)", exc)
     except Exception:  # a reaper problem must never stop a worker from starting
         logger.exception("reaping stale runs on worker start failed")
-
-
-# The forecast's calibration of a model (a few calls on a worker): registered with the worker.
-from training.execution.pace.calibration import calibrate_model  # noqa: E402,F401

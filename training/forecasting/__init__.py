@@ -2,9 +2,9 @@
 
 Pure Python on top of the engine (it reads the optimizers' cards and ``fit``'s rules), apart
 from it: the engine is the guide's API and imports none of this (``.importlinter``). The calls
-a run makes (``forecast``), their tokens and seconds at a model's measured pace (``pace``) and
-how much slower a local model's calls run when other processes share the cores
-(``contention``). The worker measures the paces (``training.execution.pace``) and stores the
-forecast (``training.execution.forecast``). Import from the modules themselves; this package's
+a run makes (``forecast``) and their tokens and seconds at what recent runs of the model
+observed per call (``measured``). The worker keeps those observations
+(``training.execution.pace``) and the launch stores the forecast
+(``training.execution.forecast``). Import from the modules themselves; this package's
 face imports nothing.
 """

@@ -43,10 +43,9 @@ configuration and its data, and a range where it depends on what the model answe
 :data:`EXPECTED_STEP_SCORED`. Parse retries (a deterministic call whose output did not parse
 is asked once more) are not counted: they are failures, not plan.
 
-Tokens and time come from measured figures (``training.forecasting.pace``): the calls by part
-(:attr:`CallForecast.candidate_predictions`: those under new candidates, whose prompts carry
-their examples or rewritten instructions; :attr:`CallForecast.after_evaluations`: the test
-passes of the trained program) at the model's measured pace.
+Tokens and time come from what recent runs observed per call (``training.forecasting.measured``),
+the calls by role: the program's predictions (training and test passes), an LM judge's, an
+optimizer's.
 """
 
 from __future__ import annotations

@@ -11,12 +11,17 @@ optimizer's) then cost what recent finished runs of the model observed per call:
   on the cores). The mean of the last :data:`KEPT` observations, the newest weighing most
   (:data:`NEWEST_WEIGHT`), preferring the runs of the same program with the same optimizer
   (its candidates' prompts: examples, rewritten instructions), then of the same program.
-- **Tokens per call** of a role: the same mean of what the runs' traces counted.
+- **Tokens per call** of a role: the same mean of what the runs' traces counted, each
+  scaled by how much larger this run's prompts are sized than that run's were (``sized``:
+  another optimizer's candidates carry other prompts).
 - **The load**: the others' demand measured now (``others_now``) gives the expected
   slowdown; the range spans it and the loads the owner's own recent runs met.
 
-A role no run has observed yet costs what ``fallback`` says (the calibration's rule), and
-the range is then wide: fewer observations, a wider range (:data:`SPREAD_BY_COUNT`).
+A role no run has observed yet (a first LM judge, OMEGA's first mutations) takes its tokens
+from this run's sized prompts, and its seconds at the seconds per token of the roles that
+were observed, with the widest range (the first entry of :data:`SPREAD_BY_COUNT`). When no
+call of the model was ever observed there is no time (``seconds`` None): a guess would be
+a number no measurement backs.
 
 Example:
 
@@ -49,6 +54,30 @@ SPREAD_BY_COUNT = ((0.33, 3.0), (0.6, 1.8), (0.7, 1.5), (0.75, 1.35))
 LOAD_MARGIN = 0.5
 #: Busy threads of an optimizer's call (one at a time).
 ALONE_THREADS = 1.0
+#: Tokens a chat message adds beyond its text (the template's role markers).
+MESSAGE_TOKENS = 6
+#: Characters per token of prompt text before a run of the model has measured them: an
+#: assumption, said in the forecast's words.
+DEFAULT_CHARS_PER_TOKEN = 4.0
+#: Characters per token of a JSON answer (quotes and braces: denser than prose).
+ANSWER_CHARS_PER_TOKEN = 2.0
+#: A long structured answer's tokens (a judge's critique, a mutation's rewrite) before a run
+#: of the model has measured them.
+LONG_ANSWER_TOKENS = 160.0
+
+
+@dataclass(frozen=True)
+class CallSize:
+    """Tokens of one call: ``prompt`` sent, ``completion`` generated; ``fresh``: the prompt's
+    tokens not shared with the calls before it (None: all of them)."""
+
+    prompt: float
+    completion: float
+    fresh: float | None = None
+
+    @property
+    def total(self) -> float:
+        return self.prompt + self.completion
 
 
 def slowdown(others: float, threads: float, cores: int) -> float:
@@ -77,6 +106,8 @@ class Observation:
     program: int | None = None
     optimizer: str | None = None
     at: float = 0.0
+    #: Tokens per call its own forecast sized from its prompts, by role.
+    sized: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +118,7 @@ class Observation:
             "program": self.program,
             "optimizer": self.optimizer,
             "at": self.at,
+            "sized": {k: round(v, 1) for k, v in self.sized.items()},
         }
 
     @classmethod
@@ -99,6 +131,7 @@ class Observation:
             program=data.get("program"),
             optimizer=data.get("optimizer"),
             at=float(data.get("at") or 0.0),
+            sized={k: float(v) for k, v in (data.get("sized") or {}).items() if v},
         )
 
 
@@ -140,11 +173,12 @@ def observe(
 
 @dataclass(frozen=True)
 class Estimate:
-    """Tokens and seconds of a run (:class:`Span` each); ``observed``: how many runs gave each
-    role's figures (0: the fallback); ``slowdown``: expected, by role; ``notes``: in words."""
+    """Tokens and seconds of a run (:class:`Span` each; ``seconds`` None when no call of the
+    model was ever observed); ``observed``: how many runs gave each role's figures (0: priced
+    from the others); ``slowdown``: expected, by role; ``notes``: in words."""
 
     tokens: Span
-    seconds: Span
+    seconds: Span | None
     observed: dict[str, int] = field(default_factory=dict)
     slowdown: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -170,13 +204,22 @@ def _spread(values: list[float]) -> float:
     return 2 * math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
 
 
+def _tokens(observation: Observation, role: str, sized: float | None) -> float:
+    """An observation's tokens per call of ``role``, scaled to this run's sized prompts."""
+    found = observation.tokens.get(role, 0.0)
+    before = observation.sized.get(role)
+    if sized and before:
+        return found * sized / before
+    return found
+
+
 def estimate(
     calls: dict[str, Span],
     observations: list[Observation],
     others_now: float,
     cores: int,
     threads: dict[str, float],
-    fallback: dict[str, tuple[float, float]] | None = None,
+    sized: dict[str, float] | None = None,
     program: int | None = None,
     owner: int | None = None,
     optimizer: str | None = None,
@@ -190,12 +233,13 @@ def estimate(
         others_now: the other processes' demand on the cores now.
         cores: the machine's cores.
         threads: busy threads of each role's calls (batched: as many as served at once).
-        fallback: ``(idle seconds, tokens)`` per call of a role no run observed yet.
+        sized: this run's tokens per call by role, sized from its prompts: an observed
+            role's tokens are scaled by it, an unobserved role's are it.
         program: the program forecast (its own runs' observations are preferred, those
             with the same ``optimizer`` first).
         owner: the user launching (their recent runs' loads widen the range).
     """
-    fallback = fallback or {}
+    sized = sized or {}
     mine = [o for o in observations if program is not None and o.program == program]
     closest = [o for o in mine if o.optimizer == optimizer]
     seconds_each: dict[str, float] = {}
@@ -218,12 +262,38 @@ def estimate(
         )
         observed[role] = len(pool)
         if pool:
-            values = [o.seconds[role] for o in pool]
-            seconds_each[role] = _mean(values)
-            tokens_each[role] = _mean([o.tokens.get(role, 0.0) for o in pool])
-            spreads.append(_spread(values))
+            seconds_each[role] = _mean([o.seconds[role] for o in pool])
+            tokens_each[role] = _mean([_tokens(o, role, sized.get(role)) for o in pool])
+            spreads.append(_spread([o.seconds[role] for o in pool]))
         else:
-            seconds_each[role], tokens_each[role] = fallback.get(role, (0.0, 0.0))
+            tokens_each[role] = float(sized.get(role) or 0.0)
+    tokens = Span(
+        *(
+            sum(getattr(calls[r], pick) * tokens_each[r] for r in tokens_each)
+            for pick in ("low", "expected", "high")
+        )
+    )
+    notes = []
+    for role, count in observed.items():
+        if count:
+            notes.append(f"{role} calls as {count} recent run(s) of this model measured them")
+    if not seconds_each:
+        notes.append(
+            "no run of this model has been measured yet: its time is known after a first run"
+        )
+        return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
+    # A role no run observed: the seconds per token of the observed roles' calls.
+    per_token = sum(calls[r].expected * seconds_each[r] for r in seconds_each) / max(
+        1e-9, sum(calls[r].expected * tokens_each[r] for r in seconds_each)
+    )
+    for role, count in observed.items():
+        if not count:
+            seconds_each[role] = per_token * tokens_each[role]
+            notes.append(
+                f"{role} calls (no run of this model made one yet) sized from this run's "
+                f"prompts, at the {per_token:.4f} s a token of its observed calls: the "
+                "widest range"
+            )
     recent = [o.others for o in observations if owner is not None and o.owner == owner][-3:]
     least = min([others_now, *recent])
     most = max([others_now, *recent]) + LOAD_MARGIN
@@ -241,18 +311,6 @@ def estimate(
         down, up = down / (1 + wide), up * (1 + wide)
     expected = total(others_now, "expected")
     seconds = Span(total(least, "low") * down, expected, total(most, "high") * up)
-    tokens = Span(
-        *(
-            sum(getattr(calls[r], pick) * tokens_each[r] for r in tokens_each)
-            for pick in ("low", "expected", "high")
-        )
-    )
-    notes = [
-        f"{role} calls as {count} recent run(s) of this model measured them"
-        if count
-        else f"{role} calls at the calibration's pace (no run of this model measured them yet)"
-        for role, count in observed.items()
-    ]
     return Estimate(
         tokens=tokens,
         seconds=seconds,

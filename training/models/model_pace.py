@@ -1,4 +1,4 @@
-"""A model's pace where the workers run it, as the forecast reads it."""
+"""What recent runs of a model taught its forecasts, where the workers run it."""
 
 from __future__ import annotations
 
@@ -6,20 +6,17 @@ from django.db import models
 
 
 class ModelPace(models.Model):
-    """A model's measured pace where this installation's workers run it.
+    """What the runs a worker finished on a model observed, where this installation runs it.
 
-    Written by workers only (``training.execution.pace.calibration``): a short calibration the
-    first time a forecast needs the model, then refined by every run they finish on it. The
-    launch form's forecast reads it and never waits on a worker. ``pace``: the engine's
-    ``training.forecasting.pace.Pace`` as JSON; ``sizes``: tokens per call by role (``judge``,
-    ``mutation``) measured in recent runs' traces, and what recent runs observed per call
-    (``observed``: ``training.execution.pace.measured``).
+    Written by workers only (``training.execution.pace.learning``), read by the launch form's
+    forecast, which never waits on a worker. ``sizes``: what recent runs observed per call
+    (``observed``: ``training.execution.pace.measured``), the characters per token of their
+    prompts, and tokens per call by role (``judge``, ``mutation``) from their traces.
     """
 
     model = models.CharField(max_length=200, unique=True)
-    pace = models.JSONField(default=dict)
     sizes = models.JSONField(default=dict)
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"pace of {self.model}"
+        return f"observations of {self.model}"

@@ -78,8 +78,8 @@ def launch(user: Any, form: RunForm):
 
 
 def forecast(user: Any, program: Any) -> dict[str, Any]:
-    """The quick try's forecast (``training.execution.forecast.forecast``: a worker measures
-    the model when no trial is cached), or ``{"problem": ...}`` when it cannot be launched."""
+    """The quick try's forecast (``training.execution.forecast.forecast``: no time before a
+    first run of the model), or ``{"problem": ...}`` when it cannot be launched."""
     form = quick_form(user, program)
     if not form.is_valid():
         return {"problem": "; ".join(str(e[0]) for e in form.errors.values())}

@@ -69,21 +69,64 @@ def test_a_program_s_own_runs_are_preferred_and_the_newest_weighs_most():
 
 
 def test_the_range_says_less_when_fewer_runs_are_known():
-    calls = {"prediction": Span.exact(10), "judge": Span.exact(10)}
-    fallback = {"judge": (1.0, 300.0)}
-    one = [Observation(seconds={"prediction": 0.5, "judge": 1.0}, tokens={}, program=1)]
-    none = estimate(calls, [], 0.0, 2, THREADS, fallback={**fallback, "prediction": (0.5, 1)})
+    calls = {"prediction": Span.exact(10)}
+    one = [Observation(seconds={"prediction": 0.5}, tokens={"prediction": 100.0}, program=1)]
+    first = estimate(calls, one, 0.0, 2, THREADS, program=1)
     known = estimate(calls, one * 4, 0.0, 2, THREADS, program=1)
-    assert none.seconds.expected == pytest.approx(known.seconds.expected)
-    assert none.seconds.high / none.seconds.expected == pytest.approx(
-        SPREAD_BY_COUNT[0][1] * slowdown(0.5, 2.0, 2)
+    assert first.seconds.expected == pytest.approx(known.seconds.expected) == 5.0
+    assert first.seconds.high / first.seconds.expected == pytest.approx(
+        SPREAD_BY_COUNT[1][1] * slowdown(0.5, 2.0, 2)
     )
-    assert (known.seconds.high - known.seconds.low) < (none.seconds.high - none.seconds.low)
-    assert any("calibration" in note for note in none.notes)
+    assert (known.seconds.high - known.seconds.low) < (first.seconds.high - first.seconds.low)
     unused = estimate(
         {"prediction": Span.exact(10), "mutation": Span.exact(0)}, one, 0.0, 2, THREADS
     )
     assert "mutation" not in unused.observed  # a role without calls needs no observation
+
+
+def test_no_observed_call_gives_tokens_from_the_sized_prompts_and_no_time():
+    calls = {"prediction": Span(10, 12, 14), "judge": Span.exact(10)}
+    found = estimate(calls, [], 0.0, 2, THREADS, sized={"prediction": 100.0, "judge": 300.0})
+    assert found.seconds is None
+    assert found.tokens == Span(10 * 100 + 3000, 12 * 100 + 3000, 14 * 100 + 3000)
+    assert found.observed == {"prediction": 0, "judge": 0}
+    assert found.notes == [
+        "no run of this model has been measured yet: its time is known after a first run"
+    ]
+
+
+def test_an_unobserved_role_is_priced_at_the_observed_seconds_per_token_widest():
+    seen = [Observation(seconds={"prediction": 0.5}, tokens={"prediction": 100.0}, program=1)]
+    calls = {"prediction": Span.exact(10), "mutation": Span.exact(4)}
+    sized = {"prediction": 100.0, "mutation": 600.0}
+    found = estimate(calls, seen, 0.0, 2, THREADS, sized=sized, program=1)
+    # 0.005 s a token observed: each mutation's 600 sized tokens take 3 s, one thread each
+    assert found.seconds.expected == pytest.approx(10 * 0.5 + 4 * 3.0)
+    assert found.tokens.expected == pytest.approx(10 * 100 + 4 * 600)
+    assert found.observed == {"prediction": 1, "mutation": 0}
+    down, up = SPREAD_BY_COUNT[0]
+    assert found.seconds.low == pytest.approx(found.seconds.expected * down)
+    assert found.seconds.high == pytest.approx(
+        (10 * 0.5 * slowdown(0.5, 2.0, 2) + 4 * 3.0 * slowdown(0.5, 1.0, 2)) * up
+    )
+    assert "mutation calls (no run of this model made one yet)" in found.notes[1]
+
+
+def test_an_observation_s_tokens_follow_this_run_s_sized_prompts():
+    seen = [
+        Observation(
+            seconds={"prediction": 0.5},
+            tokens={"prediction": 200.0},
+            sized={"prediction": 150.0},
+            optimizer="RandomFewShot",
+            program=1,
+        )
+    ]
+    calls = {"prediction": Span.exact(10)}
+    longer = estimate(calls, seen, 0.0, 2, THREADS, sized={"prediction": 300.0}, program=1)
+    assert longer.tokens.expected == pytest.approx(10 * 400.0)  # prompts twice as long
+    unsized = estimate(calls, seen, 0.0, 2, THREADS, program=1)
+    assert unsized.tokens.expected == pytest.approx(10 * 200.0)
 
 
 def test_the_owner_s_recent_loads_widen_the_range():

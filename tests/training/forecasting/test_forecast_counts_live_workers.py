@@ -19,15 +19,15 @@ def test_the_queue_counts_the_pools_of_the_workers_alive(settings, private_redis
     beacons = [worker_status.Beacon("a@test", slots=3), worker_status.Beacon("b@test", slots=1)]
     try:
         worker_status.forget()
-        assert machine.machine(local=False)["workers"] == 2  # none beats: the setting
+        assert machine.machine()["workers"] == 2  # none beats: the setting
         for beacon in beacons:
             beacon.start()
             beacon.mark_ready()
         worker_status.forget()
-        assert machine.machine(local=False)["workers"] == 4
+        assert machine.machine()["workers"] == 4
         beacons[0].stop()  # one worker goes: its three processes with it
         worker_status.forget()
-        assert machine.machine(local=False)["workers"] == 1
+        assert machine.machine()["workers"] == 1
     finally:
         for beacon in beacons:
             if beacon.is_alive():

@@ -1,6 +1,6 @@
 """The measured forecast: every run a worker ends leaves what it observed per call in its
-model's pace row, and the next forecast's tokens and time come from those observations (its
-calls as counted)."""
+model's row, and the next forecast's tokens and time come from those observations (its
+calls as counted); before any run of the model, calls and tokens only, and no time."""
 
 from __future__ import annotations
 
@@ -8,17 +8,12 @@ import pytest
 
 from tests.training.conftest import make_program, run_config
 from training.execution import attempt as execution
-from training.execution.pace import calibration, measured
+from training.execution import forecast as forecasts
+from training.execution import forecast_text
+from training.execution.pace import measured
+from training.forecasting.measured import DEFAULT_CHARS_PER_TOKEN, SPREAD_BY_COUNT
 from training.models import Run
 from training.runs import launch as runs
-
-
-def observed(program, dataset, config) -> dict:
-    """The launch form's forecast, its tokens and time from recent runs' observations."""
-    from training.execution import forecast as forecasts
-
-    return forecasts.forecast(program, dataset, config, measure=False, observed=True)
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,27 +29,69 @@ def no_broker(monkeypatch):
     monkeypatch.setattr(measured, "SAMPLE_SECONDS", 0.01)
 
 
-def test_a_finished_run_is_observed_and_the_next_forecast_reads_it(user, demo_dataset, no_broker):
+def test_a_model_never_run_has_calls_and_tokens_and_no_time(user, demo_dataset, no_broker):
     program = make_program(user, demo_dataset, model=MODEL)
-    calibration.measure(MODEL)
+    first = forecasts.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
+    assert first["calls"]["expected"] > 0
+    assert first["measured"]["observed"] == {"prediction": 0}
+    assert first["seconds"] is None and first["time_text"] is None
+    sized = first["sizes"]["prediction_seed"]
+    seed_calls = first["parts"]["evaluations"]["expected"]
+    assert first["tokens"]["expected"] > (sized["prompt"] + sized["completion"]) * seed_calls
+    assert (
+        f"prompts at {DEFAULT_CHARS_PER_TOKEN:.0f} characters a token (no run of this model "
+        "measured them yet)"
+    ) in first["assumptions"]
+    assert first["summary"] == (
+        f"about {first['calls']['expected']} calls, "
+        f"{forecast_text.tokens_text(first['tokens']['expected'])}, $0.00, "
+        "time known after a first run on this model"
+    )
+
+
+def test_after_a_first_run_the_next_forecast_has_a_time_range(user, demo_dataset, no_broker):
+    program = make_program(user, demo_dataset, model=MODEL)
     config = run_config(model=MODEL, epochs=1, batch_size=4)
-    first = observed(program, demo_dataset, config)
-    assert first["state"] == "ready"
-    assert first["measured"]["observed"] == {"prediction": 0}  # the calibration's pace only
+    first = forecasts.forecast(program, demo_dataset, config)
     run = runs.launch(user, program, demo_dataset, config)
+    assert Run.objects.get(pk=run.pk).forecast["seconds"] is None
+    # the worker's path: execute, then learn_from_run keeps what the run observed
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     seen = measured.observations(MODEL)
     assert len(seen) == 1 and seen[0].program == program.pk and seen[0].owner == user.pk
     assert seen[0].seconds["prediction"] > 0
     assert seen[0].tokens["prediction"] == pytest.approx(15.0)  # the fake: 10 + 5 a call
-    after = observed(program, demo_dataset, config)
+    assert seen[0].sized["prediction"] == pytest.approx(measured.sized(first)["prediction"], 0.01)
+    after = forecasts.forecast(program, demo_dataset, config)
     assert after["measured"]["observed"] == {"prediction": 1}
     assert after["calls"] == first["calls"]  # the count is the count
+    # the same configuration: its sized prompts are the observed run's, its tokens the fake's
     assert after["tokens"]["expected"] == pytest.approx(15 * after["calls"]["expected"], rel=0.02)
     span = after["seconds"]
     assert span["low"] < span["expected"] < span["high"]
     assert after["time_text"] == after["seconds_range_text"]
-    assert any("1 recent run" in note for note in after["assumptions"])
+    assert "prediction calls as 1 recent run(s) of this model measured them" in after["assumptions"]
+
+
+def test_a_role_no_run_observed_is_priced_from_the_observed_ones_with_the_widest_range(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model=MODEL)
+    plain = run_config(model=MODEL, epochs=1, batch_size=4)
+    run = runs.launch(user, program, demo_dataset, plain)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    omega = run_config(
+        optimizer="OMEGA", model=MODEL, omega_embedding_model="fake/minilm", epochs=1
+    )
+    found = forecasts.forecast(program, demo_dataset, omega)
+    assert found["parts"]["optimizer"]["expected"] > 0
+    assert found["measured"]["observed"] == {"prediction": 1, "mutation": 0}
+    note = next(n for n in found["assumptions"] if n.startswith("mutation calls"))
+    assert note.startswith("mutation calls (no run of this model made one yet) sized from")
+    assert note.endswith("the widest range")
+    span = found["seconds"]
+    assert span["low"] <= SPREAD_BY_COUNT[0][0] * span["expected"]
+    assert span["high"] >= SPREAD_BY_COUNT[0][1] * span["expected"]
 
 
 def test_a_run_that_made_no_call_is_not_observed(user, no_broker):
@@ -66,7 +103,6 @@ def test_a_run_that_made_no_call_is_not_observed(user, no_broker):
 
 def test_a_model_keeps_its_newest_observations(user, demo_dataset, no_broker):
     program = make_program(user, demo_dataset, model=MODEL)
-    calibration.measure(MODEL)
     config = run_config(model=MODEL, epochs=1, batch_size=4)
     run = runs.launch(user, program, demo_dataset, config)
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED
@@ -81,7 +117,8 @@ def test_a_provider_s_calls_are_not_slowed_by_this_machine_s_load(
     user, demo_dataset, no_broker, monkeypatch
 ):
     program = make_program(user, demo_dataset, model=MODEL)
-    calibration.measure(MODEL)
+    run = runs.launch(user, program, demo_dataset, run_config(model=MODEL, epochs=1))
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
     monkeypatch.setattr(measured, "others_now", lambda: 2.0)  # two busy loops on two cores
-    found = observed(program, demo_dataset, run_config(model=MODEL, epochs=1))
+    found = forecasts.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
     assert not found["local"] and found["measured"]["slowdown"] == {"prediction": 1.0}

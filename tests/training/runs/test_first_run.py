@@ -10,11 +10,11 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from tests.support.waiting import until
 from tests.training.conftest import make_program
-from training.execution.pace import calibration
+from training.execution.pace import measured
 from training.execution.run_config import presets
-from training.models import Run
+from training.forecasting.measured import Observation
+from training.models import ModelPace, Run
 from training.programs.demo import ensure_demo_program
 from training.runs import quick_try
 
@@ -28,22 +28,8 @@ def _fresh_cache():
     cache.clear()
 
 
-@pytest.fixture
-def trials(monkeypatch):
-    """Calibrations asked of a worker, recorded (the test calibrates in-process)."""
-    sent = []
-    calibration._requested.clear()
-    monkeypatch.setattr(
-        calibration.calibrate_model,
-        "apply_async",
-        lambda args, **options: sent.append(args) or type("R", (), {"id": f"t{len(sent)}"})(),
-    )
-    yield sent
-    calibration._requested.clear()
-
-
 def test_the_home_page_leads_a_newcomer_to_one_click_and_what_to_look_at(
-    client_user, user, no_broker, trials
+    client_user, user, no_broker
 ):
     demo = ensure_demo_program(user, model="fake/fewshot")
     make_program(user, demo.dataset, name="Another router")  # newer, but the demo leads
@@ -67,13 +53,21 @@ def test_the_home_page_leads_a_newcomer_to_one_click_and_what_to_look_at(
     assert 'id="first-run"' not in html  # led once: a succeeded run of theirs ends it
 
 
-def test_the_quick_try_time_is_the_forecast_of_the_launch_form(client_user, user, trials):
+def test_the_quick_try_time_is_the_forecast_of_the_launch_form(client_user, user):
     demo = ensure_demo_program(user, model="fake/fewshot")
     url = reverse("training:quick-try-forecast", args=[demo.pk])
-    waiting = client_user.get(url).content.decode()
-    assert 'data-state="measuring"' in waiting and f'hx-get="{url}"' in waiting
-    until(lambda: len(trials) == 1, 5, "a worker was asked to measure the model")
-    calibration.calibrate_model(demo.model)  # what that worker does
+    first = client_user.get(url).content.decode()
+    # no run of the model yet: calls and tokens, the time after a first run, nothing polled
+    assert 'data-state="untimed"' in first and "hx-get" not in first
+    assert re.search(
+        r"Forecast: about \d+ calls, \d+ (k )?tokens, \$0\.00, "
+        r"time known after a first run on this model",
+        first,
+    )
+    seen = Observation(seconds={"prediction": 0.05}, tokens={"prediction": 200.0})
+    ModelPace.objects.create(
+        model=demo.model, sizes={measured.OBSERVED_KEY: [seen.to_dict()]}
+    )  # what a first run leaves
     shown = client_user.get(url).content.decode()
     time = re.search(r'<strong class="quick-try-time">([^<]+)</strong>', shown).group(1)
     # the launch form opened on the quick preset forecasts the same run, the same time

@@ -113,7 +113,7 @@ def test_the_forecast_counts_the_embedding_requests_and_the_form_shows_them(
     client_user, program, demo_dataset
 ):
     config = run_config(**NEAREST)
-    result = forecast.forecast(program, demo_dataset, config, measure=False)
+    result = forecast.forecast(program, demo_dataset, config)
     assert result["parts"]["embeddings"]["expected"] > 0
     assert result["parts"]["optimizer"]["high"] == 0  # no LM call of its own
     query = {

@@ -17,8 +17,7 @@ from tests.support.toy_optimizer import Shuffler
 from tests.training.test_views import launch_data
 from training.engine.saving import deserialize, serialize
 from training.execution import attempt as execution
-from training.forecasting.pace import Pace
-from training.models import ModelPace, Run
+from training.models import Run
 from training.runs.forms import RunForm
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,15 +94,6 @@ def forecast_calls(client, program, dataset, **overrides) -> int:
 
 
 def test_the_forecast_counts_the_toys_calls(client_user, program, demo_dataset):
-    pace = Pace(  # as a worker's calibration stores it: the forecast times, never waits
-        call_seconds=0.1,
-        prompt_token_seconds=0.002,
-        short_token_seconds=0.05,
-        long_token_seconds=0.05,
-        parallel=2.0,
-        chars_per_token=4.0,
-    )
-    ModelPace.objects.create(model=program.model, pace=pace.to_dict())
     one = forecast_calls(client_user, program, demo_dataset, epochs="1")
     three = forecast_calls(client_user, program, demo_dataset, epochs="3")
     assert 0 < one < three

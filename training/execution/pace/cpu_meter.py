@@ -1,14 +1,10 @@
-"""What the other processes on this machine take of its CPUs: a source the forecast reads.
+"""What the other processes on this machine take of its CPUs: the load the measured forecast
+normalises each run's seconds by, and meets the next run with.
 
-The engine's rule (``training.forecasting.contention``) needs the others' demand. Here it is read
-without waiting:
-
-- :func:`sample` / :func:`others_cores`: the machine's busy CPU time (``/proc/stat``: every
-  core, the hypervisor's steal included) less this process's (``time.process_time``: all its
-  threads, the llama.cpp ones too), between two samples: the cores the other processes got
-  on average meanwhile (a calibration's calls, a run's attempt).
-- :func:`load_average`: the 1-, 5- and 15-minute load averages (a forecast: the demand now
-  and how it has varied).
+:func:`sample` / :func:`others_cores`: the machine's busy CPU time (``/proc/stat``: every core,
+the hypervisor's steal included) less this process's (``time.process_time``: all its threads,
+the llama.cpp ones too), between two samples: the cores the other processes got on average
+meanwhile (a run's attempt, a forecast's short sample).
 
 Tests replace :data:`source` (a fake clock and fake counters): no timed assertion needs a
 loaded machine.
@@ -20,8 +16,6 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Protocol
-
-from training.forecasting.contention import Contention, wanted_threads
 
 STAT_PATH = "/proc/stat"
 
@@ -38,8 +32,6 @@ class CpuSample:
 
 class Source(Protocol):
     def sample(self) -> CpuSample | None: ...
-
-    def load_average(self) -> tuple[float, float, float] | None: ...
 
     def cores(self) -> int: ...
 
@@ -60,12 +52,6 @@ class ProcSource:
         busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0.0)
         hertz = float(os.sysconf("SC_CLK_TCK") or 100)
         return CpuSample(time.monotonic(), busy / hertz, time.process_time())
-
-    def load_average(self) -> tuple[float, float, float] | None:
-        try:
-            return os.getloadavg()
-        except OSError:
-            return None
 
     def cores(self) -> int:
         return os.cpu_count() or 1
@@ -91,44 +77,3 @@ def others_cores(start: CpuSample | None, end: CpuSample | None) -> float | None
         return None
     others = (end.busy - start.busy) - (end.own - start.own)
     return min(float(cores()), max(0.0, others / (end.at - start.at)))
-
-
-def own_seconds(start: CpuSample | None, end: CpuSample | None) -> float | None:
-    """This process's CPU seconds between two samples (all its threads; None: not measured)."""
-    if start is None or end is None:
-        return None
-    return max(0.0, end.own - start.own)
-
-
-def contention_between(
-    start: CpuSample | None,
-    end: CpuSample | None,
-    threads: float,
-    idle_seconds: float | None = None,
-) -> Contention | None:
-    """The others' demand while this process wanted ``threads`` busy between two samples.
-
-    ``idle_seconds``: how long its work takes on an idle machine (a run on a local model: the
-    pace's rule for its calls), work known to be CPU-bound: then the threads it wanted are its
-    CPU time over that (:func:`~training.forecasting.contention.wanted_threads`), at most
-    ``threads``, and the fair share is inverted with what it got (its CPU time over the wall
-    time). None: ours is taken to have got the rest of the machine (a calibration's calls).
-
-    Why not its CPU time there: a call that waits (a provider's answer over the network, a
-    local call blocked on a core slot another run holds) uses ~0 CPU, and inverting with ~0
-    read the others' 1.2 cores as 24 threads: a provider's calibration then divided every
-    measured time by 8.5 (0.204 s a call stored as 0.025 s)."""
-    used = others_cores(start, end)
-    if used is None or start is None or end is None:
-        return None
-    if idle_seconds is None:
-        return Contention.from_usage(used, threads, cores())
-    own = own_seconds(start, end) or 0.0
-    got = own / (end.at - start.at)
-    threads = wanted_threads(own, idle_seconds, most=threads, least=got)
-    return Contention.from_usage(used, threads, cores(), own_cores=got)
-
-
-def load_average() -> tuple[float, float, float] | None:
-    """The machine's 1-, 5- and 15-minute load averages (None: unknown)."""
-    return source.load_average()

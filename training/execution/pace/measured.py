@@ -1,10 +1,16 @@
 """The measured forecast's figures where the workers run: what each finished run observed per
-call (kept in its model's ``ModelPace.sizes``), the others' demand on the cores now, and the
-forecast of a configuration from them (``training.forecasting.measured``).
+call and the sizes learnt from its traces (kept in its model's ``ModelPace.sizes``), the
+others' demand on the cores now, and the forecast of a configuration from them
+(``training.forecasting.measured``).
 
 :func:`record` is called by :func:`~training.execution.pace.learning.learn_from_run` for every
-run that did its work; :func:`apply` gives a forecast (its calls as counted) its tokens and
-time from those observations (``training.execution.forecast`` calls it).
+run that did its work; :func:`apply` gives a forecast (its calls as counted, its calls sized
+from its prompts) its tokens and time from those observations (``training.execution.forecast``
+calls it).
+
+A model is kept where it is served: a program on a saved endpoint keeps its figures under
+:func:`pace_key` (``"<model> @ <endpoint URL>"``): two endpoints serving the same model name
+are two machines.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from django.db.models import Count, Sum
 from training.execution import forecast_text
 from training.execution.pace import cpu_meter
 from training.forecasting.forecast import Span
-from training.forecasting.measured import KEPT, Observation, estimate, observe
-from training.forecasting.pace import CallSize, Pace
+from training.forecasting.measured import KEPT, CallSize, Observation, estimate, observe
 from training.models import LMCallTrace, ModelPace
 
 #: Where a model's observations are kept in ``ModelPace.sizes``.
 OBSERVED_KEY = "observed"
+#: Where the characters per token of its prompts are kept in ``ModelPace.sizes``.
+CHARS_KEY = "chars_per_token"
+#: An LM judge's tokens per call on one program's data: keys of ``ModelPace.sizes`` that
+#: start so (:func:`judge_data_key`).
+JUDGE_DATA_PREFIX = "judge@"
 #: The roles of the traces, as the forecast counts them (crossovers are mutations).
 ROLE_OF = {
     "prediction": "prediction",
@@ -32,6 +42,47 @@ ROLE_OF = {
 }
 #: How long the others' demand is sampled for a forecast (seconds of the request).
 SAMPLE_SECONDS = 0.2
+
+
+def stored_sizes(key: str) -> dict[str, Any]:
+    """What the runs of the model stored under ``key`` taught (``{}``: none yet)."""
+    row = ModelPace.objects.filter(model=key).values("sizes").first()
+    return dict((row or {}).get("sizes") or {})
+
+
+def learned_size(sizes: dict[str, Any], role: str) -> CallSize | None:
+    """A role's tokens per call learned from recent runs (None: none seen yet)."""
+    found = sizes.get(role)
+    if not isinstance(found, dict):
+        return None
+    return CallSize(float(found.get("prompt", 0)), float(found.get("completion", 0)))
+
+
+def judge_data_key(program_id: int | None, dataset_id: int | None) -> str:
+    """The key of an LM judge's tokens per call on one program's data, in ``ModelPace.sizes``.
+
+    Example:
+        >>> judge_data_key(3, 7)
+        'judge@program3/dataset7'
+    """
+    return f"{JUDGE_DATA_PREFIX}program{program_id}/dataset{dataset_id}"
+
+
+def pace_key(program_row: Any, model: str) -> str:
+    """The key ``model``'s figures are kept under for ``program_row``: ``model`` itself, or
+    ``"<model> @ <URL>"`` when the program calls ``model`` on a saved endpoint."""
+    from training.programs import saved_endpoints
+    from training.programs.programs import model_nodes
+
+    for kind, node in model_nodes(getattr(program_row, "engine_json", None) or {}):
+        config = node.get("config") or {}
+        if kind != "language_model" or config.get("model") != model:
+            continue
+        name = str(config.get("endpoint") or "")
+        endpoint = saved_endpoints.resolve(program_row.owner, name) if name else None
+        if endpoint is not None:
+            return f"{model} @ {endpoint.url}"
+    return model
 
 
 def others_now() -> float:
@@ -45,17 +96,37 @@ def others_now() -> float:
     return min(float(cpu_meter.cores()), max(0.0, others / (end.at - start.at)))
 
 
-def _threads(stored: dict[str, Any]) -> dict[str, float]:
-    cores = cpu_meter.cores()
-    parallel = float((stored.get("pace") or {}).get("parallel") or 1.0)
-    batch = float(stored.get("batch_size") or 1)
-    wide = max(1.0, min(batch, parallel, float(cores)))
+def threads(stored: dict[str, Any]) -> dict[str, float]:
+    """Busy threads of each role's calls: a batch's calls at once, up to the cores; an
+    optimizer's one at a time."""
+    wide = max(1.0, min(float(stored.get("batch_size") or 1), float(cpu_meter.cores())))
     return {"prediction": wide, "judge": wide, "mutation": 1.0}
 
 
-def observations(model: str) -> list[Observation]:
-    row = ModelPace.objects.filter(model=model).values("sizes").first()
-    kept = ((row or {}).get("sizes") or {}).get(OBSERVED_KEY) or []
+def sized(stored: dict[str, Any]) -> dict[str, float]:
+    """A forecast's tokens per call by role as it sized them from its prompts: a prediction
+    under the seed (the test passes) and under candidates (training), weighed by their calls."""
+    sizes = stored.get("sizes") or {}
+    parts = stored.get("parts") or {}
+
+    def total(name: str) -> float:
+        size = sizes.get(name) or {}
+        return float(size.get("prompt") or 0.0) + float(size.get("completion") or 0.0)
+
+    found = {role: total(role) for role in ("judge", "mutation") if sizes.get(role)}
+    train = float((parts.get("predictions") or {}).get("expected") or 0.0)
+    tests = float((parts.get("evaluations") or {}).get("expected") or 0.0)
+    seed = total("prediction_seed") or total("prediction")
+    candidates = total("prediction_candidates") or seed
+    if train + tests > 0:
+        found["prediction"] = (train * candidates + tests * seed) / (train + tests)
+    elif seed:
+        found["prediction"] = seed
+    return {role: value for role, value in found.items() if value > 0}
+
+
+def observations(key: str) -> list[Observation]:
+    kept = stored_sizes(key).get(OBSERVED_KEY) or []
     return [Observation.from_dict(item) for item in kept if isinstance(item, dict)]
 
 
@@ -92,12 +163,13 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         roles,
         float(run.active_seconds),
         others,
-        _threads(stored),
+        threads(stored),
         cpu_meter.cores(),
         owner=run.owner_id,
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
         at=time.time(),
+        sized=sized(stored),
     )
     if found is None:
         return
@@ -112,41 +184,23 @@ def _span(part: dict[str, Any] | None) -> Span:
     )
 
 
-def _fallback(counted: dict[str, Any], threads: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """Idle seconds and tokens per call of each role from the calibration's rule (a role no
-    run has observed yet)."""
-    from training.execution.pace import calibration
-
-    pace, _ = calibration.current(counted["pace_key"])
-    sizes = counted.get("sizes") or {}
-    found: dict[str, tuple[float, float]] = {}
-    for role in ("prediction", "judge", "mutation"):
-        size = sizes.get(role) or {}
-        call = CallSize(
-            float(size.get("prompt") or 0), float(size.get("completion") or 0), size.get("fresh")
-        )
-        seconds = pace.call(call, long=role != "prediction") if isinstance(pace, Pace) else 0.0
-        found[role] = (seconds / max(1.0, threads.get(role, 1.0)), call.total)
-    return found
-
-
 def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """``result`` (a ready forecast) with its tokens and time from the observations of recent
-    runs of its model (:mod:`training.forecasting.measured`), its calls as counted."""
+    """``result`` (its calls counted, its calls sized) with its tokens and time from the
+    observations of recent runs of its model (:mod:`training.forecasting.measured`); no time
+    (``seconds`` None) while no call of the model was ever observed."""
     parts = result["parts"]
     calls = {
         "prediction": _span(parts["predictions"]) + _span(parts["evaluations"]),
         "judge": _span(parts["judge"]),
         "mutation": _span(parts["optimizer"]),
     }
-    threads = _threads(result)
     found = estimate(
         calls,
         observations(result["pace_key"]),
         others_now() if result.get("local") else 0.0,
         cpu_meter.cores(),
-        threads,
-        fallback=_fallback(result, threads),
+        threads(result),
+        sized=sized(result),
         program=getattr(program_row, "pk", None),
         owner=getattr(program_row, "owner_id", None),
         optimizer=(config.get("optimizer") or {}).get("name"),
@@ -154,11 +208,16 @@ def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> d
     seconds = found.seconds
     result.update(
         tokens=found.tokens.rounded(),
-        seconds={"low": seconds.low, "expected": seconds.expected, "high": seconds.high},
         measured={"observed": found.observed, "slowdown": found.slowdown},
-        assumptions=found.notes,
+        assumptions=[*result.get("assumptions", []), *found.notes],
     )
+    if seconds is None:
+        result.update(seconds=None, seconds_expected_text=None, seconds_range_text=None)
+        result["time_text"] = None
+        return result
+    result["seconds"] = {"low": seconds.low, "expected": seconds.expected, "high": seconds.high}
     result["seconds_expected_text"] = forecast_text.duration_text(seconds.expected)
     result["seconds_range_text"] = forecast_text.seconds_text(seconds.low, seconds.high)
+    # the time range every page promises ("6–9 min"): the launch form, the home page
     result["time_text"] = result["seconds_range_text"]
     return result

@@ -3,10 +3,10 @@
 A GET with the form's current values (htmx, debounced as the settings change) answers the
 forecast fragment. The form is validated like a launch (the user's own programs and
 datasets only: another user's is not a choice); a form that is not complete yet says what
-is missing instead of a number. While a worker measures the model, the fragment asks again.
+is missing instead of a number.
 
-Nothing here waits on a worker: the figures come from the stored pace
-(``training.execution.pace.calibration``). The answer echoes the form's revision
+Nothing here waits on a worker: the figures come from what recent runs of the model observed
+(``training.execution.pace.measured``); before any run of it, calls and tokens and no time. The answer echoes the form's revision
 (``forecast_revision``, bumped by ``static/training/forecast.js`` on every change), so the page
 drops an answer to a form that has changed since.
 """
