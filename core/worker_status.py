@@ -156,43 +156,6 @@ def _in_pool_process(command: str, *args) -> None:
         client.close()
 
 
-#: What holds a worker process besides a run (a hash: "<host>:<pid>" -> "<what>|<until>").
-BUSY_KEY = "trainboard:workers:busy"
-
-
-def busy_started(what: str, at_most: float) -> str:
-    """This pool process is busy with ``what`` (words for the queue text: "measuring the
-    pace of local/smollm2") for at most ``at_most`` seconds; returns the entry's name for
-    :func:`busy_finished` (a process killed meanwhile: the entry expires by itself)."""
-    import os
-    import socket
-
-    name = f"{socket.gethostname()}:{os.getpid()}"
-    _in_pool_process("hset", BUSY_KEY, name, f"{what}|{time.time() + at_most:.0f}")
-    return name
-
-
-def busy_finished(name: str) -> None:
-    _in_pool_process("hdel", BUSY_KEY, name)
-
-
-def busy_with() -> list[str]:
-    """What holds worker processes besides runs, now ([] when Redis cannot be asked)."""
-    try:
-        entries = _client(settings.REDIS_URL).hgetall(BUSY_KEY)
-    except redis.RedisError:
-        return []
-    now, found = time.time(), []
-    for value in entries.values():
-        what, _, until = _text(value).rpartition("|")
-        try:
-            if float(until) > now:
-                found.append(what)
-        except ValueError:
-            continue
-    return sorted(found)
-
-
 def loading_started(worker: str, pid: int) -> None:
     """A pool process of ``worker`` starts loading the local models (the worker is
     "starting" until :func:`loading_finished`, or :data:`LOADING_AT_MOST` seconds)."""

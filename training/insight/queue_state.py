@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.worker_status import busy_with, worker_status
+from core.worker_status import worker_status
 from training.models import Run
 
 #: Runs a queued run's page names as holding the workers (the owner's own; others counted).
@@ -47,6 +47,4 @@ def queue_state(run: Run) -> dict[str, Any]:
         "worker_alive": status["alive"],
         "worker_starting": status["starting"],
         "broker_down": status["broker_down"],
-        # what else holds worker processes now (a forecast's calibration), in words
-        "other_work": busy_with() if status["alive"] else [],
     }

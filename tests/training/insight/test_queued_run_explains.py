@@ -83,24 +83,3 @@ def test_a_queued_run_while_redis_is_away_blames_the_broker_not_the_workers(
         assert "none is running" not in text and "make run" not in text
     finally:
         worker_status.forget()
-
-
-def test_a_queued_run_behind_a_calibration_names_it_not_other_runs(
-    user, demo_dataset, a_worker_beats
-):
-    """A worker process measuring a model's pace (the forecast's calibration) holds it: the
-    queued run says so instead of "waiting for the worker to take it"."""
-    held = worker_status.busy_started(
-        "measuring the pace of local/smollm2 (the forecast's calibration)", 60
-    )
-    try:
-        ours = make_run(user, make_program(user, demo_dataset), demo_dataset)
-        text = status_text(ours)
-        assert (
-            "Waiting for a worker: measuring the pace of local/smollm2 (the forecast's "
-            "calibration) holds it for a minute or two." in text
-        )
-        worker_status.busy_finished(held)
-        assert "Waiting for the worker to take it." in status_text(ours)
-    finally:
-        worker_status.busy_finished(held)
