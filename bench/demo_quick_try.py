@@ -78,7 +78,7 @@ def main() -> None:
         client = Client()
         client.force_login(user)
         dataset, config = posted.cleaned_data["dataset"], posted.run_config
-        predicted = forecast.forecast(program, dataset, config, measure=False)["parts"]
+        predicted = forecast.forecast(program, dataset, config)["parts"]
         # launch() less its broker: the run is executed here, by the worker's code
         run = Run.objects.create(owner=user, program=program, dataset=dataset, config=config)
         print(

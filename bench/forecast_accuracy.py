@@ -11,9 +11,11 @@ invocation:
 2. **loaded**: :data:`HOGS` CPU-bound processes of the bench's own beside it (started
    :data:`HOG_WARMUP` seconds before the first forecast, stopped when the last run ends).
 
-Before the first forecast the model is calibrated as a worker does it the first time a form
-needs it (``calibration.measure``); every run ends with the worker's ``learn_from_run``, as in
-production, so each forecast knows the runs before it.
+Before the counted runs of the quiet condition, a newcomer's first run: the demo's form
+unchanged, launched and executed once, not counted (its forecast has calls and tokens and no
+time: no run of the model was measured yet; the bench prints what it said). Every run ends
+with the worker's ``learn_from_run``, as in production, so each counted forecast knows the
+runs before it.
 
 Form = page: the form's forecast fragment (``run_forecast_form.html``, rendered from the
 form's answer) and the run page's forecast section (``run_forecast.html``, rendered from the
@@ -27,9 +29,7 @@ calls exact, P = N.
 
 Another forecast measured against the stored one in the same runs: ``--also MODULE:FUNC``
 (``FUNC(program, dataset, config)`` → a forecast dict with ``calls``, ``tokens`` and
-``seconds``, each ``low``/``expected``/``high``), made just before each launch; the pace's
-rule beside the stored forecast (recent runs' observations per call):
-``--also forecast_parts:counted``.
+``seconds``, each ``low``/``expected``/``high``), made just before each launch.
 
     .venv/bin/python bench/forecast_accuracy.py [--only quiet|loaded] [--also MODULE:FUNC]
 
@@ -59,8 +59,9 @@ sys.path.insert(1, str(Path(__file__).resolve().parent))
 MODEL = "local/smollm2"
 #: The runs of each condition (the launch form's fields past its defaults), small enough for
 #: the whole bench to take about a quarter of an hour on a 2-core machine: the demo's form
-#: unchanged (RandomFewShot: its candidates' prompts carry examples), OMEGA for three epochs
-#: (a mutation a batch, one at a time), an LM judge (long answers) for one epoch.
+#: unchanged (RandomFewShot: its candidates' prompts carry examples; also the newcomer's first
+#: run, :data:`FIRST_RUN`), OMEGA for three epochs (a mutation a batch, one at a time), an LM
+#: judge (long answers) for one epoch.
 RUNS = {
     "RandomFewShot": {"optimizer": "RandomFewShot", "epochs": 3},
     "OMEGA": {"optimizer": "OMEGA", "epochs": 3},
@@ -71,6 +72,8 @@ RUNS = {
         "reward_language_model": MODEL,
     },
 }
+#: The newcomer's first run, before the counted ones: the demo's form unchanged.
+FIRST_RUN = "RandomFewShot"
 #: Rows (train, test) of the demo a run trains on (absent: all of it).
 SUBSETS: dict[str, tuple[int, int]] = {}
 #: The loaded condition: this many CPU-bound processes, started this long before its first
@@ -200,8 +203,6 @@ def launch(user, program, config: dict, also) -> tuple:
 
     dataset = program.dataset
     shown = forecast_services.forecast(program, dataset, config)  # the form's view
-    if shown.get("state") != "ready":
-        raise SystemExit(f"no measured forecast: {shown.get('state')} {shown.get('message')}")
     other = also(program, dataset, config) if also else None
     carried = forecast_shown.carry(program, None, dataset, config, shown)
     stored = forecast_shown.carried(carried, program, None, dataset, config)
@@ -246,6 +247,26 @@ def execute(run) -> dict:
         "others": others,
         "parts": parts,
     }
+
+
+def first_run(user, program, config: dict) -> None:
+    """The newcomer's first run (not counted): its forecast, what it said, and the run that
+    gives the model its first observations."""
+    run, shown, _ = launch(user, program, config, None)
+    tokens = shown["tokens"]
+    time_said = shown.get("time_text") or "no time (known after a first run on this model)"
+    print(
+        f"first run (not counted): forecast calls {shown['calls']['expected']}, tokens "
+        f"{tokens['expected']} ({tokens['low']}–{tokens['high']}), {time_said}; "
+        f"form {form_shows(shown)} / page {page_shows(run)}",
+        flush=True,
+    )
+    result = execute(run)
+    print(
+        f"first run: {result['calls']} calls, {result['tokens']} tokens "
+        f"({error(tokens['expected'], result['tokens']):.0f} %), {result['seconds']:.0f} s",
+        flush=True,
+    )
 
 
 def error(forecast: float, actual: float) -> float:
@@ -319,7 +340,6 @@ def main() -> None:
     setup(var_dir)
     from django.contrib.auth import get_user_model
 
-    from training.execution.pace import calibration
     from training.programs.demo import ensure_demo_program
 
     also = None
@@ -330,15 +350,7 @@ def main() -> None:
     demo = ensure_demo_program(user, MODEL)
     programs = {name: program_on(user, demo, name) for name in RUNS}
     configs = {name: config_for(programs[name], name) for name in RUNS}
-    started = time.perf_counter()
-    pace = calibration.measure(MODEL)  # as the worker's task does, the first time
-    print(
-        f"calibration: {time.perf_counter() - started:.1f} s (load {os.getloadavg()[0]:.1f}, "
-        f"other processes' demand {pace.contention} threads): {pace.call_seconds:.3f} s a "
-        f"call + {pace.prompt_token_seconds * 1000:.2f} ms a prompt token, "
-        f"{pace.parallel:.2f} calls at once",
-        flush=True,
-    )
+    first_run(user, programs[FIRST_RUN], configs[FIRST_RUN])
     verdicts: list[dict] = []
     others: list[dict] = []
     agree = 0
@@ -350,6 +362,8 @@ def main() -> None:
         try:
             for name in RUNS:
                 run, shown, other = launch(user, programs[name], configs[name], also)
+                if not shown.get("seconds"):
+                    raise SystemExit(f"{name}: no time forecast after the first run")
                 result = execute(run)
                 stored = run.forecast
                 same = form_shows(shown) == page_shows(run)

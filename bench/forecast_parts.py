@@ -101,7 +101,7 @@ def lines(parts: dict[str, Any], forecast: dict[str, Any]) -> list[str]:
     out = [
         f"LM calls in flight {parts['lm_wall']:.1f} s of {parts['wall']:.1f} s; "
         f"none in flight {parts['wall'] - parts['lm_wall']:.1f} s (overheads, embeddings, "
-        f"writes; forecast {float((forecast.get('seconds_parts') or {}).get('overhead', 0)):.1f} s)"
+        "writes)"
     ]
     for role, row in sorted(parts["roles"].items()):
         calls = max(1.0, row["calls"])
@@ -127,11 +127,3 @@ def lines(parts: dict[str, Any], forecast: dict[str, Any]) -> list[str]:
             f"generating, latency {1000 * row['latency'] / calls:.0f} ms"
         )
     return out
-
-
-def counted(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """The launch form's forecast with its tokens and time from the pace's rule (not recent
-    runs' observations): ``bench/forecast_accuracy.py --also forecast_parts:counted``."""
-    from training.execution import forecast as forecasts
-
-    return forecasts.forecast(program_row, dataset, config, measure=False, observed=False)

@@ -56,8 +56,8 @@ def logged_in_page(playwright, live, landing: str = "/runs/"):
     """Headless Debian Chromium (never a downloaded browser), logged in to ``live``.
 
     The login lands on ``landing``, not on the home page: the home page's first-run card asks
-    for the demo program's forecast, which calibrates ``local/smollm2`` in a worker, and those
-    LM calls would share the cores with whatever the bench measures.
+    for the demo program's forecast, whose work would share the cores with whatever the bench
+    measures.
     """
     from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
