@@ -62,8 +62,9 @@ SIZED_ROWS = 24
 #: and the criteria, then the reference and the prediction (an example's answer each); a
 #: mutation reads its instructions and the variable, then the batch's report (each item's
 #: inputs, prediction and ground truth: an example and a half; the worst
-#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``LONG_ANSWER_TOKENS``. The demo's mutations measured 545 prompt tokens (≈ 2,000
-#: characters with its four report items of ≈ 110).
+#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``LONG_ANSWER_TOKENS``. The
+#: demo's mutations measured 545 prompt tokens (≈ 2,000 characters with its four report
+#: items of ≈ 110).
 JUDGE_PROMPT_CHARS = 800
 MUTATION_PROMPT_CHARS = 1550
 REPORT_ITEM_SHARE = 1.5

@@ -10,9 +10,9 @@ from tests.training.conftest import make_program, run_config
 from training.execution import attempt as execution
 from training.execution import forecast as forecasts
 from training.execution import forecast_text
-from training.execution.pace import measured
-from training.forecasting.measured import DEFAULT_CHARS_PER_TOKEN, SPREAD_BY_COUNT
-from training.models import Run
+from training.execution.pace import learning, measured
+from training.forecasting.measured import DEFAULT_CHARS_PER_TOKEN, MESSAGE_TOKENS, SPREAD_BY_COUNT
+from training.models import LMCallTrace, Run
 from training.runs import launch as runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,6 +71,28 @@ def test_after_a_first_run_the_next_forecast_has_a_time_range(user, demo_dataset
     assert span["low"] < span["expected"] < span["high"]
     assert after["time_text"] == after["seconds_range_text"]
     assert "prediction calls as 1 recent run(s) of this model measured them" in after["assumptions"]
+
+
+def test_a_run_s_traces_teach_the_characters_per_token_of_the_model_s_prompts(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model=MODEL)
+    config = run_config(model=MODEL, epochs=1, batch_size=4)
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    # The fake counts 10 prompt tokens a call, whatever its prompt: here each prediction's
+    # tokens are what a model at 2.5 characters a token would count.
+    traces = LMCallTrace.objects.filter(run_id=run.pk, role="prediction")
+    for trace in traces:
+        chars = sum(len(str(m.get("content") or "")) for m in trace.messages)
+        traces.filter(pk=trace.pk).update(
+            prompt_tokens=round(chars / 2.5) + MESSAGE_TOKENS * len(trace.messages)
+        )
+    learning.learn_from_run(run.pk)
+    learned = measured.stored_sizes(MODEL)[measured.CHARS_KEY]
+    assert learned == pytest.approx(2.5, rel=0.01)
+    after = forecasts.forecast(program, demo_dataset, config)
+    assert not any("characters a token" in note for note in after["assumptions"])
 
 
 def test_a_role_no_run_observed_is_priced_from_the_observed_ones_with_the_widest_range(
