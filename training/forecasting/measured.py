@@ -11,9 +11,7 @@ optimizer's) then cost what recent finished runs of the model observed per call:
   on the cores). The mean of the last :data:`KEPT` observations, the newest weighing most
   (:data:`NEWEST_WEIGHT`), preferring the runs of the same program with the same optimizer
   (its candidates' prompts: examples, rewritten instructions), then of the same program.
-- **Tokens per call** of a role: the same mean of what the runs' traces counted, each
-  scaled by how much larger this run's prompts are sized than that run's were (``sized``:
-  another optimizer's candidates carry other prompts).
+- **Tokens per call** of a role: the same mean of what the runs' traces counted.
 - **The load**: the others' demand measured now (``others_now``) gives the expected
   slowdown; the range spans it and the loads the owner's own recent runs met.
 
@@ -106,8 +104,6 @@ class Observation:
     program: int | None = None
     optimizer: str | None = None
     at: float = 0.0
-    #: Tokens per call its own forecast sized from its prompts, by role.
-    sized: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,7 +114,6 @@ class Observation:
             "program": self.program,
             "optimizer": self.optimizer,
             "at": self.at,
-            "sized": {k: round(v, 1) for k, v in self.sized.items()},
         }
 
     @classmethod
@@ -131,7 +126,6 @@ class Observation:
             program=data.get("program"),
             optimizer=data.get("optimizer"),
             at=float(data.get("at") or 0.0),
-            sized={k: float(v) for k, v in (data.get("sized") or {}).items() if v},
         )
 
 
@@ -204,15 +198,6 @@ def _spread(values: list[float]) -> float:
     return 2 * math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
 
 
-def _tokens(observation: Observation, role: str, sized: float | None) -> float:
-    """An observation's tokens per call of ``role``, scaled to this run's sized prompts."""
-    found = observation.tokens.get(role, 0.0)
-    before = observation.sized.get(role)
-    if sized and before:
-        return found * sized / before
-    return found
-
-
 def estimate(
     calls: dict[str, Span],
     observations: list[Observation],
@@ -233,8 +218,8 @@ def estimate(
         others_now: the other processes' demand on the cores now.
         cores: the machine's cores.
         threads: busy threads of each role's calls (batched: as many as served at once).
-        sized: this run's tokens per call by role, sized from its prompts: an observed
-            role's tokens are scaled by it, an unobserved role's are it.
+        sized: this run's tokens per call by role, sized from its prompts (a role no run
+            observed costs these).
         program: the program forecast (its own runs' observations are preferred, those
             with the same ``optimizer`` first).
         owner: the user launching (their recent runs' loads widen the range).
@@ -263,7 +248,7 @@ def estimate(
         observed[role] = len(pool)
         if pool:
             seconds_each[role] = _mean([o.seconds[role] for o in pool])
-            tokens_each[role] = _mean([_tokens(o, role, sized.get(role)) for o in pool])
+            tokens_each[role] = _mean([o.tokens.get(role, 0.0) for o in pool])
             spreads.append(_spread([o.seconds[role] for o in pool]))
         else:
             tokens_each[role] = float(sized.get(role) or 0.0)

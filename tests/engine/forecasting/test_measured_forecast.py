@@ -112,23 +112,6 @@ def test_an_unobserved_role_is_priced_at_the_observed_seconds_per_token_widest()
     assert "mutation calls (no run of this model made one yet)" in found.notes[1]
 
 
-def test_an_observation_s_tokens_follow_this_run_s_sized_prompts():
-    seen = [
-        Observation(
-            seconds={"prediction": 0.5},
-            tokens={"prediction": 200.0},
-            sized={"prediction": 150.0},
-            optimizer="RandomFewShot",
-            program=1,
-        )
-    ]
-    calls = {"prediction": Span.exact(10)}
-    longer = estimate(calls, seen, 0.0, 2, THREADS, sized={"prediction": 300.0}, program=1)
-    assert longer.tokens.expected == pytest.approx(10 * 400.0)  # prompts twice as long
-    unsized = estimate(calls, seen, 0.0, 2, THREADS, program=1)
-    assert unsized.tokens.expected == pytest.approx(10 * 200.0)
-
-
 def test_the_owner_s_recent_loads_widen_the_range():
     seen = [
         Observation(seconds={"prediction": 0.5}, tokens={}, others=2.0, owner=7, program=1),

@@ -104,8 +104,9 @@ def threads(stored: dict[str, Any]) -> dict[str, float]:
 
 
 def sized(stored: dict[str, Any]) -> dict[str, float]:
-    """A forecast's tokens per call by role as it sized them from its prompts: a prediction
-    under the seed (the test passes) and under candidates (training), weighed by their calls."""
+    """A forecast's tokens per call by role as it sized them from its prompts (what a role no
+    run observed costs): a prediction under the seed (the test passes) and under candidates
+    (training), weighed by their calls."""
     sizes = stored.get("sizes") or {}
     parts = stored.get("parts") or {}
 
@@ -169,7 +170,6 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
         at=time.time(),
-        sized=sized(stored),
     )
     if found is None:
         return
