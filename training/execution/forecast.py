@@ -42,13 +42,16 @@ from training.execution import budget, forecast_text, run_config
 from training.execution.pace import machine
 from training.execution.pace import measured as observed_calls
 from training.execution.run_config import judge_model, optimizer_model
+from training.forecasting import decided
 from training.forecasting import forecast as call_forecast
 from training.forecasting.measured import (
     ANSWER_CHARS_PER_TOKEN,
     DEFAULT_CHARS_PER_TOKEN,
+    JUDGE_ANSWER_TOKENS,
     LONG_ANSWER_TOKENS,
     MESSAGE_TOKENS,
     CallSize,
+    decided_share,
 )
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
@@ -62,7 +65,8 @@ SIZED_ROWS = 24
 #: and the criteria, then the reference and the prediction (an example's answer each); a
 #: mutation reads its instructions and the variable, then the batch's report (each item's
 #: inputs, prediction and ground truth: an example and a half; the worst
-#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``LONG_ANSWER_TOKENS``. The
+#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``JUDGE_ANSWER_TOKENS`` and
+#: ``LONG_ANSWER_TOKENS``. The
 #: demo's mutations measured 545 prompt tokens (≈ 2,000 characters with its four report
 #: items of ≈ 110).
 JUDGE_PROMPT_CHARS = 800
@@ -177,11 +181,13 @@ def call_sizes(
     chars_per_token: float,
     learned: dict[str, Any],
     assumptions: list[str],
+    made: frozenset[str] = frozenset({"judge", "mutation"}),
 ) -> tuple[dict[str, CallSize], dict[str, CallSize]]:
     """Tokens per call by role, and the program's by part (``seed``, ``candidates``), at
-    ``chars_per_token``; what is assumed rather than measured is appended to
-    ``assumptions``."""
+    ``chars_per_token``; what is assumed rather than measured about the roles the run makes
+    calls of (``made``: ``judge``, ``mutation``) is appended to ``assumptions``."""
     cpt = chars_per_token
+    said = {role: assumptions if role in made else [] for role in ("judge", "mutation")}
     engine = program_from_json(program_row.engine_json)
     generators = _generators(engine)
     train_rows, targets = get_split(dataset, "train")
@@ -224,7 +230,9 @@ def call_sizes(
     # the evolver shows its LM the worst MAX_BATCH_ITEMS of the batch
     shown = min(batch, MAX_BATCH_ITEMS)
     mutation_chars = MUTATION_PROMPT_CHARS + shown * REPORT_ITEM_SHARE * example_chars
-    mutation = learned_or_assumed(learned, "mutation", mutation_chars, cpt, assumptions)
+    mutation = learned_or_assumed(
+        learned, "mutation", mutation_chars, LONG_ANSWER_TOKENS, cpt, said["mutation"]
+    )
     if grows == INSTRUCTIONS:  # its candidates carry rewritten instructions
         instructions = max(
             (len((v.value.get("instructions") or "")) for v in engine.trainable_variables),
@@ -241,12 +249,14 @@ def call_sizes(
             if learned.get(JUDGE_ON_THIS_DATA)
             else ("recent runs of this model (none of this program on this data yet)")
         )
-        assumptions.append(
+        said["judge"].append(
             f"judge answers of ~{judge.completion:.0f} tokens (prompts ~{judge.prompt:.0f}), "
             f"as {whose} measured"
         )
     else:
-        judge = learned_or_assumed(learned, "judge", judge_chars, cpt, assumptions)
+        judge = learned_or_assumed(
+            learned, "judge", judge_chars, JUDGE_ANSWER_TOKENS, cpt, said["judge"]
+        )
     sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
     return sizes, {"seed": seed, "candidates": candidates}
 
@@ -255,19 +265,20 @@ def learned_or_assumed(
     learned: dict[str, Any],
     role: str,
     prompt_chars: float,
+    answer_tokens: float,
     chars_per_token: float,
     assumptions: list[str],
 ) -> CallSize:
     """A judge's or a mutation's tokens as recent runs of the model measured them; else a
-    prompt of ``prompt_chars`` and a long answer (:data:`LONG_ANSWER_TOKENS`)."""
+    prompt of ``prompt_chars`` and an answer of ``answer_tokens``."""
     found = observed_calls.learned_size(learned, role)
     if found is not None:
         return found
     assumptions.append(
         f"each {role} call ~{prompt_chars:.0f} prompt characters and a "
-        f"{LONG_ANSWER_TOKENS:.0f}-token answer (no run of this model measured one yet)"
+        f"{answer_tokens:.0f}-token answer (no run of this model measured one yet)"
     )
-    return CallSize(_tokens(prompt_chars, 2, chars_per_token), LONG_ANSWER_TOKENS)
+    return CallSize(_tokens(prompt_chars, 2, chars_per_token), answer_tokens)
 
 
 # -- the forecast -----------------------------------------------------------------------------
@@ -299,6 +310,7 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
             learned["judge"] = sizes[data_key]
             learned[JUDGE_ON_THIS_DATA] = True
     assumptions: list[str] = []
+    calls = _settled(calls, keys[model], program_row, config, assumptions)
     chars_per_token = stored[model].get(observed_calls.CHARS_KEY)
     if not chars_per_token:
         chars_per_token = DEFAULT_CHARS_PER_TOKEN
@@ -306,8 +318,9 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
             f"prompts at {DEFAULT_CHARS_PER_TOKEN:.0f} characters a token (no run of this "
             "model measured them yet)"
         )
+    made = frozenset(role for role in ("judge", "mutation") if role in models)
     sizes, by_part = call_sizes(
-        program_row, dataset, config, float(chars_per_token), learned, assumptions
+        program_row, dataset, config, float(chars_per_token), learned, assumptions, made
     )
     now = machine.machine()
     result: dict[str, Any] = {
@@ -338,6 +351,30 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
     result["summary"] = forecast_text.summary(result)
     result["cap_warnings"] = budget.cap_warnings(config, result, shape)
     return result
+
+
+def _settled(
+    calls: call_forecast.CallForecast,
+    key: str,
+    program_row: Any,
+    config: dict[str, Any],
+    assumptions: list[str],
+) -> call_forecast.CallForecast:
+    """``calls`` expected where the model's answers took the last runs of this program with
+    this optimizer (:mod:`training.forecasting.decided`), the range as counted."""
+    if calls.total.high <= calls.total.low:
+        return calls
+    optimizer = (config.get("optimizer") or {}).get("name")
+    value, runs = decided_share(
+        observed_calls.observations(key), getattr(program_row, "pk", None), optimizer
+    )
+    if value is None:
+        return calls
+    assumptions.append(
+        f"calls the model's answers decide expected where {runs} recent run(s) of this "
+        f"program with {optimizer} took them ({value:.0%} of the way from the fewest to the most)"
+    )
+    return decided.settled(calls, value)
 
 
 def judged_rows(train_rows: int, config: dict[str, Any]) -> int:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-#: What a forecast says for the time while no run of its model has been measured.
-NO_TIME_TEXT = "time known after a first run on this model"
+#: What a forecast says for the time while no run of its model has been measured: its Time
+#: row (the form's and the run page's alike) and its summary.
+NO_TIME_CELL = "known after a first run on this model"
+NO_TIME_TEXT = f"time {NO_TIME_CELL}"
 
 
 def tokens_text(value: float) -> str:
@@ -112,7 +114,7 @@ def comparison(run: Any) -> list[dict[str, Any]]:
             seconds,
         )
     elif stored.get("tokens"):
-        row("Time", NO_TIME_TEXT, duration_text(seconds), None, None)
+        row("Time", NO_TIME_CELL, duration_text(seconds), None, None)
     return rows
 
 

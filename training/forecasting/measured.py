@@ -59,9 +59,12 @@ MESSAGE_TOKENS = 6
 DEFAULT_CHARS_PER_TOKEN = 4.0
 #: Characters per token of a JSON answer (quotes and braces: denser than prose).
 ANSWER_CHARS_PER_TOKEN = 2.0
-#: A long structured answer's tokens (a judge's critique, a mutation's rewrite) before a run
-#: of the model has measured them.
+#: A long structured answer's tokens (a mutation's reasoning and rewrite) before a run of the
+#: model has measured them.
 LONG_ANSWER_TOKENS = 160.0
+#: An LM judge's answer before a run of the model has measured one: its ``JudgeScore`` is a
+#: short critique and a score (the demo's judge on local/smollm2 writes about 33 tokens).
+JUDGE_ANSWER_TOKENS = 48.0
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,9 @@ class Observation:
     program: int | None = None
     optimizer: str | None = None
     at: float = 0.0
+    #: Where its calls fell in the range its forecast counted (``decided.share``; None: the
+    #: configuration decided them, or the run did not finish).
+    decided: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +120,7 @@ class Observation:
             "program": self.program,
             "optimizer": self.optimizer,
             "at": self.at,
+            "decided": None if self.decided is None else round(self.decided, 3),
         }
 
     @classmethod
@@ -126,6 +133,7 @@ class Observation:
             program=data.get("program"),
             optimizer=data.get("optimizer"),
             at=float(data.get("at") or 0.0),
+            decided=None if data.get("decided") is None else float(data["decided"]),
         )
 
 
@@ -176,6 +184,19 @@ class Estimate:
     observed: dict[str, int] = field(default_factory=dict)
     slowdown: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def decided_share(
+    observations: list[Observation], program: int | None, optimizer: str | None
+) -> tuple[float | None, int]:
+    """Where recent runs of ``program`` with ``optimizer`` took their open calls (the mean,
+    the newest weighing most; None without such a run) and how many runs say so."""
+    found = [
+        o.decided
+        for o in observations
+        if o.decided is not None and o.program == program and o.optimizer == optimizer
+    ]
+    return (_mean(found), len(found)) if found else (None, 0)
 
 
 def _mean(values: list[float]) -> float:

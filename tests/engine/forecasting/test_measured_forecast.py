@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from training.forecasting.forecast import Span
+from training.forecasting.decided import settled, share
+from training.forecasting.forecast import CallForecast, Span
 from training.forecasting.measured import (
     SPREAD_BY_COUNT,
     Observation,
@@ -137,3 +138,26 @@ def test_a_program_s_runs_with_the_same_optimizer_come_first():
     assert few_shot.observed == {"prediction": 1}
     other = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="NearestFewShot")
     assert other.observed == {"prediction": 2}
+
+
+def test_a_runs_share_of_its_open_calls_sets_the_next_expectation_and_keeps_the_range():
+    assert share(83, Span(69, 112, 141)) == pytest.approx(14 / 72)
+    assert share(60, Span(69, 112, 141)) == 0.0 and share(150, Span(69, 112, 141)) == 1.0
+    assert share(40, Span.exact(40)) is None  # the configuration decided it
+    calls = CallForecast(
+        predictions=Span(40, 60, 80),
+        optimizer=Span(0, 5, 10),
+        judge=Span.exact(0),
+        evaluations=Span.exact(20),
+        steps=4,
+        epochs=2,
+        candidates=Span(2, 3, 4),
+    )
+    found = settled(calls, 0.25)
+    assert found.total == Span(60, 72.5, 110)
+    assert (found.predictions, found.optimizer, found.evaluations) == (
+        Span(40, 50, 80),
+        Span(0, 2.5, 10),
+        Span.exact(20),
+    )
+    assert (found.steps, found.epochs) == (4, 2)

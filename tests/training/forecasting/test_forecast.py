@@ -17,7 +17,7 @@ from training.execution import attempt as execution
 from training.execution import forecast as forecast_services
 from training.execution import forecast_text
 from training.execution.pace import learning, measured
-from training.forecasting.measured import Observation
+from training.forecasting.measured import JUDGE_ANSWER_TOKENS, Observation
 from training.models import ModelPace, Run
 from training.runs import launch as runs
 
@@ -83,7 +83,8 @@ def test_a_model_never_run_shows_calls_and_tokens_and_the_time_after_a_first_run
     assert run.forecast["tokens"]["expected"] == int(tokens.group(1))
     page = client_user.get(run.get_absolute_url()).content.decode()
     section = page[page.index('id="run-forecast-actual"') :]
-    assert '<tr data-row="Time"><th scope="row">Time</th><td>time known after a first run' in (
+    # the same Time cell as the form's
+    assert '<tr data-row="Time"><th scope="row">Time</th><td>known after a first run on' in (
         section
     )
     assert "the forecast has calls and tokens, and the time is known after a first run" in (section)
@@ -138,7 +139,7 @@ def test_an_lm_judge_is_sized_by_an_assumption_until_a_run_measures_it(
     )
     before = forecast_services.forecast(program, demo_dataset, config)
     assert before["parts"]["judge"]["expected"] > 0
-    assert before["sizes"]["judge"]["completion"] == 160.0
+    assert before["sizes"]["judge"]["completion"] == JUDGE_ANSWER_TOKENS  # a short critique
     assert any(note.startswith("each judge call ~") for note in before["assumptions"])
     run = runs.launch(user, program, demo_dataset, config)
     assert execution.execute(run.pk, 1) == Run.SUCCEEDED

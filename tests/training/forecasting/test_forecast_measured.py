@@ -42,6 +42,8 @@ def test_a_model_never_run_has_calls_and_tokens_and_no_time(user, demo_dataset, 
         f"prompts at {DEFAULT_CHARS_PER_TOKEN:.0f} characters a token (no run of this model "
         "measured them yet)"
     ) in first["assumptions"]
+    # it makes no judge's or optimizer's call: nothing is assumed about them
+    assert not any(a.startswith(("each judge", "each mutation")) for a in first["assumptions"])
     assert first["summary"] == (
         f"about {first['calls']['expected']} calls, "
         f"{forecast_text.tokens_text(first['tokens']['expected'])}, $0.00, "
@@ -143,3 +145,25 @@ def test_a_provider_s_calls_are_not_slowed_by_this_machine_s_load(
     monkeypatch.setattr(measured, "others_now", lambda: 2.0)  # two busy loops on two cores
     found = forecasts.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
     assert not found["local"] and found["measured"]["slowdown"] == {"prediction": 1.0}
+
+
+def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took_them(
+    user, demo_dataset, no_broker
+):
+    program = make_program(user, demo_dataset, model=MODEL)
+    config = run_config(model=MODEL, epochs=3, batch_size=4)
+    counted = forecasts.forecast(program, demo_dataset, config)["calls"]
+    assert counted["low"] < counted["high"]  # whether an epoch starts under a new best is open
+    run = runs.launch(user, program, demo_dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run.refresh_from_db()
+    assert counted["low"] <= run.lm_calls <= counted["high"]
+    again = forecasts.forecast(program, demo_dataset, config)
+    assert again["calls"] == {**counted, "expected": run.lm_calls}
+    assert again["parts"]["total"] == again["calls"]
+    assert any(
+        "1 recent run(s) of this program with RandomFewShot" in a for a in again["assumptions"]
+    )
+    # another program of the model has no run of its own: the count's own expectation
+    other = make_program(user, demo_dataset, model=MODEL, name="Other router")
+    assert forecasts.forecast(other, demo_dataset, config)["calls"] == counted

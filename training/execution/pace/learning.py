@@ -62,7 +62,14 @@ def _learn(run_id: int, cpu: tuple[CpuSample | None, CpuSample | None] | None = 
     run = (
         Run.objects.filter(pk=run_id)
         .only(
-            "status", "forecast", "active_seconds", "config", "program_id", "dataset_id", "owner_id"
+            "status",
+            "forecast",
+            "active_seconds",
+            "lm_calls",
+            "config",
+            "program_id",
+            "dataset_id",
+            "owner_id",
         )
         .first()
     )

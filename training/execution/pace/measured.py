@@ -22,6 +22,7 @@ from django.db.models import Count, Sum
 
 from training.execution import forecast_text
 from training.execution.pace import cpu_meter
+from training.forecasting import decided
 from training.forecasting.forecast import Span
 from training.forecasting.measured import KEPT, CallSize, Observation, estimate, observe
 from training.models import LMCallTrace, ModelPace
@@ -170,11 +171,20 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
         at=time.time(),
+        decided=_decided(run, stored),
     )
     if found is None:
         return
     kept = [item for item in sizes.get(OBSERVED_KEY) or [] if isinstance(item, dict)]
     sizes[OBSERVED_KEY] = [*kept, found.to_dict()][-KEPT:]
+
+
+def _decided(run: Any, stored: dict[str, Any]) -> float | None:
+    """Where a finished run's calls fell in the range its forecast counted (None: a run a cap
+    or a person stopped, or one whose count the configuration decided)."""
+    if run.status != run.SUCCEEDED or not stored.get("calls"):
+        return None
+    return decided.share(float(run.lm_calls), _span(stored["calls"]))
 
 
 def _span(part: dict[str, Any] | None) -> Span:

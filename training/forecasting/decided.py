@@ -1,0 +1,44 @@
+"""The calls a configuration leaves to the model's answers, expected where its last runs went.
+
+A run's calls are counted from its configuration (:func:`~training.forecasting.forecast.count_calls`)
+as a :class:`~training.forecasting.forecast.Span`: exact where the configuration decides,
+``low`` … ``high`` where the answers do (whether an epoch starts under a new best and predicts
+its training rows again, whether an OMEGA step gives a new value to score). Nothing before a
+run knows those answers, but the runs of the same program with the same optimizer show where
+the model's answers took the count: the :func:`share` of the open range a finished run used.
+The next forecast of that program and optimizer expects its calls at that share
+(:func:`settled`), its range unchanged; with no such run, the count's own ``expected``.
+
+Example:
+    >>> share(83, Span(69, 112, 141))  # a run that made 83 of 69–141 calls
+    0.19...
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from training.forecasting.forecast import CallForecast, Span
+
+
+def share(actual: float, counted: Span) -> float | None:
+    """Where ``actual`` calls fell in the counted range, 0.0 (``low``) to 1.0 (``high``);
+    None when the configuration decided the count (nothing was open)."""
+    if counted.high <= counted.low:
+        return None
+    return min(1.0, max(0.0, (actual - counted.low) / (counted.high - counted.low)))
+
+
+def at_share(span: Span, value: float) -> Span:
+    return Span(span.low, span.low + value * (span.high - span.low), span.high)
+
+
+def settled(calls: CallForecast, value: float) -> CallForecast:
+    """``calls`` with every open part expected at ``value`` of its range."""
+    spans: dict[str, Any] = {
+        f.name: at_share(getattr(calls, f.name), value)
+        for f in fields(calls)
+        if isinstance(getattr(calls, f.name), Span)
+    }
+    return replace(calls, **spans)
