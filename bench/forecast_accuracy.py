@@ -11,9 +11,12 @@ invocation:
 2. **loaded**: :data:`HOGS` CPU-bound processes of the bench's own beside it (started
    :data:`HOG_WARMUP` seconds before the first forecast, stopped when the last run ends).
 
-Before the counted runs of the quiet condition, a newcomer's first run: the demo's form
-unchanged, launched and executed once, not counted (its forecast has calls and tokens and no
-time: no run of the model was measured yet; the bench prints what it said). Every run ends
+Before the counted runs of the quiet condition, a newcomer's first run: the home page's
+Quick try of the demo, launched and executed once, not counted (its forecast has calls and
+tokens and no time: no run of the model was measured yet; the bench prints what it said).
+The local model's answers are cached in the bench's own directory, so no run replays an
+earlier invocation's answers (a counted run still finds the answers an earlier run of the
+same invocation gave to the same prompts, as a user's second run does). Every run ends
 with the worker's ``learn_from_run``, as in production, so each counted forecast knows the
 runs before it.
 
@@ -59,9 +62,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parent))
 MODEL = "local/smollm2"
 #: The runs of each condition (the launch form's fields past its defaults), small enough for
 #: the whole bench to take about a quarter of an hour on a 2-core machine: the demo's form
-#: unchanged (RandomFewShot: its candidates' prompts carry examples; also the newcomer's first
-#: run, :data:`FIRST_RUN`), OMEGA for three epochs (a mutation a batch, one at a time), an LM
-#: judge (long answers) for one epoch.
+#: unchanged (RandomFewShot: its candidates' prompts carry examples), OMEGA for three epochs
+#: (a mutation a batch, one at a time), an LM judge (long answers) for one epoch.
 RUNS = {
     "RandomFewShot": {"optimizer": "RandomFewShot", "epochs": 3},
     "OMEGA": {"optimizer": "OMEGA", "epochs": 3},
@@ -72,8 +74,9 @@ RUNS = {
         "reward_language_model": MODEL,
     },
 }
-#: The newcomer's first run, before the counted ones: the demo's form unchanged.
-FIRST_RUN = "RandomFewShot"
+#: The newcomer's first run, before the counted ones: the home page's Quick try of the demo
+#: (the launch form's ``quick`` preset).
+FIRST_RUN = "Quick try"
 #: Rows (train, test) of the demo a run trains on (absent: all of it).
 SUBSETS: dict[str, tuple[int, int]] = {}
 #: The loaded condition: this many CPU-bound processes, started this long before its first
@@ -90,6 +93,8 @@ def setup(var_dir: str) -> None:
         DJANGO_SETTINGS_MODULE="project.settings",
         TRAINBOARD_VAR_DIR=var_dir,
         TRAINBOARD_SAMPLE_PREDICTIONS="2",
+        # a cache of its own: no answer replayed from an earlier invocation's runs
+        TRAINBOARD_LM_CACHE_DIR=str(Path(var_dir) / "lm-cache"),
     )
     import django
     from django.conf import settings
@@ -144,14 +149,15 @@ def program_on(user, demo_program, name: str):
 
 
 def config_for(program, name: str) -> dict:
-    from training.execution.run_config import TRAINING_DEFAULTS, validate_run_config
+    from training.execution.run_config import TRAINING_DEFAULTS, presets, validate_run_config
 
     targets = program.dataset.target_names
+    fields = RUNS.get(name) or presets(label_task=True)["quick"]["values"]  # the demo's
     data = {
         "reward": "ExactMatch",
         **{k: v for k, v in TRAINING_DEFAULTS.items() if k != "shuffle"},
         "seed": 1,
-        **RUNS[name],
+        **fields,
     }
     return validate_run_config(data, targets, targets, MODEL)
 
@@ -171,7 +177,7 @@ def form_shows(forecast: dict) -> dict[str, str]:
     html = render_to_string(
         "training/partials/run_forecast_form.html", {"forecast": forecast, "revision": "1"}
     )
-    time_text = _text(html, r'id="forecast-time">(.*?)</dd>')
+    time_text = _text(html, r'id="forecast-time"[^>]*>(.*?)</dd>')
     found = re.search(r"\(([^()]*)\)\s*$", time_text)
     return {
         "calls": " ".join(re.findall(r"\d+", _text(html, r'id="forecast-calls">(.*?)</dd>'))),
@@ -350,7 +356,7 @@ def main() -> None:
     demo = ensure_demo_program(user, MODEL)
     programs = {name: program_on(user, demo, name) for name in RUNS}
     configs = {name: config_for(programs[name], name) for name in RUNS}
-    first_run(user, programs[FIRST_RUN], configs[FIRST_RUN])
+    first_run(user, demo, config_for(demo, FIRST_RUN))
     verdicts: list[dict] = []
     others: list[dict] = []
     agree = 0
