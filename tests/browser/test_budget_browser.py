@@ -1,7 +1,6 @@
 """Forecast and budget in Chromium against the real server and Celery worker (fake models).
 
-The launch form's forecast follows the settings and is measured by a worker, and warns of a
-cap below it; a cap on calls is never passed, the capped run's best program is still evaluated,
+The launch form's forecast follows the settings, and warns of a cap below it; a cap on calls is never passed, the capped run's best program is still evaluated,
 and the run resumes with the higher cap its form offers.
 Set ``BUDGET_SHOTS_DIR`` to keep screenshots of the pages at 1280 and 390 px.
 """
@@ -64,7 +63,7 @@ def forecast_calls(page) -> int:
     return int(page.locator("#forecast-summary").get_attribute("data-calls"))
 
 
-def test_the_forecast_is_measured_and_follows_the_epochs(logged_in_page, live_stack):
+def test_the_forecast_follows_the_epochs(logged_in_page, live_stack):
     page = logged_in_page
     offsets = log_sizes(live_stack)
     _, program_id = demo_program(live_stack, "Forecast router", "fake/fewshot")

@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from training.execution import attempt as execution
 from training.execution import run_config as run_config_rules
 from training.execution.run_config import fit_kwargs
-from training.models import HandCandidate, OptimizerError, Run, run_json
+from training.models import HandCandidate, ModelPace, OptimizerError, Run, run_json
 
 from .conftest import make_run, run_config
 
@@ -150,3 +150,15 @@ def test_a_checkpoint_saved_before_errors_were_counted_counts_those_the_run_keep
         "earlier"
     ]
     assert run.checkpoint_json["compile"]["optimizer"]["state"]["errors_reported"] == 1
+
+
+def test_a_models_measured_characters_per_token_outlive_its_dropped_pace(db):
+    apps = migrate("0030_run_training_order_always_written")
+    OldPace = apps.get_model("training", "ModelPace")
+    OldPace.objects.create(model="local/smollm2", pace={"chars_per_token": 3.417}, sizes={})
+    OldPace.objects.create(
+        model="kept", pace={"chars_per_token": 3.0}, sizes={"chars_per_token": 2.5}
+    )
+    migrate(None)
+    assert ModelPace.objects.get(model="local/smollm2").sizes == {"chars_per_token": 3.417}
+    assert ModelPace.objects.get(model="kept").sizes == {"chars_per_token": 2.5}  # newer: kept

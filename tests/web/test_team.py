@@ -59,6 +59,20 @@ def test_an_account_made_outside_the_team_page_gets_the_demo_at_its_first_log_in
     assert Program.objects.filter(owner=root).count() == 1
 
 
+def test_a_welcome_that_fails_is_logged_and_the_log_in_stands(db, monkeypatch, caplog):
+    def broken(user):
+        raise RuntimeError("the demo dataset is missing")
+
+    monkeypatch.setattr("core.login_throttle.welcome", broken)
+    User.objects.create_user("dora", password="dora-password-2026")
+    browser = Client()
+    login = {"username": "dora", "password": "dora-password-2026"}
+    assert browser.post("/accounts/login/", login).status_code == 302
+    assert browser.get("/").status_code == 200  # logged in
+    assert "not welcomed at their first log-in" in caplog.text
+    assert "the demo dataset is missing" in caplog.text
+
+
 def test_a_weak_or_taken_name_is_refused_and_says_why(admin_client):
     add(admin_client)
     again = add(admin_client)

@@ -51,7 +51,6 @@ from training.forecasting.measured import (
     LONG_ANSWER_TOKENS,
     MESSAGE_TOKENS,
     CallSize,
-    decided_share,
 )
 from training.programs.lm import ModelStringError, make_embedding_model, make_language_model
 from training.programs.programs import program_from_json
@@ -365,9 +364,7 @@ def _settled(
     if calls.total.high <= calls.total.low:
         return calls
     optimizer = (config.get("optimizer") or {}).get("name")
-    value, runs = decided_share(
-        observed_calls.observations(key), getattr(program_row, "pk", None), optimizer
-    )
+    value, runs = observed_calls.recent_share(key, getattr(program_row, "pk", None), optimizer)
     if value is None:
         return calls
     assumptions.append(

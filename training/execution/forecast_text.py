@@ -57,9 +57,17 @@ def summary(result: dict[str, Any]) -> str:
         parts.append(seconds_text(result["seconds"]["low"], result["seconds"]["high"]))
     elif result.get("tokens"):
         parts.append(NO_TIME_TEXT)
-    if result.get("wait"):
+    untimed = (result.get("machine") or {}).get("untimed")
+    if untimed:
+        parts.append(f"starting when a worker is free ({untimed_text(untimed)})")
+    elif result.get("wait"):
         parts.append(f"starting in about {duration_text(result['wait'])}")
     return ", ".join(parts)
+
+
+def untimed_text(count: int) -> str:
+    """The runs ahead whose time is not known: "2 runs ahead have no time yet"."""
+    return f"{count} run{'s' if count != 1 else ''} ahead {'has' if count == 1 else 'have'} no time yet"
 
 
 def comparison(run: Any) -> list[dict[str, Any]]:
@@ -120,6 +128,8 @@ def comparison(run: Any) -> list[dict[str, Any]]:
 
 def assumed(now: dict[str, Any]) -> list[str]:
     """What a forecast's start assumes of the queue, in words."""
+    if now.get("untimed"):
+        return [f"starts when a worker is free: {untimed_text(now['untimed'])}"]
     if not now["wait"]:
         return []
     return [

@@ -20,6 +20,11 @@ from dataclasses import fields, replace
 from typing import Any
 
 from training.forecasting.forecast import CallForecast, Span
+from training.forecasting.measured import moving_mean
+
+#: Shares kept per model, newest last (every program and optimizer of the model together: the
+#: model's runs are what keeps one program's few runs from being pushed out by others').
+KEPT = 64
 
 
 def share(actual: float, counted: Span) -> float | None:
@@ -28,6 +33,28 @@ def share(actual: float, counted: Span) -> float | None:
     if counted.high <= counted.low:
         return None
     return min(1.0, max(0.0, (actual - counted.low) / (counted.high - counted.low)))
+
+
+def kept(entries: list[Any], program: int | None, optimizer: str | None, value: float) -> list:
+    """``entries`` (a model's kept shares, newest last) with a finished run's ``value``."""
+    entry = {"program": program, "optimizer": optimizer, "share": round(value, 3)}
+    return [*[e for e in entries if isinstance(e, dict)], entry][-KEPT:]
+
+
+def recent_share(
+    entries: list[Any], program: int | None, optimizer: str | None
+) -> tuple[float | None, int]:
+    """Where the kept runs of ``program`` with ``optimizer`` took their open calls (the moving
+    mean, the newest weighing most; None without such a run) and how many runs say so."""
+    found = [
+        float(e["share"])
+        for e in entries
+        if isinstance(e, dict)
+        and e.get("program") == program
+        and e.get("optimizer") == optimizer
+        and e.get("share") is not None
+    ]
+    return (moving_mean(found), len(found)) if found else (None, 0)
 
 
 def at_share(span: Span, value: float) -> Span:

@@ -50,8 +50,6 @@ SPREAD_BY_COUNT = ((0.33, 3.0), (0.6, 1.8), (0.7, 1.5), (0.75, 1.35))
 #: The others' demand (cores' worth) the range allows beyond the most it has seen: a load
 #: that rises while the run executes.
 LOAD_MARGIN = 0.5
-#: Busy threads of an optimizer's call (one at a time).
-ALONE_THREADS = 1.0
 #: Tokens a chat message adds beyond its text (the template's role markers).
 MESSAGE_TOKENS = 6
 #: Characters per token of prompt text before a run of the model has measured them: an
@@ -107,9 +105,6 @@ class Observation:
     program: int | None = None
     optimizer: str | None = None
     at: float = 0.0
-    #: Where its calls fell in the range its forecast counted (``decided.share``; None: the
-    #: configuration decided them, or the run did not finish).
-    decided: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,7 +115,6 @@ class Observation:
             "program": self.program,
             "optimizer": self.optimizer,
             "at": self.at,
-            "decided": None if self.decided is None else round(self.decided, 3),
         }
 
     @classmethod
@@ -133,7 +127,6 @@ class Observation:
             program=data.get("program"),
             optimizer=data.get("optimizer"),
             at=float(data.get("at") or 0.0),
-            decided=None if data.get("decided") is None else float(data["decided"]),
         )
 
 
@@ -186,20 +179,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
 
 
-def decided_share(
-    observations: list[Observation], program: int | None, optimizer: str | None
-) -> tuple[float | None, int]:
-    """Where recent runs of ``program`` with ``optimizer`` took their open calls (the mean,
-    the newest weighing most; None without such a run) and how many runs say so."""
-    found = [
-        o.decided
-        for o in observations
-        if o.decided is not None and o.program == program and o.optimizer == optimizer
-    ]
-    return (_mean(found), len(found)) if found else (None, 0)
-
-
-def _mean(values: list[float]) -> float:
+def moving_mean(values: list[float]) -> float:
     """The exponential moving average of ``values`` (oldest first)."""
     total = weight = 0.0
     w = 1.0
@@ -268,8 +248,8 @@ def estimate(
         )
         observed[role] = len(pool)
         if pool:
-            seconds_each[role] = _mean([o.seconds[role] for o in pool])
-            tokens_each[role] = _mean([o.tokens.get(role, 0.0) for o in pool])
+            seconds_each[role] = moving_mean([o.seconds[role] for o in pool])
+            tokens_each[role] = moving_mean([o.tokens.get(role, 0.0) for o in pool])
             spreads.append(_spread([o.seconds[role] for o in pool]))
         else:
             tokens_each[role] = float(sized.get(role) or 0.0)
@@ -288,9 +268,18 @@ def estimate(
             "no run of this model has been measured yet: its time is known after a first run"
         )
         return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
-    # A role no run observed: the seconds per token of the observed roles' calls.
+    # A role no run observed: the seconds per token of the observed roles' calls. Calls whose
+    # provider counted no token give no such figure: no time then, rather than a wild one.
+    observed_tokens = sum(calls[r].expected * tokens_each[r] for r in seconds_each)
+    unobserved = [role for role, count in observed.items() if not count]
+    if unobserved and observed_tokens <= 0:
+        notes.append(
+            f"{', '.join(unobserved)} calls: no run of this model made one yet, and its "
+            "observed calls counted no tokens to time them by: the time is not known"
+        )
+        return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
     per_token = sum(calls[r].expected * seconds_each[r] for r in seconds_each) / max(
-        1e-9, sum(calls[r].expected * tokens_each[r] for r in seconds_each)
+        1e-9, observed_tokens
     )
     for role, count in observed.items():
         if not count:

@@ -3,12 +3,26 @@
 from django.db import migrations
 
 
+def keep_chars_per_token(apps, schema_editor):
+    """Each model's measured characters per token move from its pace (dropped below) to its
+    sizes, where the forecast now reads them (``sizes["chars_per_token"]``)."""
+    ModelPace = apps.get_model("training", "ModelPace")
+    for row in ModelPace.objects.all():
+        measured = (row.pace or {}).get("chars_per_token")
+        sizes = dict(row.sizes or {})
+        if measured and "chars_per_token" not in sizes:
+            sizes["chars_per_token"] = round(float(measured), 3)
+            row.sizes = sizes
+            row.save(update_fields=["sizes"])
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("training", "0030_run_training_order_always_written"),
     ]
 
     operations = [
+        migrations.RunPython(keep_chars_per_token, migrations.RunPython.noop),
         migrations.RemoveField(
             model_name="modelpace",
             name="pace",

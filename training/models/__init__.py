@@ -4,8 +4,8 @@ One module a concept: ``programs`` (programs, their versions, endpoints), ``runs
 its tags), ``checkpoints`` (where a run resumes from), ``hand_candidates`` (the candidates
 people queue for a live population), ``records`` (what a run stores while it trains: epoch
 logs, candidates, evaluations, call traces), ``serving`` (what a served program answered),
-``follow_ups`` (ablations and judge re-scores of a finished run) and ``model_pace`` (a
-model's pace on the workers). Every model is importable from here, as
+``follow_ups`` (ablations and judge re-scores of a finished run) and ``model_pace`` (what
+finished runs observed of a model, for the forecast). Every model is importable from here, as
 Django and the rest of the code expect (``training.models.Run``).
 """
 

@@ -163,7 +163,7 @@ def sanitize_engine_json(document: Any) -> Any:
 def callable_document(document: Any, owner) -> Any:
     """A sanitised copy of ``document`` whose models on saved endpoints have those endpoints'
     current URLs and keys (``saved_endpoints.connect``): for where the models are called (the
-    worker, the forecast trial), kept in memory only. ProgramError when it cannot be."""
+    worker), kept in memory only. ProgramError when it cannot be."""
     from training.programs import saved_endpoints
 
     document = sanitize_engine_json(document)

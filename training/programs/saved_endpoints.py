@@ -4,7 +4,7 @@ An :class:`~training.models.Endpoint` is a name, a URL and optionally its own ke
 encrypted, :mod:`training.programs.endpoint_keys`). A program picks one by name: the name is
 kept in its model's config (so an export names the endpoint, never the key) and
 :func:`connect` puts the endpoint's current URL and key into a document's model configs only
-where the models are called (the worker's load, the forecast trial), in memory.
+where the models are called (the worker's load), in memory.
 
 :func:`test_connection` asks the server which models it serves (``GET {url}/models``, the
 OpenAI-compatible list; Ollama's native ``/api/tags`` too), bounded in time and size, over

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.forecasting.decided import settled, share
+from training.forecasting.decided import KEPT, kept, recent_share, settled, share
 from training.forecasting.forecast import CallForecast, Span
 from training.forecasting.measured import (
     SPREAD_BY_COUNT,
@@ -113,6 +113,14 @@ def test_an_unobserved_role_is_priced_at_the_observed_seconds_per_token_widest()
     assert "mutation calls (no run of this model made one yet)" in found.notes[1]
 
 
+def test_observed_calls_that_counted_no_token_give_an_unobserved_role_no_time():
+    seen = [Observation(seconds={"prediction": 0.5}, tokens={"prediction": 0.0}, program=1)]
+    calls = {"prediction": Span.exact(10), "mutation": Span.exact(4)}
+    found = estimate(calls, seen, 0.0, 2, THREADS, sized={"mutation": 600.0}, program=1)
+    assert found.seconds is None
+    assert "counted no tokens to time them by" in found.notes[-1]
+
+
 def test_the_owner_s_recent_loads_widen_the_range():
     seen = [
         Observation(seconds={"prediction": 0.5}, tokens={}, others=2.0, owner=7, program=1),
@@ -161,3 +169,17 @@ def test_a_runs_share_of_its_open_calls_sets_the_next_expectation_and_keeps_the_
         Span.exact(20),
     )
     assert (found.steps, found.epochs) == (4, 2)
+
+
+def test_each_program_and_optimizer_keeps_its_own_shares_among_the_models_newest():
+    entries: list = []
+    entries = kept(entries, 1, "RandomFewShot", 0.2)
+    entries = kept(entries, 2, "RandomFewShot", 0.9)
+    entries = kept(entries, 1, "OMEGA", 0.7)
+    entries = kept(entries, 1, "RandomFewShot", 0.4)
+    value, runs = recent_share(entries, 1, "RandomFewShot")
+    assert runs == 2 and value == pytest.approx((0.4 + 0.5 * 0.2) / 1.5)  # the newest weighs most
+    assert recent_share(entries, 3, "RandomFewShot") == (None, 0)
+    for _ in range(KEPT):
+        entries = kept(entries, 2, "OMEGA", 0.5)
+    assert len(entries) == KEPT and recent_share(entries, 1, "RandomFewShot") == (None, 0)

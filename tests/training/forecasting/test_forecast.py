@@ -259,6 +259,11 @@ def test_a_queue_says_when_the_run_starts(client_user, user, demo_dataset, setti
     assert "1 running, 0 queued, 1 worker processes" in behind
     settings.TRAINBOARD_WORKER_CONCURRENCY = 2  # now both run at once
     assert "starting in" not in forecast_html(client_user, program, demo_dataset, epochs="1")
+    # a run ahead with no time (its model's first): the wait is not known, and says so
+    make_run(user, program, demo_dataset, status=Run.QUEUED, forecast={"seconds": None})
+    behind_untimed = forecast_html(client_user, program, demo_dataset, epochs="1")
+    assert "starting when a worker is free (1 run ahead has no time yet)" in behind_untimed
+    assert "starting in about" not in behind_untimed
 
 
 def test_the_answer_echoes_the_forms_revision(client_user, program, demo_dataset):

@@ -29,6 +29,8 @@ from training.models import LMCallTrace, ModelPace
 
 #: Where a model's observations are kept in ``ModelPace.sizes``.
 OBSERVED_KEY = "observed"
+#: Where the share of their open calls the model's runs used is kept (``forecasting.decided``).
+DECIDED_KEY = "decided"
 #: Where the characters per token of its prompts are kept in ``ModelPace.sizes``.
 CHARS_KEY = "chars_per_token"
 #: An LM judge's tokens per call on one program's data: keys of ``ModelPace.sizes`` that
@@ -127,6 +129,11 @@ def sized(stored: dict[str, Any]) -> dict[str, float]:
     return {role: value for role, value in found.items() if value > 0}
 
 
+def recent_share(key: str, program: int | None, optimizer: str | None) -> tuple[float | None, int]:
+    """Where the model's kept runs of ``program`` with ``optimizer`` took their open calls."""
+    return decided.recent_share(stored_sizes(key).get(DECIDED_KEY) or [], program, optimizer)
+
+
 def observations(key: str) -> list[Observation]:
     kept = stored_sizes(key).get(OBSERVED_KEY) or []
     return [Observation.from_dict(item) for item in kept if isinstance(item, dict)]
@@ -171,8 +178,15 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
         at=time.time(),
-        decided=_decided(run, stored),
     )
+    share = _decided(run, stored)
+    if share is not None:
+        sizes[DECIDED_KEY] = decided.kept(
+            sizes.get(DECIDED_KEY) or [],
+            run.program_id,
+            ((run.config or {}).get("optimizer") or {}).get("name"),
+            share,
+        )
     if found is None:
         return
     kept = [item for item in sizes.get(OBSERVED_KEY) or [] if isinstance(item, dict)]

@@ -50,7 +50,7 @@ def quick_try_launch(request, pk: int):
 @require_GET
 @never_cache
 def quick_try_forecast(request, pk: int):
-    """The quick try's forecast fragment (htmx; asks again while a worker measures)."""
+    """The quick try's forecast fragment (htmx, loaded after the page)."""
     program = program_selectors.owned_program(request.user, pk)
     try:
         result = quick_try.forecast(request.user, program)
