@@ -158,7 +158,9 @@ def test_a_paused_run_frees_its_worker_and_resumed_finishes(logged_in_page, live
             "print(D.objects.get(owner__username='tester', builtin_key='demo').pk)",
         )
     )
-    program_id = create_program(live_stack, "Pause me", "fake/fewshot?latency=0.1", dataset_id)
+    # 0.2 s a call: training lasts long enough for the click to land inside it even when a
+    # loaded machine is slow to open the page
+    program_id = create_program(live_stack, "Pause me", "fake/fewshot?latency=0.2", dataset_id)
     run_id = launch_run(
         live_stack,
         program_id,
