@@ -263,10 +263,7 @@ def estimate(
     for role, count in observed.items():
         if count:
             notes.append(f"{role} calls as {count} recent run(s) of this model measured them")
-    if not seconds_each:
-        notes.append(
-            "no run of this model has been measured yet: its time is known after a first run"
-        )
+    if not seconds_each:  # no time: the form and the run page say why, once
         return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
     # A role no run observed: the seconds per token of the observed roles' calls. Calls whose
     # provider counted no token give no such figure: no time then, rather than a wild one.

@@ -70,6 +70,10 @@ def test_a_model_never_run_shows_calls_and_tokens_and_the_time_after_a_first_run
     assert calls_in(form) > 0
     tokens = re.search(r'id="forecast-tokens">about (\d+) \((\d+)–(\d+)\)</dd>', form)
     assert int(tokens.group(1)) > 0
+    # one epoch: nothing left to the answers, the tokens are one figure as the calls are
+    one = forecast_html(client_user, program, demo_dataset, epochs="1")
+    assert re.search(r'id="forecast-calls">\d+</dd>', one)
+    assert re.search(r'id="forecast-tokens">\d+</dd>', one)
     assert (
         '<dd id="forecast-time" data-known="false">known after a first run on this model</dd>'
         in form
