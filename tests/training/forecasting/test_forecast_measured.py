@@ -29,6 +29,14 @@ def no_broker(monkeypatch):
     monkeypatch.setattr(measured, "SAMPLE_SECONDS", 0.01)
 
 
+def executed(user, program, dataset, config) -> Run:
+    """A run of ``config`` launched and executed as a worker executes it (``learn_from_run``
+    included)."""
+    run = runs.launch(user, program, dataset, config)
+    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    return run
+
+
 def test_a_model_never_run_has_calls_and_tokens_and_no_time(user, demo_dataset, no_broker):
     program = make_program(user, demo_dataset, model=MODEL)
     first = forecasts.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
@@ -79,8 +87,7 @@ def test_a_run_s_traces_teach_the_characters_per_token_of_the_model_s_prompts(
 ):
     program = make_program(user, demo_dataset, model=MODEL)
     config = run_config(model=MODEL, epochs=1, batch_size=4)
-    run = runs.launch(user, program, demo_dataset, config)
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run = executed(user, program, demo_dataset, config)
     # The fake counts 10 prompt tokens a call, whatever its prompt: here each prediction's
     # tokens are what a model at 2.5 characters a token would count.
     traces = LMCallTrace.objects.filter(run_id=run.pk, role="prediction")
@@ -100,9 +107,7 @@ def test_a_role_no_run_observed_is_priced_from_the_observed_ones_with_the_widest
     user, demo_dataset, no_broker
 ):
     program = make_program(user, demo_dataset, model=MODEL)
-    plain = run_config(model=MODEL, epochs=1, batch_size=4)
-    run = runs.launch(user, program, demo_dataset, plain)
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    executed(user, program, demo_dataset, run_config(model=MODEL, epochs=1, batch_size=4))
     omega = run_config(
         optimizer="OMEGA", model=MODEL, omega_embedding_model="fake/minilm", epochs=1
     )
@@ -127,8 +132,7 @@ def test_a_run_that_made_no_call_is_not_observed(user, no_broker):
 def test_a_model_keeps_its_newest_observations(user, demo_dataset, no_broker):
     program = make_program(user, demo_dataset, model=MODEL)
     config = run_config(model=MODEL, epochs=1, batch_size=4)
-    run = runs.launch(user, program, demo_dataset, config)
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run = executed(user, program, demo_dataset, config)
     run.refresh_from_db()
     sizes = {measured.OBSERVED_KEY: [{"seconds": {}, "tokens": {}}] * measured.KEPT}
     measured.record(run, sizes, None)
@@ -140,8 +144,7 @@ def test_a_provider_s_calls_are_not_slowed_by_this_machine_s_load(
     user, demo_dataset, no_broker, monkeypatch
 ):
     program = make_program(user, demo_dataset, model=MODEL)
-    run = runs.launch(user, program, demo_dataset, run_config(model=MODEL, epochs=1))
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    executed(user, program, demo_dataset, run_config(model=MODEL, epochs=1))
     monkeypatch.setattr(measured, "others_now", lambda: 2.0)  # two busy loops on two cores
     found = forecasts.forecast(program, demo_dataset, run_config(model=MODEL, epochs=1))
     assert not found["local"] and found["measured"]["slowdown"] == {"prediction": 1.0}
@@ -154,8 +157,7 @@ def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took
     config = run_config(model=MODEL, epochs=3, batch_size=4)
     counted = forecasts.forecast(program, demo_dataset, config)["calls"]
     assert counted["low"] < counted["high"]  # whether an epoch starts under a new best is open
-    run = runs.launch(user, program, demo_dataset, config)
-    assert execution.execute(run.pk, 1) == Run.SUCCEEDED
+    run = executed(user, program, demo_dataset, config)
     run.refresh_from_db()
     assert counted["low"] <= run.lm_calls <= counted["high"]
     again = forecasts.forecast(program, demo_dataset, config)
