@@ -309,7 +309,7 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
             learned["judge"] = sizes[data_key]
             learned[JUDGE_ON_THIS_DATA] = True
     assumptions: list[str] = []
-    calls = _settled(calls, keys[model], program_row, config, assumptions)
+    calls = _settled(calls, stored[model], program_row, config, assumptions)
     chars_per_token = stored[model].get(observed_calls.CHARS_KEY)
     if not chars_per_token:
         chars_per_token = DEFAULT_CHARS_PER_TOKEN
@@ -344,7 +344,7 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
         },
         "assumptions": assumptions,
     }
-    observed_calls.apply(result, program_row, config)
+    observed_calls.apply(result, program_row, config, stored[model])
     result["cost"] = _cost(program_row, config, result["tokens"], local, result["assumptions"])
     result["assumptions"] += forecast_text.assumed(now)
     result["summary"] = forecast_text.summary(result)
@@ -354,7 +354,7 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
 
 def _settled(
     calls: call_forecast.CallForecast,
-    key: str,
+    sizes: dict[str, Any],
     program_row: Any,
     config: dict[str, Any],
     assumptions: list[str],
@@ -364,7 +364,7 @@ def _settled(
     if calls.total.high <= calls.total.low:
         return calls
     optimizer = (config.get("optimizer") or {}).get("name")
-    value, runs = observed_calls.recent_share(key, getattr(program_row, "pk", None), optimizer)
+    value, runs = observed_calls.recent_share(sizes, getattr(program_row, "pk", None), optimizer)
     if value is None:
         return calls
     assumptions.append(

@@ -129,13 +129,21 @@ def sized(stored: dict[str, Any]) -> dict[str, float]:
     return {role: value for role, value in found.items() if value > 0}
 
 
-def recent_share(key: str, program: int | None, optimizer: str | None) -> tuple[float | None, int]:
-    """Where the model's kept runs of ``program`` with ``optimizer`` took their open calls."""
-    return decided.recent_share(stored_sizes(key).get(DECIDED_KEY) or [], program, optimizer)
+def recent_share(
+    sizes: dict[str, Any], program: int | None, optimizer: str | None
+) -> tuple[float | None, int]:
+    """Where the model's kept runs of ``program`` with ``optimizer`` took their open calls
+    (``sizes``: the model's, :func:`stored_sizes`)."""
+    return decided.recent_share(sizes.get(DECIDED_KEY) or [], program, optimizer)
 
 
 def observations(key: str) -> list[Observation]:
-    kept = stored_sizes(key).get(OBSERVED_KEY) or []
+    return observations_in(stored_sizes(key))
+
+
+def observations_in(sizes: dict[str, Any]) -> list[Observation]:
+    """The observations kept in a model's ``sizes`` (:func:`stored_sizes`)."""
+    kept = sizes.get(OBSERVED_KEY) or []
     return [Observation.from_dict(item) for item in kept if isinstance(item, dict)]
 
 
@@ -208,9 +216,11 @@ def _span(part: dict[str, Any] | None) -> Span:
     )
 
 
-def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> dict[str, Any]:
+def apply(
+    result: dict[str, Any], program_row: Any, config: dict[str, Any], sizes: dict[str, Any]
+) -> dict[str, Any]:
     """``result`` (its calls counted, its calls sized) with its tokens and time from the
-    observations of recent runs of its model (:mod:`training.forecasting.measured`); no time
+    observations in ``sizes``, its model's row (:mod:`training.forecasting.measured`); no time
     (``seconds`` None) while no call of the model was ever observed."""
     parts = result["parts"]
     calls = {
@@ -220,7 +230,7 @@ def apply(result: dict[str, Any], program_row: Any, config: dict[str, Any]) -> d
     }
     found = estimate(
         calls,
-        observations(result["pace_key"]),
+        observations_in(sizes),
         others_now() if result.get("local") else 0.0,
         cpu_meter.cores(),
         threads(result),
