@@ -67,8 +67,10 @@ def manage(var: Path, *args: str, database_url: str | None = None) -> subprocess
     )
 
 
-@pytest.fixture
-def backed_up(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def backed_up(tmp_path_factory) -> Path:
+    """One install's backup for the module's restores (each restores it into a new one)."""
+    tmp_path = tmp_path_factory.mktemp("backup")
     source = tmp_path / "old"
     assert manage(source, "migrate", "--verbosity", "0").returncode == 0
     seeded = manage(source, "shell", "-c", SEED)
