@@ -112,8 +112,12 @@ def test_a_fit_in_another_process_appears_live_on_its_run_page(
     page.set_viewport_size({"width": 390, "height": 900})
     for path in ("/runs/", f"/runs/{run['id']}/"):
         page.goto(path)
-        mark = page.locator(".run-source").first
-        box = mark.bounding_box()
-        assert box is not None and box["x"] + box["width"] <= 390, (path, box)
+        # the run page's socket may swap the status in again as it connects: wait on the
+        # mark as drawn, not on the element found first
+        page.wait_for_function(
+            "() => { const m = document.querySelector('.run-source');"
+            " if (!m) return false; const r = m.getBoundingClientRect();"
+            " return r.width > 0 && r.right <= 390; }"
+        )
         assert fits_the_width(page), path
         screenshot(page, f"code-run-390{path.replace('/', '-')}")
