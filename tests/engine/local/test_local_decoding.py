@@ -82,7 +82,9 @@ def test_same_answers_as_create_chat_completion_with_and_without_the_held_prefix
     decoder = Decoder(decoding, append_forced=False)  # every token sampled, as the reference
     grammar = _grammar(decoding)
     for constrained in (False, True):
-        for question in QUESTIONS:
+        # two questions: the second's held call starts from the first's prompt (a shared
+        # system message); a third would add no other case
+        for question in QUESTIONS[:2]:
             messages = _messages(question)
             reference.reset()  # the reference evaluates every prompt whole
             expected = reference.create_chat_completion(
