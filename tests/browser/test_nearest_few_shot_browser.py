@@ -103,6 +103,9 @@ def test_a_run_that_did_not_learn_says_so_and_links_to_the_next_steps(logged_in_
         scroll_to(page, "#run-next-steps")
         screenshot(page, f"next-steps-{width}")
 
+    # the page's deferred sections load after a reload and move the link down: click it once
+    # they are in
+    page.wait_for_load_state("networkidle")
     page.click('#run-next-steps a[data-step-link="more_epochs"]')
     page.wait_for_url(re.compile(r"/runs/new/\?"))
     assert page.locator("#id_optimizer").input_value() == "RandomFewShot"
