@@ -300,13 +300,13 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
     keys = {name: observed_calls.pace_key(program_row, name) for name in set(models.values())}
     stored = {name: observed_calls.stored_sizes(keys[name]) for name in keys}
     learned: dict[str, Any] = {}
+    data_key = observed_calls.judge_data_key(program_row.pk, getattr(dataset, "pk", None))
     for role, name in models.items():
-        sizes = stored[name]
-        if role in sizes:  # an LM judge's or a mutation's tokens, on the model that makes them
-            learned[role] = sizes[role]
-        data_key = observed_calls.judge_data_key(program_row.pk, getattr(dataset, "pk", None))
-        if role == "judge" and data_key in sizes:  # this program's judge on this data
-            learned["judge"] = sizes[data_key]
+        row = stored[name]
+        if role in row:  # an LM judge's or a mutation's tokens, on the model that makes them
+            learned[role] = row[role]
+        if role == "judge" and data_key in row:  # this program's judge on this data
+            learned["judge"] = row[data_key]
             learned[JUDGE_ON_THIS_DATA] = True
     assumptions: list[str] = []
     calls = _settled(calls, stored[model], program_row, config, assumptions)

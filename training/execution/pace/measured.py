@@ -217,10 +217,10 @@ def _span(part: dict[str, Any] | None) -> Span:
 
 
 def apply(
-    result: dict[str, Any], program_row: Any, config: dict[str, Any], sizes: dict[str, Any]
+    result: dict[str, Any], program_row: Any, config: dict[str, Any], stored: dict[str, Any]
 ) -> dict[str, Any]:
     """``result`` (its calls counted, its calls sized) with its tokens and time from the
-    observations in ``sizes``, its model's row (:mod:`training.forecasting.measured`); no time
+    observations in ``stored``, its model's row (:mod:`training.forecasting.measured`); no time
     (``seconds`` None) while no call of the model was ever observed."""
     parts = result["parts"]
     calls = {
@@ -230,7 +230,7 @@ def apply(
     }
     found = estimate(
         calls,
-        observations_in(sizes),
+        observations_in(stored),
         others_now() if result.get("local") else 0.0,
         cpu_meter.cores(),
         threads(result),
