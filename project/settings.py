@@ -102,8 +102,9 @@ TEMPLATES = [
         },
     },
 ]
+# Served by daphne (``make run``: ``python -m daphne project.asgi:application``); the WSGI
+# entry is only what ``manage.py runserver`` would serve: no WebSockets, no body limits.
 WSGI_APPLICATION = "project.wsgi.application"
-ASGI_APPLICATION = "project.asgi.application"
 
 # --- Behind HTTPS (README, "Production") -------------------------------------------------
 # TRAINBOARD_HTTPS=1 when people reach the site over https (a proxy in front terminates TLS):

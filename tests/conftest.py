@@ -171,9 +171,9 @@ def start_live_stack(var_dir: Path, concurrency: int = 2) -> tuple[LiveStack, ca
     env["DJANGO_SETTINGS_MODULE"] = TEST_SETTINGS
     # Most live tests never call a local model: don't load ~1 GB in every test worker.
     env.setdefault("TRAINBOARD_PRELOAD_MODELS", "0")
-    # A finished run's candidate map embeds its candidates in the web process: with the
-    # scripted embeddings, not by loading the local embedding model in every stack's daphne
-    # (tests/engine/local test the local model itself).
+    # The stack's default embedding model (a finished run's candidate map, the launch form's
+    # and a run's default, a worker's preload): the scripted one, so no stack process loads
+    # the local embedding model (tests/engine/local test the local model itself).
     env.setdefault("TRAINBOARD_EMBEDDING_MODEL", "fake/embedding")
     drop_db = None
     source = os.environ.get("DATABASE_URL", "")
