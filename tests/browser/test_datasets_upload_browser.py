@@ -119,3 +119,48 @@ def test_upload_progress_bar_and_limit_in_page(logged_in_page, live_stack):
     page.click("#upload-submit")
     assert "over the upload limit" in page.locator("#upload-error").inner_text()
     assert "/datasets/upload/" in page.url
+
+
+#: Types into the mapping, submits "Create dataset" at once, then changes the mapping again:
+#: what htmx made of that last change (true: the request was not sent).
+TYPE_THEN_CREATE = """() => {
+    const form = document.getElementById("mapping-form");
+    const name = form.querySelector('input[name="name"]');
+    name.value = "Typed at the last moment";
+    name.dispatchEvent(new Event("input", {bubbles: true}));  // a preview due in 400 ms
+    form.requestSubmit(document.getElementById("create-dataset"));
+    let prevented = null;
+    document.addEventListener("htmx:beforeRequest", (event) => {
+        prevented = event.defaultPrevented;
+    }, {once: true});
+    form.dispatchEvent(new Event("change", {bubbles: true}));
+    return prevented;
+}"""
+
+
+def test_a_preview_asked_for_while_create_is_sent_never_reaches_the_server(logged_in_page):
+    page = logged_in_page
+    answers = []
+    page.on(
+        "response",
+        lambda response: (
+            answers.append(response.status) if "/mapping-preview/" in response.url else None
+        ),
+    )
+    errors = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.goto("/datasets/upload/")
+    drop_file(page, "late.csv", CSV)
+    page.click("#upload-submit")
+    page.wait_for_url("**/datasets/uploads/*/")
+    page.locator("#mapped-rows").wait_for()
+    previews_before = len(answers)
+
+    assert page.evaluate(TYPE_THEN_CREATE) is True
+    page.wait_for_url("**/datasets/*/")
+    assert page.locator("#detail-row-count").inner_text() == "4"
+    assert answers[:previews_before] == [200] * previews_before
+    assert answers[previews_before:] == []  # neither the typed one nor the last change's
+    assert errors == []
