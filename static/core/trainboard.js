@@ -10,17 +10,16 @@ document.addEventListener("submit", (event) => {
   if (message && !window.confirm(message)) event.preventDefault();
 });
 
-// A page that a plain form submit is leaving sends no more htmx requests and aborts those in
-// flight: a preview typed 400 ms before "Create dataset" would otherwise reach the server
-// after the submit has used up what it previews, and its 404 land on the leaving page.
-// A page restored from the back-forward cache works again.
+// A page that a plain form submit is leaving sends no more htmx requests: a preview typed
+// 400 ms before "Create dataset" would otherwise reach the server after the submit has used
+// up what it previews, and its 404 land on the leaving page. (Those already in flight are
+// left to finish: htmx logs an aborted request as a console error.) A page restored from the
+// back-forward cache works again.
 (() => {
   let leaving = false;
   document.addEventListener("submit", (event) => {
-    const form = event.target;
-    if (event.defaultPrevented || form.matches("[hx-post], [hx-get]")) return;
+    if (event.defaultPrevented || event.target.matches("[hx-post], [hx-get]")) return;
     leaving = true;
-    document.querySelectorAll("[hx-get], [hx-post]").forEach((elt) => htmx.trigger(elt, "htmx:abort"));
   });
   document.addEventListener("htmx:beforeRequest", (event) => {
     if (leaving) event.preventDefault();
