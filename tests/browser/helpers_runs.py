@@ -196,13 +196,14 @@ def launch_from_form(page) -> int:
     return int(page.url.rstrip("/").split("/")[-1])
 
 
-def screenshot(page, name: str) -> None:
-    """Save the whole page as ``<name>.png`` under $TRAINBOARD_SCREENSHOT_DIR, when it is set
-    (screenshots are for a person to look at, not checked)."""
+def screenshot(page, name: str, full_page: bool = True) -> None:
+    """Save the page (whole, or the window) as ``<name>.png`` under
+    $TRAINBOARD_SCREENSHOT_DIR, when it is set: screenshots are for a person to look at, not
+    checked, and a full-page PNG of a long page costs the browser a second of CPU."""
     folder = os.environ.get("TRAINBOARD_SCREENSHOT_DIR")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=full_page)
 
 
 def fits_the_width(page) -> bool:

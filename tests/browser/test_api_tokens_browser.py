@@ -5,6 +5,7 @@ Content-Security-Policy with no violation or console error, at 1280 and 390 px."
 from __future__ import annotations
 
 import pytest
+from helpers_runs import screenshot
 from test_content_security_policy_browser import VIOLATIONS
 
 pytestmark = pytest.mark.browser
@@ -23,7 +24,7 @@ def test_a_token_is_made_shown_once_and_revoked_and_the_docs_load(logged_in_page
     page.click("#api-tokens button[type=submit]")
     token = page.locator("#new-token code.token-value").inner_text()
     assert token.startswith("tb_")
-    page.screenshot(path=f"/tmp/shots/api-token-{width}.png", full_page=True)
+    screenshot(page, f"api-token-{width}")
     page.goto("/settings/")
     assert page.locator("#new-token").count() == 0  # shown once
     row = page.locator("#token-list tr", has_text=f"notebook {width}")
@@ -34,6 +35,6 @@ def test_a_token_is_made_shown_once_and_revoked_and_the_docs_load(logged_in_page
     page.goto("/api/docs")
     page.locator(".swagger-ui .info .title", has_text="Trainboard API").wait_for()
     page.locator(".opblock-summary-path", has_text="/api/runs/").first.wait_for()
-    page.screenshot(path=f"/tmp/shots/api-docs-{width}.png")
+    screenshot(page, f"api-docs-{width}", full_page=False)
     assert page.evaluate("() => window.__violations") == []
     assert errors == []

@@ -1,13 +1,12 @@
 """Label sets, the self-explaining launch form and the program/upload pages, in the browser:
 presets fill the form (button and ?preset=), the browser's max is the server's limit and the
 server says the same number, a label-set program on the local model answers only valid labels
-(slow), and screenshots of the changed pages at 1280 and 390 px."""
+(slow), and the changed pages fit 1280 and 390 px (kept as screenshots when
+``TRAINBOARD_SCREENSHOT_DIR`` is set)."""
 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from helpers_runs import (
@@ -15,6 +14,7 @@ from helpers_runs import (
     demo_dataset_id,
     fill_fields,
     launch_from_form,
+    screenshot,
     shell,
     tiny_dataset_id,
 )
@@ -23,7 +23,6 @@ from playwright.sync_api import expect
 from training.execution.run_config import TRAINING, presets
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(os.environ.get("TRAINBOARD_SHOTS", "/work/wt/shots/labels"))
 
 
 def _tweeteval_id(live_stack) -> int:
@@ -74,11 +73,11 @@ def test_browser_and_server_name_the_same_validation_limit(logged_in_page, live_
     expect(error).to_contain_text(f"got {above:g}")
 
 
-def _shoot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def _fits_both_widths(page, name: str) -> None:
+    """The page is no wider than the window at 1280 and at 390 px."""
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+        screenshot(page, f"{name}-{width}")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, (name, width, overflow)
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -89,7 +88,7 @@ def test_screenshots_of_the_changed_pages(logged_in_page, live_stack):
     dataset_id = _tweeteval_id(live_stack)
     page.goto(f"/datasets/{dataset_id}/")
     expect(page.locator("#labels-label")).to_contain_text("label set (proposed)")
-    _shoot(page, "dataset-labels")
+    _fits_both_widths(page, "dataset-labels")
     page.click("#new-program")
     expect(page.locator("#id_use_label_set")).to_be_checked()
     page.fill("#id_name", "Tweet sentiment")
@@ -98,12 +97,12 @@ def test_screenshots_of_the_changed_pages(logged_in_page, live_stack):
     page.wait_for_url("**/programs/*/")
     expect(page.locator("#program-fields")).to_contain_text("label set: negative, neutral")
     expect(page.locator("#program-settings")).to_contain_text("Max tokens")
-    _shoot(page, "program")
+    _fits_both_widths(page, "program")
     page.click("#launch-run")
     page.click("#preset-quick")
-    _shoot(page, "launch-basic")
+    _fits_both_widths(page, "launch-basic")
     page.evaluate("document.getElementById('advanced-settings').open = true")
-    _shoot(page, "launch-advanced")
+    _fits_both_widths(page, "launch-advanced")
     page.goto("/datasets/upload/")
     page.keyboard.press("Tab")
     for _ in range(30):  # the hidden file input is reachable by keyboard
@@ -112,7 +111,7 @@ def test_screenshots_of_the_changed_pages(logged_in_page, live_stack):
         page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "id_file"
     assert page.locator("input[type=file]").count() == 1
-    _shoot(page, "upload")
+    _fits_both_widths(page, "upload")
 
 
 @pytest.mark.slow
