@@ -30,13 +30,14 @@ import sys
 from training.engine.language_models import offline
 offline.register_module("trainboard_local")
 import training.engine as synalinks
-synalinks.LanguageModel(model="local/smollm2")
+language_model = synalinks.LanguageModel(model="local/smollm2")
 synalinks.EmbeddingModel(model="local/minilm")
+schema = language_model.supports_response_schema()  # what a forecast of its prompts asks
 built = "litellm" in sys.modules
 from training.engine.language_models.litellm_loader import get_litellm
 litellm = get_litellm()
 known = any(item.get("provider") == "local" for item in litellm.custom_provider_map)
-print(built, known, litellm.supports_response_schema("local/smollm2"))
+print(built, schema, known, litellm.supports_response_schema("local/smollm2"))
 """
 
 
@@ -57,11 +58,12 @@ def _printed(code: str) -> list[str]:
 
 def test_building_local_models_leaves_litellm_unloaded_and_the_first_request_registers_them():
     """A process that builds a local program it never calls (a migration's demo program, a
-    page showing the program) pays no litellm import; whatever reaches litellm first adds
-    the local provider to it, so the first request finds it."""
+    page showing the program or forecasting its prompts) pays no litellm import, and learns
+    what litellm will say of its response format; whatever reaches litellm first adds the
+    local provider to it, so the first request finds it."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("sentence_transformers")
-    assert _printed(BUILD_THEN_REACH) == ["False", "True", "True"]
+    assert _printed(BUILD_THEN_REACH) == ["False", "True", "True", "True"]
 
 
 def test_a_local_models_label_scorer_is_there_before_anything_reached_litellm():

@@ -241,12 +241,19 @@ class LanguageModel(LabelScoring):
         if self.structured_output != "auto":
             return self.structured_output in ("response_format", "json_object")
         if self._supports_schema is None:
-            try:
-                litellm = get_litellm()
-                self._supports_schema = bool(litellm.supports_response_schema(self.model))
-            except Exception:
-                self._supports_schema = False
+            self._supports_schema = self._schema_support()
         return self._supports_schema
+
+    def _schema_support(self) -> bool:
+        """An offline model's provider states it (no litellm import: a page forecasting a
+        local model's prompts pays nothing for it); any other model, litellm's model map."""
+        info = offline.model_info(self.model)
+        if info is not None:
+            return bool(info.get("supports_response_schema"))
+        try:
+            return bool(get_litellm().supports_response_schema(self.model))
+        except Exception:
+            return False
 
     def _describe(self) -> str:
         return f"model {self.model!r}" + (

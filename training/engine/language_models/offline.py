@@ -37,6 +37,8 @@ class OfflineProvider(Protocol):
     """What the loader returns (the ``trainboard_local`` package)."""
 
     LocalModelError: type[Exception]
+    #: ``{model: litellm model info}`` of its models (what ``register()`` gives litellm).
+    MODEL_INFO: dict[str, dict]
 
     def check_available(self, model: str) -> None: ...
 
@@ -101,6 +103,19 @@ def find() -> OfflineProvider:
     return loader()
 
 
+def model_info(model: str) -> dict | None:
+    """What the offline provider says of ``model`` (its litellm model info: a chat model's
+    ``supports_response_schema``, …), read without importing litellm: a page that forecasts
+    a local model's prompts would otherwise pay litellm's import (seconds of CPU) to learn
+    what the provider states itself. None for a model it does not serve, or no provider."""
+    if not serves(model):
+        return None
+    try:
+        return find().MODEL_INFO.get(model)
+    except ImportError:
+        return None
+
+
 def load() -> OfflineProvider:
     """The offline provider, added to litellm (its ``register()``: cheap after the first).
 
@@ -143,6 +158,7 @@ __all__ = [
     "ensure_registered",
     "find",
     "load",
+    "model_info",
     "register_loader",
     "register_module",
     "serves",
