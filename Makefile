@@ -3,9 +3,11 @@ PYTHON ?= python3
 VENV_PY := .venv/bin/python
 PYTEST_ARGS ?=
 # pytest-xdist processes for `make test` (0: one process). Each starts its own live stack
-# (conftest.py). Three fill a 2-core machine best (README, "Tests").
+# (conftest.py). Three fill a 2-core machine best (README, "Tests"). worksteal: each takes a
+# contiguous share (a module's tests stay together) and an idle one takes half of a busy
+# one's rest, so none is left alone with the browser tests at the end.
 PYTEST_WORKERS ?= 3
-XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS))
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist worksteal)
 
 .PHONY: run test setup lint format
 

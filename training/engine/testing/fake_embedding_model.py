@@ -63,6 +63,11 @@ class FakeEmbeddingModel(EmbeddingModel):
             0.0,
         )
 
+    def _cost_bound(self, texts: list[str]) -> float | None:
+        """A scripted embedding costs nothing, as its answer says: no price to look up (which
+        would import litellm, seconds of CPU, in every process that embeds with it)."""
+        return 0.0
+
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update({"dimensions": self.dimensions, "latency": self.latency})
