@@ -21,8 +21,14 @@ COMMAND = [sys.executable, "scripts/run.py"]
 
 
 def production_env(var: Path, port: int, **overrides: str) -> dict:
-    """This process's environment less the test-only settings, pointed at ``var`` and ``port``."""
+    """This process's environment less the test-only settings, pointed at ``var`` and ``port``.
+
+    Its workers do not load the local models as they start (``TRAINBOARD_PRELOAD_MODELS=0``
+    unless this environment says otherwise): no make-run test calls a model, and each worker
+    process would import torch and load both models, about 7 CPU-seconds a make-run test
+    (tests/engine/local/test_local_preload.py tests the loading itself)."""
     env = {k: v for k, v in os.environ.items() if k not in PRODUCTION_UNSET}
+    env.setdefault("TRAINBOARD_PRELOAD_MODELS", "0")
     env.update(TRAINBOARD_VAR_DIR=str(var), TRAINBOARD_PORT=str(port), **overrides)
     return env
 

@@ -50,6 +50,7 @@ def test_supervisord_runs_the_stack_and_restarts_a_killed_worker(tmp_path, priva
         for k, v in os.environ.items()
         if k not in ("DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL")
     }
+    env.setdefault("TRAINBOARD_PRELOAD_MODELS", "0")  # no model is called: none loaded either
     env.update(
         DJANGO_SETTINGS_MODULE="project.settings",
         TRAINBOARD_VAR_DIR=str(var),
