@@ -8,6 +8,11 @@ PYTEST_ARGS ?=
 # one's rest, so none is left alone with the browser tests at the end.
 PYTEST_WORKERS ?= 3
 XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist worksteal)
+# Python keeps the bytecode of what it imports, in .venv and the clone, even where the
+# environment says not to: compiling all of site-packages at install instead took 25 s of a
+# fresh clone's 29 s set-up here, and each process compiling its imports again at every
+# start costs more (README, "Set-up").
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test setup lint format
 
