@@ -10,22 +10,23 @@ document.addEventListener("submit", (event) => {
   if (message && !window.confirm(message)) event.preventDefault();
 });
 
-// A page that a plain form submit is leaving sends no more htmx requests: a preview typed
+// A plain form being submitted sends no more htmx requests of its own: a preview typed
 // 400 ms before "Create dataset" would otherwise reach the server after the submit has used
 // up what it previews, and its 404 land on the leaving page. (Those already in flight are
-// left to finish: htmx logs an aborted request as a console error.) A page restored from the
+// left to finish: htmx logs an aborted request as a console error.) The rest of the page
+// goes on (a submit stopped with Esc leaves it working), and a page restored from the
 // back-forward cache works again.
 (() => {
-  let leaving = false;
+  let submitted = null;
   document.addEventListener("submit", (event) => {
     if (event.defaultPrevented || event.target.matches("[hx-post], [hx-get]")) return;
-    leaving = true;
+    submitted = event.target;
   });
   document.addEventListener("htmx:beforeRequest", (event) => {
-    if (leaving) event.preventDefault();
+    if (submitted && submitted.contains(event.detail.elt)) event.preventDefault();
   });
-  window.addEventListener("pageshow", () => {
-    leaving = false;
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted) submitted = null;
   });
 })();
 

@@ -28,9 +28,11 @@ def test_a_token_is_made_shown_once_and_revoked_and_the_docs_load(logged_in_page
     page.goto("/settings/")
     assert page.locator("#new-token").count() == 0  # shown once
     row = page.locator("#token-list tr", has_text=f"notebook {width}")
-    page.once("dialog", lambda dialog: dialog.accept())
+    asked = []  # a revoke asks first, naming the token
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     row.locator("button", has_text="Revoke").click()
     page.wait_for_url("**/settings/#api-tokens")
+    assert len(asked) == 1 and f"notebook {width}" in asked[0], asked
     assert page.locator("#token-list tr", has_text=f"notebook {width}").count() == 0
     page.goto("/api/docs")
     page.locator(".swagger-ui .info .title", has_text="Trainboard API").wait_for()

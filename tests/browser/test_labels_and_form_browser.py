@@ -83,7 +83,7 @@ def _fits_both_widths(page, name: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
-def test_screenshots_of_the_changed_pages(logged_in_page, live_stack):
+def test_the_changed_pages_fit_both_widths(logged_in_page, live_stack):
     page = logged_in_page
     dataset_id = _tweeteval_id(live_stack)
     page.goto(f"/datasets/{dataset_id}/")

@@ -111,7 +111,7 @@ def model_info(model: str) -> dict | None:
     if not serves(model):
         return None
     try:
-        return find().MODEL_INFO.get(model)
+        return getattr(find(), "MODEL_INFO", {}).get(model)
     except ImportError:
         return None
 
