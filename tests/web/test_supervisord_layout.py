@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from core.local_runtime import launcher
+from tests import make_run_process
 from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
 from tests.support.waiting import until
 
@@ -45,17 +46,11 @@ def test_supervisord_runs_the_stack_and_restarts_a_killed_worker(tmp_path, priva
     for folder in ("log", "run"):
         (var / folder).mkdir(parents=True)
     port = launcher.free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL")
-    }
-    env.setdefault("TRAINBOARD_PRELOAD_MODELS", "0")  # no model is called: none loaded either
-    env.update(
+    env = make_run_process.production_env(
+        var,
+        port,
         DJANGO_SETTINGS_MODULE="project.settings",
-        TRAINBOARD_VAR_DIR=str(var),
         TRAINBOARD_HOST="127.0.0.1",
-        TRAINBOARD_PORT=str(port),
         TRAINBOARD_WORKER_CONCURRENCY="1",
         REDIS_URL=private_redis.url,
     )

@@ -12,7 +12,7 @@ API: it never imports the provider. The provider is found in one of two ways:
   ``conftest``, a bench.
 
 What the engine needs from the provider (whether a model can run, the error it raises, the
-hint that lists the offline models) comes through what the loader returns. The provider is
+hint that lists the offline models, its models' info) comes through what the loader returns. The provider is
 imported on first need (a local model built, an error's hint) and joins litellm only when the
 engine first hands litellm a request (:func:`ensure_registered`): a process that builds a local
 model it never calls (a migration's demo program, a page that shows a program) never pays for
