@@ -131,8 +131,27 @@ def finished_small_run(page, live_stack, name: str, model: str) -> int:
     run_id = launch_run(live_stack, program_id, dataset_id, **SMALL_RUN)
     page.goto(f"/runs/{run_id}/")
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=60_000)
-    page.reload()
+    reload_run_page(page)
     return run_id
+
+
+#: Counts, from each document's start, the socket messages htmx's ws extension has swapped in.
+COUNT_SWAPPED_MESSAGES = """
+if (!window.__tbSwappedHooked) {
+  window.__tbSwappedHooked = true;
+  window.__tbSwapped = 0;
+  document.addEventListener('htmx:wsAfterMessage', () => window.__tbSwapped++);
+}
+"""
+
+
+def reload_run_page(page) -> None:
+    """Reload a run page and wait until its socket's first message is swapped in: that
+    snapshot replaces every live section, so a click sent before it may land on an element
+    being replaced and do nothing."""
+    page.add_init_script(COUNT_SWAPPED_MESSAGES)
+    page.reload()
+    page.wait_for_function("() => window.__tbSwapped > 0")
 
 
 #: An OMEGA fit of a ``fake/rules`` program that a real worker finishes in seconds: its
