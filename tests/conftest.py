@@ -27,7 +27,7 @@ Using it from another app's tests
   the ``db`` fixture for live data: that is another database.
 * Tasks queued from the test process (``task.delay()``) go to the same broker queue and
   are executed by the live worker, against the live database.
-* ``logged_in_page``: a Playwright page already logged in as that user;
+* ``logged_in_page``: a blank Playwright page whose context is logged in as that user;
   ``browser_page``: a fresh page (own context, no cookies) with ``base_url`` set.
 * Mark browser tests ``@pytest.mark.browser`` and keep async tests out of their modules
   (the Playwright sync API holds an event loop while a module's browser is open).
@@ -278,7 +278,29 @@ def login(page, live_stack) -> None:
     page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
 
+#: Prints the cookie of a new session of the stack's user, made as Django's test client makes
+#: one (``Client.force_login``): name, value.
+FORCE_LOGIN = """
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+client = Client()
+client.force_login(get_user_model().objects.get(username={username!r}))
+print(settings.SESSION_COOKIE_NAME, client.cookies[settings.SESSION_COOKIE_NAME].value)
+"""
+
+
+def session_cookie(live_stack) -> dict:
+    """A new logged-in session of the stack's user, as a cookie for a browser context. The
+    log-in form has browser tests of its own (the first-run and first-hour walks, the Team
+    page); for every other test, the form's page, its post and the home page it lands on
+    cost about a CPU-second (Chromium and daphne) that nothing looks at."""
+    name, value = live_stack.shell(FORCE_LOGIN.format(username=live_stack.username)).split()
+    return {"name": name, "value": value, "url": live_stack.url}
+
+
 @pytest.fixture
 def logged_in_page(browser_page, live_stack):
-    login(browser_page, live_stack)
+    """A blank page of a context logged in as the stack's user: the test goes where it looks."""
+    browser_page.context.add_cookies([session_cookie(live_stack)])
     return browser_page

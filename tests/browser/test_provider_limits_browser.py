@@ -29,7 +29,7 @@ from helpers_runs import (
     shell,
 )
 
-from tests.conftest import start_live_stack
+from tests.conftest import session_cookie, start_live_stack
 from tests.openai_server import OpenAIServer
 from tests.support.waiting import until
 
@@ -105,13 +105,8 @@ print(program.pk)
 def logged_in(browser, stack, width: int):
     context = browser.new_context(base_url=stack.url, viewport={"width": width, "height": 900})
     context.set_default_timeout(15_000)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", stack.username)
-    page.fill("#id_password", stack.password)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/accounts/login/" not in url)
-    return context, page
+    context.add_cookies([session_cookie(stack)])
+    return context, context.new_page()
 
 
 def test_two_runs_on_two_workers_share_the_providers_limit(browser, limited_stack, provider):
