@@ -22,7 +22,6 @@ from training.engine.language_models.endpoints.endpoint_client import CLIENTS, N
 from training.engine.language_models.errors import LanguageModelConfigError, LanguageModelError
 from training.engine.language_models.litellm_loader import get_litellm
 
-litellm = get_litellm()
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]
 SECRET = "server-secret-"
 #: Key variables some providers read that validate_environment does not name.
@@ -47,7 +46,7 @@ class Answer(synalinks.DataModel):
 def openai_style_providers() -> list[str]:
     """Every provider litellm sends through an OpenAI-style client: its OpenAI-compatible list,
     plus OpenAI itself, custom_openai and Ollama's two prefixes."""
-    names = set(litellm.openai_compatible_providers) | {"openai", "custom_openai"}
+    names = set(get_litellm().openai_compatible_providers) | {"openai", "custom_openai"}
     return sorted(names | {"ollama", "ollama_chat"} | set(CLIENTS))
 
 
@@ -63,7 +62,7 @@ def key_variables() -> tuple[str, ...]:
         if provider == "github_copilot":  # its "environment" is an OAuth device log-in
             continue
         try:
-            report = litellm.validate_environment(model=f"{provider}/m")
+            report = get_litellm().validate_environment(model=f"{provider}/m")
         except Exception:
             continue
         names |= {n for n in report.get("missing_keys") or [] if "KEY" in n or "TOKEN" in n}

@@ -16,10 +16,8 @@ from pydantic import Field
 
 import training.engine as synalinks
 from training.engine.language_models.errors import LanguageModelConfigError, LanguageModelError
-from training.engine.language_models.litellm_loader import get_litellm
 from training.engine.testing import FakeLanguageModel
 
-litellm = get_litellm()
 MESSAGES = [{"role": "user", "content": '{"query": "q"}'}]
 
 
@@ -41,7 +39,7 @@ class Graded(synalinks.DataModel):
 
 
 @pytest.fixture
-def captured_acompletion(monkeypatch):
+def captured_acompletion(monkeypatch, litellm):
     """Replace litellm.acompletion; returns the list of kwargs it was called with."""
     calls: list[dict] = []
 
@@ -183,7 +181,7 @@ async def test_unknown_provider_gives_litellms_message_and_the_local_models_hint
     assert "Give Feedback" not in out.out + out.err
 
 
-def test_engine_turns_litellms_debug_banner_off():
+def test_engine_turns_litellms_debug_banner_off(litellm):
     assert litellm.suppress_debug_info is True
 
 
@@ -240,7 +238,7 @@ def _litellm_error(cls, message: str):
         ("BadRequestError", False, "rejected the request"),
     ],
 )
-async def test_non_transient_errors_are_not_retried(cls, config, expected):
+async def test_non_transient_errors_are_not_retried(litellm, cls, config, expected):
     lm = _raising(_litellm_error(getattr(litellm, cls), "nope"))
     with synalinks.usage.track() as usage, pytest.raises(LanguageModelError) as caught:
         await lm(MESSAGES, Answer)
@@ -250,7 +248,7 @@ async def test_non_transient_errors_are_not_retried(cls, config, expected):
     assert "fake/scripted" in str(caught.value)
 
 
-async def test_transient_litellm_errors_are_still_retried():
+async def test_transient_litellm_errors_are_still_retried(litellm):
     attempts = []
 
     def respond(request):
@@ -264,7 +262,7 @@ async def test_transient_litellm_errors_are_still_retried():
     assert len(attempts) == 3
 
 
-async def test_fit_stops_on_a_configuration_error_instead_of_counting_failures():
+async def test_fit_stops_on_a_configuration_error_instead_of_counting_failures(litellm):
     from tests.engine.helpers_engine import Answer as HAnswer
     from tests.engine.helpers_engine import Query as HQuery
     from tests.engine.helpers_engine import dataset
@@ -287,7 +285,7 @@ async def test_fit_stops_on_a_configuration_error_instead_of_counting_failures()
     assert logs["reward"] == 0.0 and program2.last_failures == 6
 
 
-async def test_embedding_model_does_not_retry_non_transient_errors():
+async def test_embedding_model_does_not_retry_non_transient_errors(litellm):
     class Failing(synalinks.testing.FakeEmbeddingModel):
         async def _raw_embed(self, texts):
             self.calls += 1

@@ -12,11 +12,13 @@ benchmark decoding), so the first call could wait there for as long as they keep
 import asyncio
 import threading
 
-from trainboard_local import provider, smollm2
+from trainboard_local import smollm2
 from trainboard_local.core_slots import CoreSlots
 
 
 async def test_queued_local_calls_are_dropped_when_cancelled(monkeypatch, tmp_path):
+    from trainboard_local import provider  # imports litellm: only where a test runs
+
     started = []
     heard = []  # for each generation: whether its call's cancel had reached it
     lock = threading.Lock()

@@ -7,7 +7,6 @@ model on prompts that make it ramble, with small max_tokens, and require closed,
 import json
 
 import jsonschema
-import litellm
 import pytest
 
 pytest.importorskip("llama_cpp")
@@ -100,7 +99,7 @@ def _format(schema):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("max_tokens", [60, 150])  # the skeleton alone needs ~50
-async def test_rambling_answer_still_closes_within_max_tokens(max_tokens):
+async def test_rambling_answer_still_closes_within_max_tokens(litellm, max_tokens):
     response = await litellm.acompletion(
         model="local/smollm2",
         messages=[{"role": "user", "content": "Write a very long essay on the history of trains."}],
@@ -117,7 +116,7 @@ async def test_rambling_answer_still_closes_within_max_tokens(max_tokens):
 
 
 @pytest.mark.slow
-async def test_max_length_reaches_the_grammar():
+async def test_max_length_reaches_the_grammar(litellm):
     schema = {
         "type": "object",
         "properties": {

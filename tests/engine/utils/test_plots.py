@@ -3,7 +3,6 @@
 import os
 
 import pytest
-from matplotlib.image import imread
 
 import training.engine as synalinks
 
@@ -11,6 +10,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def assert_png(path, min_width=400):
+    from matplotlib.image import imread  # not at collection: about 0.7 s in every process
+
     assert os.path.isfile(path)
     with open(path, "rb") as handle:
         assert handle.read(8) == PNG_MAGIC
