@@ -1,10 +1,14 @@
-"""scripts/run.py (what `make run` runs): faults stop it with one line; stale files are
-cleaned; Ctrl-C stops every process it started."""
+"""scripts/run.py (what `make run` runs): faults stop it with one line. One start follows it
+through its life: stale files cleaned, var/ private and DEBUG off, a killed worker started
+again while the web server stays up, and Ctrl-C stopping every process it started. (Each
+start costs a whole stack: migrations, web, worker, reaper; one start shows them all.)"""
 
 import os
 import re
 import signal
+import stat
 import subprocess
+import urllib.error
 import urllib.request
 
 import pytest
@@ -35,57 +39,87 @@ def test_unreachable_service_stops_with_one_line(tmp_path, variable, url, addres
     assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_make_run_cleans_stale_files_starts_and_stops_everything(tmp_path):
-    var = tmp_path / "var"
-    (var / "run").mkdir(parents=True)
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _pid(var, name: str) -> int:
+    return int((var / "run" / f"{name}.pid").read_text().split()[0])
+
+
+def _leave_stale_files(var) -> None:
+    """What a crashed start leaves: pid files of a dead process, a socket nobody listens on,
+    and a var/ others can read (as a tool other than Trainboard might make it)."""
+    var.mkdir(mode=0o755)
+    var.chmod(0o755)
+    (var / "run").mkdir()
     dead = subprocess.Popen(["true"])
     dead.wait()
     (var / "run" / "trainboard.pid").write_text(f"{dead.pid}\nrun.py\n")
     (var / "run" / "web.pid").write_text(f"{dead.pid}\ndaphne\n")
-    (var / "redis.sock").write_text("")  # a socket file nobody listens on
+    (var / "redis.sock").write_text("")
+
+
+def _check_private_and_quiet(var, base: str) -> None:
+    """var/ and everything in it owner-only; DEBUG off (a plain 404), static files served."""
+    status, text = _get(base + "no/such/page/")
+    assert status == 404
+    assert "Page not found" in text and "URLconf" not in text and "datasets/" not in text
+    status, css = _get(base + "static/core/trainboard.css")
+    assert status == 200 and css.strip()
+    assert stat.S_IMODE(var.stat().st_mode) == 0o700
+    checked = [p for p in var.rglob("*") if not p.is_symlink()]
+    names = {p.name for p in checked}
+    assert {"trainboard.sqlite3", "secret_key", "web.log", "worker.log"} <= names, names
+    loose = [
+        f"{p.relative_to(var)} {stat.S_IMODE(p.stat().st_mode):o}"
+        for p in checked
+        if stat.S_IMODE(p.stat().st_mode) & 0o077
+    ]
+    assert loose == []
+
+
+def _kill_the_worker(proc, var, base: str) -> int:
+    """A worker killed with -9 is started again; the web server is left alone. Returns the
+    new worker's pid."""
+    worker_pid, web_pid = _pid(var, "worker"), _pid(var, "web")
+    os.kill(worker_pid, signal.SIGKILL)
+    said = make_run_process.read_until(proc, "worker started again", timeout=60)
+    assert "worker exited with code -9; starting it again in 1 s" in said, said
+    new_pid = _pid(var, "worker")
+    assert new_pid != worker_pid and launcher.pid_alive(new_pid)
+    assert f"worker started again (pid {new_pid})" in said
+    assert launcher.pid_alive(web_pid)  # nothing else was stopped or restarted
+    assert _get(base + "accounts/login/")[0] == 200
+    return new_pid
+
+
+def test_make_run_from_a_stale_start_to_ctrl_c(tmp_path):
+    var = tmp_path / "var"
+    _leave_stale_files(var)
     proc, port = make_run_process.start(var)
+    base = f"http://127.0.0.1:{port}/"
     try:
         output = make_run_process.wait_until_up(proc)
-        assert f"is up at http://127.0.0.1:{port}/" in output, output
+        assert f"is up at {base}" in output, output
         assert "removed stale trainboard.pid" in output and "removed stale web.pid" in output
         assert "First user created -> username: admin" in output
-        child_pids = [
-            int((var / "run" / f"{n}.pid").read_text().split()[0])
-            for n in ("redis", "web", "worker")
-        ]
-        assert all(launcher.pid_alive(pid) for pid in child_pids)
+        children = [_pid(var, name) for name in ("redis", "web", "worker")]
+        assert all(launcher.pid_alive(pid) for pid in children)
+        _check_private_and_quiet(var, base)
+        children.append(_kill_the_worker(proc, var, base))
     finally:
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, rest
     assert "Stopped." in rest
-    assert not any(launcher.pid_alive(pid) for pid in child_pids)
+    assert not any(launcher.pid_alive(pid) for pid in children)
     assert not (var / "redis.sock").exists()
     assert not list((var / "run").glob("*.pid"))
-
-
-def test_a_killed_worker_is_started_again_while_the_web_server_stays_up(tmp_path):
-    var = tmp_path / "var"
-    proc, port = make_run_process.start(var)
-    try:
-        output = make_run_process.wait_until_up(proc)
-        assert "is up at" in output, output
-        worker_pid = int((var / "run" / "worker.pid").read_text().split()[0])
-        web_pid = int((var / "run" / "web.pid").read_text().split()[0])
-        os.kill(worker_pid, signal.SIGKILL)
-        said = make_run_process.read_until(proc, "worker started again", timeout=60)
-        assert "worker exited with code -9; starting it again in 1 s" in said, said
-        new_pid = int((var / "run" / "worker.pid").read_text().split()[0])
-        assert new_pid != worker_pid and launcher.pid_alive(new_pid)
-        assert f"worker started again (pid {new_pid})" in said
-        assert launcher.pid_alive(web_pid)  # nothing else was stopped or restarted
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as r:
-            assert r.status == 200
-    finally:
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, rest
-    assert not launcher.pid_alive(new_pid)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
     web_log = (var / "log" / "web.log").read_text()
     assert re.search(
