@@ -64,8 +64,8 @@ def test_a_few_shot_runs_export_rescores_to_its_own_test_score(
 
 
 def executed_demo_run(user, model: str, optimizer: str, embedding_model: str) -> Run:
-    """The demo program on ``model``, trained one epoch by ``optimizer`` and evaluated
-    before and after, executed here by the worker's own code."""
+    """The demo program on ``model``, trained one epoch by ``optimizer`` and evaluated after
+    (what its export is compared with), executed here by the worker's own code."""
     from training.execution import attempt as execution
 
     demo = ensure_demo_program(user, model=model)
@@ -74,7 +74,7 @@ def executed_demo_run(user, model: str, optimizer: str, embedding_model: str) ->
         optimizer=optimizer,
         cal_embedding_model=embedding_model,
         epochs=1,
-        evaluations_before=1,
+        evaluations_before=0,
         evaluations_after=1,
     )
     run = make_run(user, demo, demo.dataset, config)
