@@ -4,9 +4,9 @@ Runs the worker's ``execution.execute`` in this process (a private SQLite databa
 var/ dir, an in-memory channel layer) on ``local/smollm2`` with 64 test examples, batches of
 8, and presses Cancel (``runs.request_cancel``, what the button does) twice:
 
-1. during the run's before-training evaluation (64 predictions: before the fix, Cancel
-   waited for the whole evaluation);
-2. during training (a run without evaluations; before the fix, Cancel waited for the batch).
+1. during the run's before-training evaluation (64 predictions: Cancel must not wait for the
+   whole evaluation);
+2. during training (a run without evaluations: Cancel must not wait for the batch).
 
 Each press comes a few seconds into the phase, so LM calls are in flight. The baseline, from
 the same run: the mean latency of one local LM call (the engine's usage records), since

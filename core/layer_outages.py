@@ -1,9 +1,9 @@
 """Keep a WebSocket open through a channel-layer (Redis) outage, and resync when it ends.
 
-Why: a consumer's channel-layer receive that raised (Redis stopped, stalled or restarted)
-used to end the consumer with a traceback and close the socket; pages then depended on the
-browser's reconnect timing, and a socket whose receive was stuck on a stalled Redis stayed
-silent after Redis came back. With :class:`SurvivesLayerOutages` the socket stays open: the
+Why: a consumer's channel-layer receive raises when Redis stops, stalls or restarts, and
+left alone that ends the consumer with a traceback and closes the socket; the page then
+depends on the browser's reconnect timing, and a receive stuck on a stalled Redis stays
+silent after Redis comes back. With :class:`SurvivesLayerOutages` the socket stays open: the
 consumer logs one warning, retries with a capped backoff by re-joining its groups (which also
 restores memberships lost with the outage), then dispatches a ``layer.recovered`` message so
 the consumer can resend what the page may have missed while messages could not flow.

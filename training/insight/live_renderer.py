@@ -1,10 +1,10 @@
 """The worker's live renderer: the fragments a stored change touched, rendered and sent on a
 thread of their own, so the training loop never waits on a template or a socket.
 
-Why: ``fit`` used to await the rendering of every event's fragments (epoch table, chart,
-leaderboard, lineage, map, spend, forecast: ~170 ms an epoch on a loaded machine) and their
-send. A 60-epoch run of ``bench/stream_latency.py`` took 31 s instead of 17 s and a page saw
-an epoch end 1.1 s (p95 3.4 s) after it happened. Now ``submit`` only notes which fragments
+Why: rendering every event's fragments (epoch table, chart, leaderboard, lineage, map,
+spend, forecast) costs ~170 ms an epoch on a loaded machine; awaited inside ``fit``, with
+the send, it nearly doubles a 60-epoch run of ``bench/stream_latency.py`` and delays what a
+page sees by seconds. So ``submit`` only notes which fragments
 of which run are due and returns; daemon threads of the process render them from the latest
 stored run, each fragment once per change whatever the number of pages watching (one group
 send reaches them all), and changes that come while it renders are merged into the next

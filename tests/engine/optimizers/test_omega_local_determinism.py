@@ -1,8 +1,8 @@
 """Same seed, same run: an OMEGA fit on the offline models, run twice with the
 same program, data and seed, makes the same chat calls, gets the same answers, and ends with
 the same candidates and rewards, whatever the instances held and however the calls were
-scheduled. (Before, a seedless sampled call took its seed from the instance's previous call,
-so the mutations depended on which instance served what: 63 to 99 chat calls per fit.)"""
+scheduled: a seedless sampled call must not take its seed from whatever the instance
+served before, or the mutations (and the number of chat calls) depend on the scheduling."""
 
 import json
 

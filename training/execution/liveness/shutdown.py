@@ -1,8 +1,8 @@
 """Runs across a stop of Trainboard: paused at their next batch, resumed at the next start.
 
-Why: stopping ``make run`` (Ctrl-C, or SIGTERM from a service manager) used to kill a run
-mid-epoch; its worker was lost and the epoch under way was done again later, or waited for a
-person. Now the stop asks the runs its own worker executes to pause, exactly as the Pause
+Why: stopping ``make run`` (Ctrl-C, or SIGTERM from a service manager) would otherwise kill a
+run mid-epoch: its worker lost, the epoch under way done again later, or waiting for a
+person. So the stop asks the runs its own worker executes to pause, exactly as the Pause
 button does (the checkpoint is saved after the batch under way, with the engine's pause
 point), waits a bounded time for them, and marks them ``resume_at_start``; the next start
 (``manage.py prepare``) queues them again from there. A run its owner paused stays paused;
