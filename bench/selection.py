@@ -32,7 +32,7 @@ that it keeps that very candidate).
 
 Per seed: the chosen candidate's validation, selection and test rewards; the validation-best's
 test reward; the candidates on the reward/prompt-tokens front; and one ablation of the chosen
-program (part 2 of the issue, as the run page's "ablate" does it: ``training.insight.ablation``):
+program (as the run page's "ablate" does it: ``training.insight.ablation``):
 its first few-shot example taken out (its last instruction sentence when it has none), scored
 on the validation rows, its effect a paired bootstrap against the chosen candidate's stored
 validation rewards; ``ablation calls`` counts the LM calls those scorings made (each printed next to the forecast

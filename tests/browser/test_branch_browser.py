@@ -221,7 +221,7 @@ HAND_EDIT = (
 def test_branch_on_the_local_model_from_a_hand_edited_candidate(logged_in_page, live_stack):
     """The real local model (smollm2) on a tiny dataset: a RandomFewShot run of one epoch,
     then a branch from its best candidate with hand-written instructions and its first
-    example pinned. Prints both runs' test rewards (the figure the issue asks for)."""
+    example pinned. Prints both runs' test rewards, the figure a branch is judged by."""
     page = logged_in_page
     dataset_id = tiny_dataset_id(live_stack, train=8, test=6)
     program_id = create_program(

@@ -20,7 +20,7 @@ from training.models import Evaluation
 
 pytestmark = pytest.mark.django_db
 
-#: +0.250 on 4 examples, one flipped: the interval holds 0 (the issue's runs-list +0.250).
+#: +0.250 on 4 examples, one flipped: the interval holds 0 (a runs-list +0.250 within noise).
 NOISY = ([0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0])
 #: +1.000 on 12 examples, every one right after: beyond noise.
 REAL = ([0.0] * 12, [1.0] * 12)

@@ -173,8 +173,8 @@ def test_another_users_run_cannot_be_resumed(client, other_user, user, demo_data
 
 
 def test_the_resume_form_offers_caps_that_resume_accepts(user, demo_dataset, no_broker):
-    # The run: a 5-minute cap, 6.8 minutes used (an old between-epochs check), and a
-    # calls cap it had not reached; the form offered 5 and then refused it.
+    # A run past its time cap (5 minutes, 6.8 used) and under its calls cap: the form must
+    # not offer 5 minutes, which resume would refuse.
     run = omega_run(user, demo_dataset, budget_calls=400, budget_minutes=5.0)
     Run.objects.filter(pk=run.pk).update(
         status=Run.STOPPED, active_seconds=6.8 * 60, lm_calls=55, usage={"calls": 55}

@@ -133,7 +133,7 @@ def test_make_run_supervises_a_reaper_every_15_seconds(tmp_path, monkeypatch):
     name, args, marker = spawned[0]
     assert name == "reaper" and marker == "reap_runs"
     assert args[1:] == ["manage.py", "reap_runs", "--every", "15"]
-    # default staleness (30 s) + one period (15 s) stays within the minute the issue allows
+    # default staleness (30 s) + one period (15 s): a lost run is failed within a minute
     assert conf.DEFAULTS["TRAINBOARD_HEARTBEAT_STALE_SECONDS"] + 15 < 60
     source = (Path(launcher.__file__).parents[2] / "scripts" / "run.py").read_text()
     assert "stack.start_reaper(every=reap_every)" in source
