@@ -21,7 +21,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 os.umask(0o077)
 VAR_DIR = Path(os.environ.get("TRAINBOARD_VAR_DIR") or BASE_DIR / "var").resolve()
 VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-VAR_DIR.chmod(0o700)  # an install made before this rule: close the folder, not each file
+VAR_DIR.chmod(0o700)  # a folder made with a looser mode is closed too (the folder, not each file)
 
 
 def env_bool(name: str, default: bool = False) -> bool:

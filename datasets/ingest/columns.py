@@ -1,8 +1,8 @@
 """How many columns a dataset file may have, checked while reading, before any other work.
 
 Why a limit: every column becomes a row of the mapping form (five inputs each), a column
-of the preview table and a counter in the profile. A 5,000-column CSV made a 5.8 MB
-preview page and a mapping form Django refused to parse. A hundred columns is far more
+of the preview table and a counter in the profile: a 5,000-column CSV would make a 5.8 MB
+preview page and a mapping form Django refuses to parse. A hundred columns is far more
 than a program's fields need, and keeps the form well under Django's field-count limit
 (``DATA_UPLOAD_MAX_NUMBER_FIELDS``; the settings check the two agree).
 """

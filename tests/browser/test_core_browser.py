@@ -1,4 +1,4 @@
-"""In Chromium: log in, see the worker indicator say alive, and receive a WebSocket
+"""In Chromium, logged in: see the worker indicator say alive, and receive a WebSocket
 message that a Celery worker process published, through the real daphne server."""
 
 import pytest

@@ -30,7 +30,7 @@ def test_punctuation_only_is_refused():
 def test_much_shorter_than_the_parent_is_refused_but_a_short_parent_may_shrink():
     assert checks.text_refusal("Classify.", [PARENT]) == "shorter"
     assert checks.text_refusal("Be brief.", ["Be brief, please."]) is None  # parent < 20 chars
-    # OMEGA's local mutation of the default instruction, kept before this rule
+    # a mutation that cut the default instruction down to two words
     assert checks.text_refusal("The task", ["Classify the sentiment of the tweet."]) == "shorter"
     # a crossover is compared with its shorter parent
     assert checks.text_refusal("Classify the tweet's sentiment.", [PARENT, "Be precise."]) is None

@@ -3,8 +3,9 @@
 An import that held SQLite's write lock for its whole length (81 s for 1M rows) would keep
 the run's heartbeat writes waiting until they went stale and the reaper failed a run whose
 worker was alive. So the import commits in short chunks, and the run's Redis pulse proves it
-alive whatever the database is doing. Here: a short stale limit, an import several times longer, and the
-reaper asked every 50 ms throughout, as ``reap_runs`` and the other runs' heartbeats do.
+alive whatever the database is doing. Here: a short stale limit, an import several times
+longer, and the reaper asked every 50 ms throughout, as ``reap_runs`` and the other runs'
+heartbeats do.
 """
 
 from __future__ import annotations
