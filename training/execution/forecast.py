@@ -59,15 +59,15 @@ logger = logging.getLogger(__name__)
 
 #: Training rows whose prompts are sized (their mean stands for all).
 SIZED_ROWS = 24
-#: Prompt characters of an LM judge's call and of an OMEGA mutation before a run of the model
-#: has measured them (then ``measured.learned_size``): the judge reads its instructions
-#: and the criteria, then the reference and the prediction (an example's answer each); a
-#: mutation reads its instructions and the variable, then the batch's report (each item's
-#: inputs, prediction and ground truth: an example and a half; the worst
-#: ``mutation.MAX_BATCH_ITEMS`` of the batch). Their answers: ``JUDGE_ANSWER_TOKENS`` and
-#: ``LONG_ANSWER_TOKENS``. The
-#: demo's mutations measured 545 prompt tokens (≈ 2,000 characters with its four report
-#: items of ≈ 110).
+#: Prompt characters of an LM judge's call (when its prompt cannot be formatted) and of an
+#: OMEGA mutation before a run of the model has measured them (then
+#: ``measured.learned_size``): the judge reads its instructions and the criteria, then the
+#: reference and the prediction (an example's answer each); a mutation reads its
+#: instructions and the variable, then the batch's report (each item's inputs, prediction
+#: and ground truth: an example and a half; the worst ``mutation.MAX_BATCH_ITEMS`` of the
+#: batch). Their answers: ``JUDGE_ANSWER_TOKENS`` and ``LONG_ANSWER_TOKENS``. The demo's
+#: mutations measured 545 prompt tokens (≈ 2,000 characters with its four report items of
+#: ≈ 110).
 JUDGE_PROMPT_CHARS = 800
 MUTATION_PROMPT_CHARS = 1550
 REPORT_ITEM_SHARE = 1.5
@@ -219,7 +219,8 @@ def call_sizes(
     params = config["optimizer"].get("params") or {}
     grows = optimizer_registry.card(config["optimizer"]["name"]).grows_prompt
     extra = 0.0
-    if grows == EXAMPLES:
+    # sampled examples: RandomFewShot's, and an instruction rewriter's with few_shot_learning
+    if grows == EXAMPLES or (grows == INSTRUCTIONS and params.get("few_shot_learning")):
         low = int(params.get("nb_min_examples", 1))
         high = min(int(params.get("nb_max_examples", 3)), max(1, len(train_rows)))
         extra = example_tokens * (max(0, low) + max(0, high)) / 2
@@ -238,9 +239,11 @@ def call_sizes(
             default=0,
         )
         written = min(INSTRUCTION_SHARE * mutation.completion, MAX_TEXT_CHARS / cpt)
-        extra = max(0.0, written - instructions / cpt) * lm_count
+        extra += max(0.0, written - instructions / cpt) * lm_count
     candidates = CallSize(prompt + extra, completion, fresh)
-    judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
+    judge_chars = _judge_prompt_chars(config, generators, targets)
+    if judge_chars is None:
+        judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = observed_calls.learned_size(learned, "judge")
     if judge is not None:
         whose = (
@@ -258,6 +261,27 @@ def call_sizes(
         )
     sizes = {"prediction": seed, "judge": judge, "mutation": mutation}
     return sizes, {"seed": seed, "candidates": candidates}
+
+
+def _judge_prompt_chars(config: dict[str, Any], generators: list, targets: list) -> float | None:
+    """Characters of an LM judge's prompt, the mean over the sized rows, each judging its
+    target against itself: the judge's own instructions, criteria and output note, as the
+    run formats them. None: no LM judge, or one whose prompt cannot be formatted here."""
+    if not run_config.judge_calls(config) or not generators:
+        return None
+    try:
+        reward = run_config.build_reward(config, program_model=generators[0].language_model)
+        judge = reward.judge
+    except Exception:  # a judge model this process cannot make: the assumed size
+        logger.warning("an LM judge's prompt was not sized", exc_info=True)
+        return None
+    criteria = config["reward"].get("criteria") or ""
+    sizes = []
+    for target in targets:
+        answer = json.dumps(target, ensure_ascii=False, sort_keys=True)
+        request = {"criteria": criteria, "reference": answer, "prediction": answer}
+        sizes.append(_prompt_chars(judge, request)[0])
+    return sum(sizes) / len(sizes)
 
 
 def learned_or_assumed(
@@ -327,6 +351,8 @@ def forecast(program_row: Any, dataset: Any, config: dict[str, Any]) -> dict[str
         "parts": calls.to_dict(),
         "model": model,
         "pace_key": keys[model],
+        # what its calls were sized at (a later forecast scales this run's measured tokens)
+        "chars_per_token": float(chars_per_token),
         # where each role's tokens per call are learned (an LM judge's on the judge's model)
         "pace_keys": {role: keys[name] for role, name in models.items()},
         "local": local,

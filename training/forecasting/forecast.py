@@ -198,6 +198,7 @@ class CallForecast:
         return {
             "total": self.total.rounded(),
             "predictions": self.predictions.rounded(),
+            "candidate_predictions": self.candidate_predictions.rounded(),
             "optimizer": self.optimizer.rounded(),
             "judge": self.judge.rounded(),
             "evaluations": self.evaluations.rounded(),

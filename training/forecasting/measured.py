@@ -11,13 +11,17 @@ optimizer's) then cost what recent finished runs of the model observed per call:
   on the cores). The mean of the last :data:`KEPT` observations, the newest weighing most
   (:data:`NEWEST_WEIGHT`), preferring the runs of the same program with the same optimizer
   (its candidates' prompts: examples, rewritten instructions), then of the same program.
-- **Tokens per call** of a role: the same mean of what the runs' traces counted.
+- **Tokens per call** of a role: the same mean of what the runs' traces counted. A run of
+  another program or optimizer measured the model's tokens on its own prompts
+  (RandomFewShot's examples, OMEGA's rewritten instructions): its figure is scaled by this
+  run's sized prompts over its own (:func:`scaled_tokens`).
 - **The load**: the others' demand measured now (``others_now``) gives the expected
   slowdown; the range spans it and the loads the owner's own recent runs met.
 
 A role no run has observed yet (a first LM judge, OMEGA's first mutations) takes its tokens
-from this run's sized prompts, and its seconds at the seconds per token of the roles that
-were observed, with the widest range (the first entry of :data:`SPREAD_BY_COUNT`). When no
+from this run's sized prompts, and its seconds at the seconds a token keeps a thread busy in
+the roles that were observed (a call alone on one thread, as an optimizer's, takes all of
+them; a batched call shares them), with the widest range (the first entry of :data:`SPREAD_BY_COUNT`). When no
 call of the model was ever observed there is no time (``seconds`` None): a guess would be
 a number no measurement backs.
 
@@ -43,9 +47,11 @@ from training.forecasting.forecast import Span
 KEPT = 8
 #: Weight of each observation against the next older one (an exponential moving average).
 NEWEST_WEIGHT = 0.5
-#: The range around the expected time by how many runs observed its roles (the fewest):
-#: (down, up) as factors; more observations than listed take the last, widened by their
-#: spread (:func:`_spread`).
+#: The range around the expected time by how many runs observed its roles (the fewest; a
+#: role timed by runs of another optimizer or program counts none: their own work, such as
+#: fitting a decision or embedding a population, is in the pace they measured): (down, up)
+#: as factors; more observations than listed take the last, widened by their spread
+#: (:func:`_spread`).
 SPREAD_BY_COUNT = ((0.33, 3.0), (0.6, 1.8), (0.7, 1.5), (0.75, 1.35))
 #: The others' demand (cores' worth) the range allows beyond the most it has seen: a load
 #: that rises while the run executes.
@@ -95,8 +101,10 @@ def slowdown(others: float, threads: float, cores: int) -> float:
 @dataclass(frozen=True)
 class Observation:
     """One finished run of a model: per role, idle seconds per call (its wall seconds over
-    its slowdown) and tokens per call; the others' demand it met, whose run, which program
-    and optimizer."""
+    its slowdown) and tokens per call, and the size per call its forecast gave its prompts
+    (``sized_chars``: the sized tokens times the characters per token they were sized at, so
+    that forecasts sized at other characters per token compare; absent: not known); the
+    others' demand it met, whose run, which program and optimizer."""
 
     seconds: dict[str, float]
     tokens: dict[str, float]
@@ -105,11 +113,13 @@ class Observation:
     program: int | None = None
     optimizer: str | None = None
     at: float = 0.0
+    sized_chars: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "seconds": self.seconds,
             "tokens": self.tokens,
+            "sized_chars": {k: round(v, 1) for k, v in self.sized_chars.items()},
             "others": round(self.others, 3),
             "owner": self.owner,
             "program": self.program,
@@ -127,7 +137,26 @@ class Observation:
             program=data.get("program"),
             optimizer=data.get("optimizer"),
             at=float(data.get("at") or 0.0),
+            sized_chars={k: float(v) for k, v in (data.get("sized_chars") or {}).items()},
         )
+
+
+def scaled_tokens(observation: Observation, role: str, sized_chars: dict[str, float]) -> float:
+    """``observation``'s tokens per call of ``role``, scaled to a run whose prompts are sized
+    at ``sized_chars[role]`` (:class:`Observation`'s unit): times that over what the observed
+    run's prompts were sized at (unscaled where either size is unknown).
+
+    Example:
+        >>> seen = Observation(seconds={"prediction": 0.4}, tokens={"prediction": 150.0},
+        ...                    sized_chars={"prediction": 400.0})
+        >>> scaled_tokens(seen, "prediction", {"prediction": 520.0})
+        195.0
+    """
+    tokens = observation.tokens.get(role, 0.0)
+    then, now = observation.sized_chars.get(role), sized_chars.get(role)
+    if then and now and then > 0 and now > 0:
+        return tokens * now / then
+    return tokens
 
 
 def observe(
@@ -209,6 +238,7 @@ def estimate(
     program: int | None = None,
     owner: int | None = None,
     optimizer: str | None = None,
+    chars_per_token: float | None = None,
 ) -> Estimate:
     """The tokens and seconds of ``calls`` (a :class:`Span` by role) from ``observations``
     (oldest first), at the others' demand measured now (``others_now`` cores' worth).
@@ -224,32 +254,30 @@ def estimate(
         program: the program forecast (its own runs' observations are preferred, those
             with the same ``optimizer`` first).
         owner: the user launching (their recent runs' loads widen the range).
+        chars_per_token: what ``sized`` was sized at (None: observed tokens per call are
+            taken as they were, not scaled to this run's prompts).
     """
     sized = sized or {}
+    size_chars = {r: v * chars_per_token for r, v in sized.items()} if chars_per_token else {}
     mine = [o for o in observations if program is not None and o.program == program]
     closest = [o for o in mine if o.optimizer == optimizer]
     seconds_each: dict[str, float] = {}
     tokens_each: dict[str, float] = {}
     observed: dict[str, int] = {}
+    own: dict[str, int] = {}  # of them, this program's runs with this optimizer
     spreads: list[float] = []
     for role, span in calls.items():
         if not span.high:
             continue
-        pool = next(
-            (
-                found
-                for found in (
-                    [o for o in group if role in o.seconds]
-                    for group in (closest, mine, observations)
-                )
-                if found
-            ),
-            [],
-        )
+        pools = ([o for o in group if role in o.seconds] for group in (closest, mine, observations))
+        pool, rank = next(((found, rank) for rank, found in enumerate(pools) if found), ([], 0))
         observed[role] = len(pool)
+        own[role] = 0 if rank else len(pool)
         if pool:
             seconds_each[role] = moving_mean([o.seconds[role] for o in pool])
-            tokens_each[role] = moving_mean([o.tokens.get(role, 0.0) for o in pool])
+            # the same program and optimizer measured these prompts; others, their own
+            scale = size_chars if rank else {}
+            tokens_each[role] = moving_mean([scaled_tokens(o, role, scale) for o in pool])
             spreads.append(_spread([o.seconds[role] for o in pool]))
         else:
             tokens_each[role] = float(sized.get(role) or 0.0)
@@ -262,7 +290,10 @@ def estimate(
     notes = []
     for role, count in observed.items():
         if count:
-            notes.append(f"{role} calls as {count} recent run(s) of this model measured them")
+            whose = "" if own[role] else " with another optimizer or program (the widest range)"
+            notes.append(
+                f"{role} calls as {count} recent run(s) of this model{whose} measured them"
+            )
     if not seconds_each:  # no time: the form and the run page say why, once
         return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
     # A role no run observed: the seconds per token of the observed roles' calls. Calls whose
@@ -275,16 +306,19 @@ def estimate(
             "observed calls counted no tokens to time them by: the time is not known"
         )
         return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
-    per_token = sum(calls[r].expected * seconds_each[r] for r in seconds_each) / max(
-        1e-9, observed_tokens
-    )
+    # Seconds a token keeps one thread busy: a batched call's share of the wall time times
+    # the threads serving the batch at once. A call alone on one thread (an optimizer's)
+    # takes all of that time; a batched one, its share.
+    per_token = sum(
+        calls[r].expected * seconds_each[r] * threads.get(r, 1.0) for r in seconds_each
+    ) / max(1e-9, observed_tokens)
     for role, count in observed.items():
         if not count:
-            seconds_each[role] = per_token * tokens_each[role]
+            seconds_each[role] = per_token * tokens_each[role] / threads.get(role, 1.0)
             notes.append(
                 f"{role} calls (no run of this model made one yet) sized from this run's "
-                f"prompts, at the {per_token:.4f} s a token of its observed calls: the "
-                "widest range"
+                f"prompts, at the {per_token:.4f} s a token keeps a thread busy in its "
+                "observed calls: the widest range"
             )
     recent = [o.others for o in observations if owner is not None and o.owner == owner][-3:]
     least = min([others_now, *recent])
@@ -296,7 +330,7 @@ def estimate(
             for r in seconds_each
         )
 
-    fewest = min(observed.values(), default=0)
+    fewest = min(own.values(), default=0)
     down, up = SPREAD_BY_COUNT[min(fewest, len(SPREAD_BY_COUNT) - 1)]
     if fewest >= len(SPREAD_BY_COUNT) - 1:
         wide = max(spreads, default=0.0)

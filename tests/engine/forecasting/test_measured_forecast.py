@@ -99,14 +99,15 @@ def test_an_unobserved_role_is_priced_at_the_observed_seconds_per_token_widest()
     calls = {"prediction": Span.exact(10), "mutation": Span.exact(4)}
     sized = {"prediction": 100.0, "mutation": 600.0}
     found = estimate(calls, seen, 0.0, 2, THREADS, sized=sized, program=1)
-    # 0.005 s a token observed: each mutation's 600 sized tokens take 3 s, one thread each
-    assert found.seconds.expected == pytest.approx(10 * 0.5 + 4 * 3.0)
+    # a prediction's 0.5 s of wall time is its share of two threads serving the batch: a
+    # token keeps a thread busy 0.01 s, and a mutation alone on one thread takes 600 × 0.01
+    assert found.seconds.expected == pytest.approx(10 * 0.5 + 4 * 6.0)
     assert found.tokens.expected == pytest.approx(10 * 100 + 4 * 600)
     assert found.observed == {"prediction": 1, "mutation": 0}
     down, up = SPREAD_BY_COUNT[0]
     assert found.seconds.low == pytest.approx(found.seconds.expected * down)
     assert found.seconds.high == pytest.approx(
-        (10 * 0.5 * slowdown(0.5, 2.0, 2) + 4 * 3.0 * slowdown(0.5, 1.0, 2)) * up
+        (10 * 0.5 * slowdown(0.5, 2.0, 2) + 4 * 6.0 * slowdown(0.5, 1.0, 2)) * up
     )
     assert "mutation calls (no run of this model made one yet)" in found.notes[1]
 
@@ -144,6 +145,50 @@ def test_a_program_s_runs_with_the_same_optimizer_come_first():
     assert few_shot.observed == {"prediction": 1}
     other = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="NearestFewShot")
     assert other.observed == {"prediction": 2}
+
+
+def test_another_optimizer_s_tokens_are_scaled_to_this_run_s_prompts_its_own_are_not():
+    few_shot = Observation(
+        {"prediction": 0.5},
+        {"prediction": 150.0},
+        program=1,
+        optimizer="RandomFewShot",
+        sized_chars={"prediction": 600.0},  # 150 sized tokens at 4 characters a token
+    )
+    calls = {"prediction": Span.exact(10)}
+    # OMEGA's candidates carry rewritten instructions: its prompts sized a third longer
+    omega = estimate(
+        calls,
+        [few_shot],
+        0.0,
+        2,
+        THREADS,
+        sized={"prediction": 200.0},
+        program=1,
+        optimizer="OMEGA",
+        chars_per_token=4.0,
+    )
+    assert omega.tokens.expected == pytest.approx(10 * 150.0 * 800.0 / 600.0)
+    # the same program and optimizer measured these very prompts: taken as measured
+    again = estimate(
+        calls,
+        [few_shot],
+        0.0,
+        2,
+        THREADS,
+        sized={"prediction": 200.0},
+        program=1,
+        optimizer="RandomFewShot",
+        chars_per_token=4.0,
+    )
+    assert again.tokens.expected == pytest.approx(1500.0)
+    # an observation kept without its sizes is taken as measured
+    unsized = Observation({"prediction": 0.5}, {"prediction": 150.0}, program=1)
+    plain = estimate(
+        calls, [unsized], 0.0, 2, THREADS, sized={"prediction": 200.0}, chars_per_token=4.0
+    )
+    assert plain.tokens.expected == pytest.approx(1500.0)
+    assert Observation.from_dict(few_shot.to_dict()).sized_chars == {"prediction": 600.0}
 
 
 def test_a_runs_share_of_its_open_calls_sets_the_next_expectation_and_keeps_the_range():

@@ -152,6 +152,25 @@ def test_an_lm_judge_is_sized_by_an_assumption_until_a_run_measures_it(
     assert not any(note.startswith("each judge call") for note in after["assumptions"])
 
 
+def test_an_lm_judge_never_measured_is_sized_by_its_own_prompt(user, demo_dataset):
+    program = make_program(user, demo_dataset, model="fake/rules")
+
+    def judge_prompt(criteria: str) -> float:
+        config = run_config(
+            model="fake/rules",
+            reward="LMAsJudge",
+            reward_language_model="fake/rules",
+            reward_criteria=criteria,
+            epochs=1,
+        )
+        found = forecast_services.forecast(program, demo_dataset, config)
+        return found["sizes"]["judge"]["prompt"]
+
+    short, long = judge_prompt("accuracy"), judge_prompt("accuracy " + "and tone " * 100)
+    # the criteria are in every judgement's prompt: 900 more characters at 4 a token
+    assert long - short == pytest.approx(900 / 4, abs=2)
+
+
 def test_an_lm_judge_is_sized_by_this_programs_runs_on_this_data_before_other_programs(
     user, demo_dataset, no_broker
 ):
@@ -242,6 +261,42 @@ def test_tokens_count_the_examples_a_candidate_carries(user, demo_dataset):
     candidates = result["sizes"]["prediction_candidates"]
     assert candidates["prompt"] > seed["prompt"] + 20  # 1–3 examples of the demo's rows
     assert seed["fresh"] < seed["prompt"]  # the shared system prompt is evaluated once
+
+
+def test_omega_s_candidates_carry_the_examples_they_sample(user, demo_dataset):
+    program = make_program(user, demo_dataset, model="local/smollm2")
+    stored_observation("local/smollm2")
+
+    def candidates(few_shot: bool) -> float:
+        config = run_config(
+            model="local/smollm2",
+            optimizer="OMEGA",
+            omega_embedding_model="fake/minilm",
+            omega_few_shot_learning=few_shot,
+        )
+        found = forecast_services.forecast(program, demo_dataset, config)
+        return found["sizes"]["prediction_candidates"]["prompt"]
+
+    assert candidates(True) > candidates(False) + 20  # 1–3 examples of the demo's rows
+
+
+def test_a_prediction_is_sized_by_the_share_of_calls_under_candidates(user, demo_dataset):
+    program = make_program(user, demo_dataset, model="local/smollm2")
+    stored_observation("local/smollm2")
+    result = forecast_services.forecast(program, demo_dataset, run_config(model="local/smollm2"))
+    parts, sizes = result["parts"], result["sizes"]
+
+    def total(name: str) -> float:
+        return sizes[name]["prompt"] + sizes[name]["completion"]
+
+    calls = parts["predictions"]["expected"] + parts["evaluations"]["expected"]
+    under = parts["candidate_predictions"]["expected"]
+    assert 0 < under < parts["predictions"]["expected"]  # the seed's own predictions besides
+    assert measured.sized(result)["prediction"] == pytest.approx(
+        (under * total("prediction_candidates") + (calls - under) * total("prediction_seed"))
+        / calls,
+        rel=0.01,
+    )
 
 
 def test_a_queue_says_when_the_run_starts(client_user, user, demo_dataset, settings):

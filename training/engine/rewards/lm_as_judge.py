@@ -69,6 +69,15 @@ class LMAsJudge(JudgeReward):
             )
         return self._generator
 
+    @property
+    def judge(self):
+        """The ``Generator`` that grades, built for a :class:`JudgeInput`: what formats each
+        judgement's prompt."""
+        generator = self._judge()
+        if not generator.built:
+            generator.build([JudgeInput])
+        return generator
+
     async def _ask_judge(self, request: JudgeInput) -> Any:
         return await self._judge()(request)
 

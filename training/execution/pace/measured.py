@@ -108,8 +108,9 @@ def threads(stored: dict[str, Any]) -> dict[str, float]:
 
 def sized(stored: dict[str, Any]) -> dict[str, float]:
     """A forecast's tokens per call by role as it sized them from its prompts (what a role no
-    run observed costs): a prediction under the seed (the test passes) and under candidates
-    (training), weighed by their calls."""
+    run observed costs): a prediction under a new candidate (scoring it, an epoch under it)
+    and under the seed (the seed's training and scoring, the test passes), weighed by their
+    expected calls."""
     sizes = stored.get("sizes") or {}
     parts = stored.get("parts") or {}
 
@@ -117,13 +118,18 @@ def sized(stored: dict[str, Any]) -> dict[str, float]:
         size = sizes.get(name) or {}
         return float(size.get("prompt") or 0.0) + float(size.get("completion") or 0.0)
 
+    def expected(part: str) -> float:
+        return float((parts.get(part) or {}).get("expected") or 0.0)
+
     found = {role: total(role) for role in ("judge", "mutation") if sizes.get(role)}
-    train = float((parts.get("predictions") or {}).get("expected") or 0.0)
-    tests = float((parts.get("evaluations") or {}).get("expected") or 0.0)
+    calls = expected("predictions") + expected("evaluations")
+    under_candidates = min(expected("candidate_predictions"), calls)
     seed = total("prediction_seed") or total("prediction")
     candidates = total("prediction_candidates") or seed
-    if train + tests > 0:
-        found["prediction"] = (train * candidates + tests * seed) / (train + tests)
+    if calls > 0:
+        found["prediction"] = (
+            under_candidates * candidates + (calls - under_candidates) * seed
+        ) / calls
     elif seed:
         found["prediction"] = seed
     return {role: value for role, value in found.items() if value > 0}
@@ -176,12 +182,15 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
     # under contention) or, when more, what they take now it has ended; a provider's calls
     # run elsewhere (this machine's load does not slow them).
     others = max(during or 0.0, others_now()) if stored.get("local") else 0.0
+    cpt = stored.get("chars_per_token")
     found = observe(
         roles,
         float(run.active_seconds),
         others,
         threads(stored),
         cpu_meter.cores(),
+        # its prompts' sizes, to scale what it measured to another run's (``scaled_tokens``)
+        sized_chars={r: v * float(cpt) for r, v in sized(stored).items()} if cpt else {},
         owner=run.owner_id,
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
@@ -238,6 +247,7 @@ def apply(
         program=getattr(program_row, "pk", None),
         owner=getattr(program_row, "owner_id", None),
         optimizer=(config.get("optimizer") or {}).get("name"),
+        chars_per_token=result.get("chars_per_token"),
     )
     seconds = found.seconds
     result.update(
