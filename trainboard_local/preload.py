@@ -5,7 +5,8 @@ sentence-transformers) takes tens of seconds on a small machine; done lazily, a 
 LM call sits through it with nothing said. ``start_preload(models)`` loads them in a daemon
 thread as the worker process starts (so the worker is ready at once), and a run that comes
 early just waits on the same load lock. ``state()`` says what is still loading, so a run can
-name the phase (``'loading models'``) while it waits.
+name the phase (``'loading models'``) while it waits. The same thread then registers the
+``local`` provider with litellm (its import is seconds more of a first call).
 
 Example:
     ```python
@@ -84,7 +85,24 @@ def preload(models: Iterable[str]) -> dict[str, str]:
             _states[model] = outcome
             _seconds[model] = round(time.perf_counter() - started, 2)
         logger.info("preloaded %s in %.1f s (%s)", model, _seconds[model], outcome)
+    if wanted:
+        _register_provider()
     return state()
+
+
+def _register_provider() -> None:
+    """Register the ``local`` provider with litellm now (``trainboard_local.register``): its
+    import takes seconds of CPU, which a worker's first run would otherwise spend inside its
+    own time (what the run page counts and the forecast learns a model's pace from)."""
+    from trainboard_local import register
+
+    started = time.perf_counter()
+    try:
+        register()
+    except ImportError as error:  # the run that needs it gets the usual error on its call
+        logger.warning("registering the local provider failed: %s", error)
+        return
+    logger.info("registered the local provider in %.1f s", time.perf_counter() - started)
 
 
 def start_preload(models: Iterable[str]) -> threading.Thread | None:

@@ -31,3 +31,15 @@ def test_start_preload_loads_the_models_in_the_background():
     assert smollm2.is_loaded() and minilm.is_loaded()
     assert preload.loaded(smollm2.MODEL_NAME) and not preload.loading()
     assert set(preload.seconds()) == {smollm2.MODEL_NAME, minilm.MODEL_NAME}
+
+
+def test_the_preload_registers_the_local_provider_with_litellm(litellm, monkeypatch):
+    import trainboard_local
+
+    monkeypatch.setitem(preload.LOADERS, smollm2.MODEL_NAME, lambda: None)
+    monkeypatch.setattr(preload, "_states", {})
+    monkeypatch.setattr(trainboard_local, "_registered", False)
+    monkeypatch.setattr(litellm, "custom_provider_map", [])
+    preload.preload([smollm2.MODEL_NAME])
+    assert trainboard_local._registered
+    assert [item["provider"] for item in litellm.custom_provider_map] == [trainboard_local.PROVIDER]
