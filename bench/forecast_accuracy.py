@@ -293,10 +293,14 @@ def judged(forecast: dict, result: dict) -> dict:
 
 def run_line(label: str, forecast: dict, result: dict, verdict: dict) -> str:
     span, calls = forecast["seconds"], forecast["calls"]
+    # a call's tokens apart from how many calls there were
+    each = forecast["tokens"]["expected"] / max(1, calls["expected"])
+    actual_each = result["tokens"] / max(1, result["calls"])
     return (
         f"  {label:<8} calls {calls['expected']} ({calls['low']}–{calls['high']}) / "
         f"{result['calls']}; tokens {forecast['tokens']['expected']:.0f} / {result['tokens']} "
-        f"({verdict['tokens']:.0f} %); time {span['expected']:.0f} s ({span['low']:.0f}–"
+        f"({verdict['tokens']:.0f} %; a call {each:.0f} / {actual_each:.0f}, "
+        f"{error(each, actual_each):.0f} %); time {span['expected']:.0f} s ({span['low']:.0f}–"
         f"{span['high']:.0f}) / {result['seconds']:.0f} s ({verdict['time']:.0f} %), "
         f"{'inside' if verdict['inside'] else 'OUTSIDE'}"
     )
