@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from helpers_runs import finished_small_run, launch_demo_run, screenshot
 
-from tests.conftest import login
+from tests.conftest import session_cookie
 
 pytestmark = pytest.mark.browser
 
@@ -57,9 +57,9 @@ def follow_each_anchor(page, run_id: int) -> None:
 def test_the_outline_works_without_javascript(browser, live_stack, width):
     context = browser.new_context(base_url=live_stack.url, java_script_enabled=False)
     try:
+        context.add_cookies([session_cookie(live_stack)])
         page = context.new_page()
         page.set_default_timeout(15_000)
-        login(page, live_stack)
         run_id = launch_demo_run(live_stack, "Outline without JS", "fake/fewshot", epochs=1)
         page.set_viewport_size({"width": width, "height": 800})
         page.goto(f"/runs/{run_id}/")

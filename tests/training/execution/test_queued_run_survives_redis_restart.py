@@ -7,7 +7,8 @@ the queue nor reserved, sends it again, and the run finishes, instead of reading
 good beside an idle worker.
 
 The module's tests share the stack and its Redis (a stack's start is most of their cost);
-each begins by stopping the worker and the reaper, and ends with both running again.
+each begins by stopping the worker and the reaper and emptying the broker's queue (whatever
+the test before left there), and ends with both running again.
 """
 
 from __future__ import annotations
@@ -60,14 +61,21 @@ def waiting_messages(url: str) -> int:
     return redis.Redis.from_url(url).llen("celery")
 
 
+def nobody_takes_runs(stack, url: str) -> None:
+    """Stop the worker and the reaper, empty the broker's queue and its reserved set, and
+    start a reaper that passes every :data:`REAPER_EVERY` seconds: a run launched now waits."""
+    stop_child(stack, "worker")
+    stop_child(stack, "reaper")
+    redis.Redis.from_url(url).delete("celery", "unacked", "unacked_index")
+    stack.start_reaper(every=REAPER_EVERY)
+
+
 def test_a_run_queued_when_redis_restarts_is_sent_again_and_finishes(
     stack_on_private_redis, private_redis
 ):
     live = stack_on_private_redis
     stack = live.stack
-    stop_child(stack, "worker")  # nobody takes the run: its message waits in Redis
-    stop_child(stack, "reaper")
-    stack.start_reaper(every=REAPER_EVERY)
+    nobody_takes_runs(stack, private_redis.url)  # the run's message waits in Redis
 
     dataset_id, program_id = demo_program(live, "Forgotten", "fake/fewshot")
     run_id = launch_run(live, program_id, dataset_id, **RUN)
@@ -113,9 +121,7 @@ def test_a_run_whose_message_a_dead_worker_held_is_sent_again_and_finishes(
 ):
     live = stack_on_private_redis
     stack = live.stack
-    stop_child(stack, "worker")
-    stop_child(stack, "reaper")
-    stack.start_reaper(every=REAPER_EVERY)
+    nobody_takes_runs(stack, private_redis.url)
     dataset_id, program_id = demo_program(live, "Held", "fake/fewshot")
     run_id = launch_run(live, program_id, dataset_id, **RUN)
     first_task = run_field(live, run_id, "task_id")
