@@ -156,38 +156,29 @@ def test_another_optimizer_s_tokens_are_scaled_to_this_run_s_prompts_its_own_are
         sized_chars={"prediction": 600.0},  # 150 sized tokens at 4 characters a token
     )
     calls = {"prediction": Span.exact(10)}
+
+    def tokens(seen: Observation, optimizer: str) -> float:
+        # this run's prompts sized at 200 tokens a call, at 4 characters a token
+        found = estimate(
+            calls,
+            [seen],
+            0.0,
+            2,
+            THREADS,
+            sized={"prediction": 200.0},
+            program=1,
+            optimizer=optimizer,
+            chars_per_token=4.0,
+        )
+        return found.tokens.expected
+
     # OMEGA's candidates carry rewritten instructions: its prompts sized a third longer
-    omega = estimate(
-        calls,
-        [few_shot],
-        0.0,
-        2,
-        THREADS,
-        sized={"prediction": 200.0},
-        program=1,
-        optimizer="OMEGA",
-        chars_per_token=4.0,
-    )
-    assert omega.tokens.expected == pytest.approx(10 * 150.0 * 800.0 / 600.0)
+    assert tokens(few_shot, "OMEGA") == pytest.approx(10 * 150.0 * 800.0 / 600.0)
     # the same program and optimizer measured these very prompts: taken as measured
-    again = estimate(
-        calls,
-        [few_shot],
-        0.0,
-        2,
-        THREADS,
-        sized={"prediction": 200.0},
-        program=1,
-        optimizer="RandomFewShot",
-        chars_per_token=4.0,
-    )
-    assert again.tokens.expected == pytest.approx(1500.0)
+    assert tokens(few_shot, "RandomFewShot") == pytest.approx(1500.0)
     # an observation kept without its sizes is taken as measured
     unsized = Observation({"prediction": 0.5}, {"prediction": 150.0}, program=1)
-    plain = estimate(
-        calls, [unsized], 0.0, 2, THREADS, sized={"prediction": 200.0}, chars_per_token=4.0
-    )
-    assert plain.tokens.expected == pytest.approx(1500.0)
+    assert tokens(unsized, "OMEGA") == pytest.approx(1500.0)
     assert Observation.from_dict(few_shot.to_dict()).sized_chars == {"prediction": 600.0}
 
 
