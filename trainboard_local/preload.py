@@ -99,7 +99,7 @@ def _register_provider() -> None:
     started = time.perf_counter()
     try:
         register()
-    except ImportError as error:  # the run that needs it gets the usual error on its call
+    except Exception as error:  # reported, never raised: a run's first call says it again
         logger.warning("registering the local provider failed: %s", error)
         return
     logger.info("registered the local provider in %.1f s", time.perf_counter() - started)

@@ -2,8 +2,9 @@
 
 While two runs hold both worker processes (when a forecast could go stale, or its request be
 killed after a long wait), the forecast answers a real HTTP request within a second, and
-switching the form to OMEGA shows OMEGA's forecast: no answer computed for the form before the switch is swapped
-in after it (htmx ``hx-sync`` replace, and the form's revision echoed by every answer).
+switching the form to OMEGA shows OMEGA's forecast: no answer computed for the form before
+the switch is swapped in after it (htmx ``hx-sync`` replace, and the form's revision echoed
+by every answer).
 Set ``FORECAST_SHOTS_DIR`` to keep screenshots of the form at 1280 and 390 px.
 """
 

@@ -9,12 +9,14 @@ call (:mod:`training.execution.pace.measured`), never from a wait on a worker:
   instructions, pinned examples, the output note) in tokens at the characters per token the
   model's runs' traces measured (before any run: :data:`DEFAULT_CHARS_PER_TOKEN`, said as an
   assumption); under a new candidate, plus the examples it samples (RandomFewShot,
-  NearestFewShot) or the instructions OMEGA rewrites; answers from the targets' JSON. An LM
-  judge's calls and OMEGA's mutations: what recent runs' traces measured on that model, else
-  a stated assumption.
+  NearestFewShot, OMEGA with ``few_shot_learning``) and the instructions OMEGA rewrites;
+  answers from the targets' JSON. An LM judge's calls and OMEGA's mutations: what recent
+  runs' traces measured on that model; before that, the judge's own prompt, formatted, and
+  a mutation's stated assumption.
 - **Tokens and seconds**: each role's calls at what the model's recent runs observed per
   call, at the load measured now; a role no run observed at its sized tokens (and the
-  observed seconds per token); no time at all while no run of the model was measured.
+  seconds a token keeps a thread busy in the observed calls); no time at all while no run
+  of the model was measured.
 - **The queue now** (:func:`~training.execution.pace.machine.machine`): how long the run waits
   for a worker process behind the runs executing or queued.
 
@@ -220,7 +222,9 @@ def call_sizes(
     grows = optimizer_registry.card(config["optimizer"]["name"]).grows_prompt
     extra = 0.0
     # sampled examples: RandomFewShot's, and an instruction rewriter's with few_shot_learning
-    if grows == EXAMPLES or (grows == INSTRUCTIONS and params.get("few_shot_learning")):
+    # (into the variables that hold examples)
+    samples = any("examples" in v.value for v in engine.trainable_variables)
+    if grows == EXAMPLES or (grows == INSTRUCTIONS and params.get("few_shot_learning") and samples):
         low = int(params.get("nb_min_examples", 1))
         high = min(int(params.get("nb_max_examples", 3)), max(1, len(train_rows)))
         extra = example_tokens * (max(0, low) + max(0, high)) / 2
@@ -241,9 +245,6 @@ def call_sizes(
         written = min(INSTRUCTION_SHARE * mutation.completion, MAX_TEXT_CHARS / cpt)
         extra += max(0.0, written - instructions / cpt) * lm_count
     candidates = CallSize(prompt + extra, completion, fresh)
-    judge_chars = _judge_prompt_chars(config, generators, targets)
-    if judge_chars is None:
-        judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
     judge = observed_calls.learned_size(learned, "judge")
     if judge is not None:
         whose = (
@@ -256,6 +257,9 @@ def call_sizes(
             f"as {whose} measured"
         )
     else:
+        judge_chars = _judge_prompt_chars(config, generators, targets)
+        if judge_chars is None:
+            judge_chars = JUDGE_PROMPT_CHARS + 2 * answer_chars
         judge = learned_or_assumed(
             learned, "judge", judge_chars, JUDGE_ANSWER_TOKENS, cpt, said["judge"]
         )
@@ -271,15 +275,21 @@ def _judge_prompt_chars(config: dict[str, Any], generators: list, targets: list)
         return None
     try:
         reward = run_config.build_reward(config, program_model=generators[0].language_model)
+        reward = getattr(reward, "fallback", reward)  # people's marks first: the LM judge's
         judge = reward.judge
-    except Exception:  # a judge model this process cannot make: the assumed size
-        logger.warning("an LM judge's prompt was not sized", exc_info=True)
+    except (ModelStringError, ValueError, AttributeError) as error:  # the assumed size then
+        logger.warning("an LM judge's prompt was not sized: %s", error)
         return None
-    criteria = config["reward"].get("criteria") or ""
     sizes = []
     for target in targets:
-        answer = json.dumps(target, ensure_ascii=False, sort_keys=True)
-        request = {"criteria": criteria, "reference": answer, "prediction": answer}
+        fields = {
+            name: value
+            for name, value in dict(target).items()
+            if (not reward.in_mask or name in reward.in_mask)
+            and name not in (reward.out_mask or ())
+        }
+        answer = json.dumps(fields, ensure_ascii=False, sort_keys=True)  # as the judge sees it
+        request = {"criteria": reward.criteria, "reference": answer, "prediction": answer}
         sizes.append(_prompt_chars(judge, request)[0])
     return sum(sizes) / len(sizes)
 

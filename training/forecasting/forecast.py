@@ -34,8 +34,9 @@ configuration and its data, and a range where it depends on what the model answe
   and the seed (up to ``TOP_K + 1`` contenders) on its rows, still under the memo: the seed
   pays the selection inputs it has not predicted in training or scoring, each other contender
   those outside the scoring set, but a best that started an epoch predicted its training
-  inputs too (``low``: each such best is a contender; ``high``: none is). How many contenders: ``low`` the seed among the top ``TOP_K``,
-  ``high`` not (``contenders``, when known, makes it exact).
+  inputs too (``low``: each such best is a contender; ``high``: none is). How many
+  contenders: ``low`` the seed among the top ``TOP_K``, ``high`` not (``contenders``, when
+  known, makes it exact).
 - An LM judge (``LMAsJudge``) makes ``judge_calls`` calls per reward scored, memo hits
   included (rewards are always recomputed).
 
@@ -169,10 +170,11 @@ class CallForecast:
 
     ``predictions``: the program's calls in ``fit``; ``optimizer``: mutations/crossovers;
     ``judge``: an LM judge's calls; ``selection``: the part of ``predictions`` that scores the
-    contenders on the selection split (0 without one); ``evaluations``: the test passes and sample answers;
-    ``embeddings``: embedding requests of NearestFewShot (not LM calls: not in ``total``).
-    ``steps``: training batches per epoch (``epochs`` of them); ``candidates``: new candidates scored (OMEGA's
-    steps that score, RandomFewShot's proposals). ``candidate_predictions``: the part of
+    contenders on the selection split (0 without one); ``evaluations``: the test passes and
+    sample answers; ``embeddings``: embedding requests of NearestFewShot (not LM calls: not
+    in ``total``). ``steps``: training batches per epoch (``epochs`` of them);
+    ``candidates``: new candidates scored (OMEGA's steps that score, RandomFewShot's
+    proposals). ``candidate_predictions``: the part of
     ``predictions`` made under a new candidate (scoring it, an epoch under a new best);
     ``after_evaluations``: the part of ``evaluations`` made by the trained program (the test
     passes after ``fit`` and the sample answers).

@@ -13,17 +13,18 @@ optimizer's) then cost what recent finished runs of the model observed per call:
   (its candidates' prompts: examples, rewritten instructions), then of the same program.
 - **Tokens per call** of a role: the same mean of what the runs' traces counted. A run of
   another program or optimizer measured the model's tokens on its own prompts
-  (RandomFewShot's examples, OMEGA's rewritten instructions): its figure is scaled by this
-  run's sized prompts over its own (:func:`scaled_tokens`).
+  (RandomFewShot's examples, OMEGA's rewritten instructions): its figure for the program's
+  predictions (the calls sized from their prompts) is scaled by this run's sized prompts
+  over its own (:func:`scaled_tokens`); its seconds per call are taken as measured.
 - **The load**: the others' demand measured now (``others_now``) gives the expected
   slowdown; the range spans it and the loads the owner's own recent runs met.
 
 A role no run has observed yet (a first LM judge, OMEGA's first mutations) takes its tokens
-from this run's sized prompts, and its seconds at the seconds a token keeps a thread busy in
-the roles that were observed (a call alone on one thread, as an optimizer's, takes all of
-them; a batched call shares them), with the widest range (the first entry of :data:`SPREAD_BY_COUNT`). When no
-call of the model was ever observed there is no time (``seconds`` None): a guess would be
-a number no measurement backs.
+from this run's sized prompts, and its seconds at the seconds a token keeps a thread busy
+in the roles that were observed (a call alone on one thread, as an optimizer's, takes all
+of them; a batched call shares them), with the widest range (the first entry of
+:data:`SPREAD_BY_COUNT`). When no call of the model was ever observed there is no time
+(``seconds`` None): a guess would be a number no measurement backs.
 
 Example:
 
@@ -263,6 +264,7 @@ def estimate(
     closest = [o for o in mine if o.optimizer == optimizer]
     seconds_each: dict[str, float] = {}
     tokens_each: dict[str, float] = {}
+    measured_tokens: dict[str, float] = {}  # as the observed runs counted them: their seconds'
     observed: dict[str, int] = {}
     own: dict[str, int] = {}  # of them, this program's runs with this optimizer
     spreads: list[float] = []
@@ -278,6 +280,7 @@ def estimate(
             # the same program and optimizer measured these prompts; others, their own
             scale = size_chars if rank else {}
             tokens_each[role] = moving_mean([scaled_tokens(o, role, scale) for o in pool])
+            measured_tokens[role] = moving_mean([o.tokens.get(role, 0.0) for o in pool])
             spreads.append(_spread([o.seconds[role] for o in pool]))
         else:
             tokens_each[role] = float(sized.get(role) or 0.0)
@@ -296,9 +299,10 @@ def estimate(
             )
     if not seconds_each:  # no time: the form and the run page say why, once
         return Estimate(tokens=tokens, seconds=None, observed=observed, notes=notes)
-    # A role no run observed: the seconds per token of the observed roles' calls. Calls whose
-    # provider counted no token give no such figure: no time then, rather than a wild one.
-    observed_tokens = sum(calls[r].expected * tokens_each[r] for r in seconds_each)
+    # A role no run observed: the seconds a token took in the observed roles' calls (their
+    # tokens as measured, with the seconds they measured). Calls whose provider counted no
+    # token give no such figure: no time then, rather than a wild one.
+    observed_tokens = sum(calls[r].expected * measured_tokens[r] for r in seconds_each)
     unobserved = [role for role, count in observed.items() if not count]
     if unobserved and observed_tokens <= 0:
         notes.append(

@@ -180,6 +180,52 @@ def test_another_optimizer_s_tokens_are_scaled_to_this_run_s_prompts_its_own_are
     unsized = Observation({"prediction": 0.5}, {"prediction": 150.0}, program=1)
     assert tokens(unsized, "OMEGA") == pytest.approx(1500.0)
     assert Observation.from_dict(few_shot.to_dict()).sized_chars == {"prediction": 600.0}
+    kept_before = {"seconds": {"prediction": 0.5}, "tokens": {"prediction": 150.0}}
+    assert Observation.from_dict(kept_before).sized_chars == {}
+
+
+def test_larger_prompts_never_shorten_an_unobserved_role():
+    few_shot = Observation(
+        {"prediction": 0.5}, {"prediction": 100.0}, program=1, sized_chars={"prediction": 400.0}
+    )
+    calls = {"prediction": Span.exact(10), "mutation": Span.exact(4)}
+
+    def seconds(prediction_size: float) -> float:
+        found = estimate(
+            calls,
+            [few_shot],
+            0.0,
+            2,
+            THREADS,
+            sized={"prediction": prediction_size, "mutation": 600.0},
+            program=1,
+            optimizer="OMEGA",
+            chars_per_token=4.0,
+        )
+        return found.seconds.expected
+
+    # the mutation is timed at what a token took in the calls that were measured
+    assert seconds(200.0) == seconds(100.0) == pytest.approx(10 * 0.5 + 4 * 600 * 0.01)
+
+
+def test_a_pace_measured_on_another_optimizer_gives_the_widest_range():
+    seen = [
+        Observation(
+            {"prediction": 0.5}, {"prediction": 100.0}, program=1, optimizer="RandomFewShot"
+        )
+        for _ in range(3)
+    ]
+    calls = {"prediction": Span.exact(10)}
+    own = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="RandomFewShot")
+    other = estimate(calls, seen, 0.0, 2, THREADS, program=1, optimizer="OMEGA")
+    assert own.seconds.expected == other.seconds.expected == pytest.approx(5.0)
+    down, up = SPREAD_BY_COUNT[0]
+    assert other.seconds.low == pytest.approx(5.0 * down)
+    assert own.seconds.low > other.seconds.low and own.seconds.high < other.seconds.high
+    assert other.notes == [
+        "prediction calls as 3 recent run(s) of this model with another optimizer or program "
+        "(the widest range) measured them"
+    ]
 
 
 def test_a_runs_share_of_its_open_calls_sets_the_next_expectation_and_keeps_the_range():

@@ -38,6 +38,7 @@ def test_the_preload_registers_the_local_provider_with_litellm(litellm, monkeypa
 
     monkeypatch.setitem(preload.LOADERS, smollm2.MODEL_NAME, lambda: None)
     monkeypatch.setattr(preload, "_states", {})
+    monkeypatch.setattr(preload, "_seconds", {})
     monkeypatch.setattr(trainboard_local, "_registered", False)
     monkeypatch.setattr(litellm, "custom_provider_map", [])
     preload.preload([smollm2.MODEL_NAME])

@@ -169,6 +169,17 @@ def test_an_lm_judge_never_measured_is_sized_by_its_own_prompt(user, demo_datase
     short, long = judge_prompt("accuracy"), judge_prompt("accuracy " + "and tone " * 100)
     # the criteria are in every judgement's prompt: 900 more characters at 4 a token
     assert long - short == pytest.approx(900 / 4, abs=2)
+    # people's marks first, the LM judge for the rest: the same judge, the same prompt
+    marked = run_config(
+        model="fake/rules",
+        reward="LMAsJudge",
+        reward_language_model="fake/rules",
+        reward_criteria="accuracy",
+        reward_human_marks=True,
+        epochs=1,
+    )
+    found = forecast_services.forecast(program, demo_dataset, marked)
+    assert found["sizes"]["judge"]["prompt"] == short
 
 
 def test_an_lm_judge_is_sized_by_this_programs_runs_on_this_data_before_other_programs(

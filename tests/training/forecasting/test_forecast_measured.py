@@ -71,6 +71,9 @@ def test_after_a_first_run_the_next_forecast_has_a_time_range(user, demo_dataset
     assert len(seen) == 1 and seen[0].program == program.pk and seen[0].owner == user.pk
     assert seen[0].seconds["prediction"] > 0
     assert seen[0].tokens["prediction"] == pytest.approx(15.0)  # the fake: 10 + 5 a call
+    # its predictions' sized prompts kept, to scale it to another optimizer's prompts
+    sized = measured.sized(Run.objects.get(pk=run.pk).forecast)["prediction"]
+    assert seen[0].sized_chars == {"prediction": pytest.approx(sized * 4.0, rel=0.01)}
     after = forecasts.forecast(program, demo_dataset, config)
     assert after["measured"]["observed"] == {"prediction": 1}
     assert after["calls"] == first["calls"]  # the count is the count

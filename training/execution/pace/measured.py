@@ -100,16 +100,18 @@ def others_now() -> float:
 
 
 def threads(stored: dict[str, Any]) -> dict[str, float]:
-    """Busy threads of each role's calls: a batch's calls at once, up to the cores; an
-    optimizer's one at a time."""
-    wide = max(1.0, min(float(stored.get("batch_size") or 1), float(cpu_meter.cores())))
+    """Busy threads of each role's calls: a batch's calls at once (on this machine, up to the
+    cores; a provider serves the whole batch at once); an optimizer's one at a time."""
+    batch = float(stored.get("batch_size") or 1)
+    wide = max(1.0, min(batch, float(cpu_meter.cores())) if stored.get("local") else batch)
     return {"prediction": wide, "judge": wide, "mutation": 1.0}
 
 
 def sized(stored: dict[str, Any]) -> dict[str, float]:
     """A forecast's tokens per call by role as it sized them from its prompts (what a role no
     run observed costs): a prediction under a new candidate (scoring it, an epoch under it)
-    and under the seed (the seed's training and scoring, the test passes), weighed by their
+    and the others at the seed's prompts (its training and scoring, and the test passes:
+    after ``fit`` the trained program's, a candidate's only when one won), weighed by their
     expected calls."""
     sizes = stored.get("sizes") or {}
     parts = stored.get("parts") or {}
@@ -189,8 +191,9 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         others,
         threads(stored),
         cpu_meter.cores(),
-        # its prompts' sizes, to scale what it measured to another run's (``scaled_tokens``)
-        sized_chars={r: v * float(cpt) for r, v in sized(stored).items()} if cpt else {},
+        # its predictions' size (sized from its prompts; a judge's or a mutation's is learned),
+        # to scale what it measured to another run's prompts (``scaled_tokens``)
+        sized_chars=_prediction_chars(stored, cpt),
         owner=run.owner_id,
         program=run.program_id,
         optimizer=((run.config or {}).get("optimizer") or {}).get("name"),
@@ -208,6 +211,15 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
         return
     kept = [item for item in sizes.get(OBSERVED_KEY) or [] if isinstance(item, dict)]
     sizes[OBSERVED_KEY] = [*kept, found.to_dict()][-KEPT:]
+
+
+def _prediction_chars(stored: dict[str, Any], chars_per_token: Any) -> dict[str, float]:
+    """A stored forecast's sized prediction, in :class:`Observation`'s ``sized_chars`` unit
+    (``{}`` for a forecast stored without the characters per token it sized at)."""
+    size = sized(stored).get("prediction")
+    if not size or not chars_per_token:
+        return {}
+    return {"prediction": size * float(chars_per_token)}
 
 
 def _decided(run: Any, stored: dict[str, Any]) -> float | None:
