@@ -1,9 +1,11 @@
 """Label scores on the real local model (``local/label_scores.py``): each label's whole continuation
 scored after the prompt and the answer's opening, the prompt evaluated once.
 
-The reference evaluates the prompt, the opening and each label in one piece on a fresh
-instance that keeps every position's logits; the decoder's scores are the same sums of
-log-probabilities, whatever its instance held before, and the same on every call.
+The reference evaluates, on a fresh instance that keeps every position's logits, the prompt
+with the opening, then each label's tokens but its last, in the batches the decoder makes
+(llama.cpp picks its matrix kernels by a batch's size, and on some CPUs two kernels differ
+by 0.01 in a log-probability); the decoder's scores are the same sums of log-probabilities,
+whatever its instance held before, and the same on every call.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ def reference_scores(llama, decoder) -> list[float]:
     for label in LABELS:
         piece = llama.tokenize(label_scoring.continuation(label).encode(), False, False)
         llama.reset()
-        llama.eval(prompt + opening + piece)
+        llama.eval(prompt + opening)
+        if len(piece) > 1:  # the last token's logits are never read
+            llama.eval(piece[:-1])
         logits = np.asarray(llama.scores[: llama.n_tokens], dtype=np.float64)
         start = len(prompt) + len(opening)
         total = 0.0
