@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_runs import QUICK_OMEGA, SMALL_RUN, screenshot, shell, unfold
+from helpers_runs import QUICK_OMEGA, SMALL_RUN, reload_run_page, screenshot, shell, unfold
 
 pytestmark = pytest.mark.browser
 
@@ -81,11 +81,11 @@ def log_in(page, reader) -> list[str]:
 
 
 def finished(page, run_id: int) -> None:
-    """Open the run's page and wait for its live status to say it succeeded, then reload: the
-    per-example table comes with the page."""
+    """Open the run's page and wait for its live status to say it succeeded, then reload (and
+    wait for the socket's snapshot): the per-example table comes with the page."""
     page.goto(f"/runs/{run_id}/")
     page.locator('#run-status .status-badge[data-status="succeeded"]').wait_for(timeout=90_000)
-    page.reload()
+    reload_run_page(page)
 
 
 def upload_mapping(page) -> None:
@@ -323,7 +323,7 @@ def test_the_run_page_explains_its_terms_and_keeps_its_folds(browser_page, reade
     assert axis.text_content().startswith("PC1") and "share" in axis.locator("title").text_content()
 
     # opened, a fold stays open across a reload; closed again, it stays closed
-    page.reload()
+    reload_run_page(page)  # the socket's snapshot swapped in: the map is drawn once more
     page.wait_for_function("() => document.querySelector(`details[data-fold='population']`).open")
     assert page.locator('details[data-fold="selection"]').evaluate("d => d.open")
     assert page.locator('details[data-fold="lineage"]').evaluate("d => !d.open")
@@ -333,7 +333,7 @@ def test_the_run_page_explains_its_terms_and_keeps_its_folds(browser_page, reade
     screenshot(page, "run-folds-open-1280")
     page.locator('details[data-fold="population"] > summary').click()
     page.wait_for_function("() => localStorage.getItem('trainboard:fold:population') === 'closed'")
-    page.reload()
+    reload_run_page(page)
     assert page.locator('details[data-fold="population"]').evaluate("d => !d.open")
     assert page.locator('details[data-fold="selection"]').evaluate("d => d.open")
     page.set_viewport_size({"width": 390, "height": 900})
