@@ -10,7 +10,9 @@ configuration and its data, and a range where it depends on what the model answe
   scoring set (the validation split, else the training set); every new candidate scores the
   scoring set once; when an epoch ends with a new best, the next epoch's training
   predictions are made again under it (unless the scoring set was the training set). Whether
-  the best changes is the model's doing: ``low`` assumes never, ``high`` every epoch.
+  the best changes is the model's doing: ``low`` assumes never, ``high`` every epoch,
+  ``expected`` the chance that an epoch's candidates hold a new record
+  (:func:`record_chance`).
   A non-deterministic program pays every prediction (no memo).
 - RandomFewShot proposes ``nb_candidates`` example sets at each epoch end (none without
   examples to sample) and makes no LM call of its own. A set drawn twice is scored once
@@ -40,7 +42,7 @@ configuration and its data, and a range where it depends on what the model answe
 - An LM judge (``LMAsJudge``) makes ``judge_calls`` calls per reward scored, memo hits
   included (rewards are always recomputed).
 
-``expected`` weighs the uncertain parts with :data:`EXPECTED_BEST_CHANGE` and
+``expected`` weighs the uncertain parts with :func:`record_chance` and
 :data:`EXPECTED_STEP_SCORED`. Parse retries (a deterministic call whose output did not parse
 is asked once more) are not counted: they are failures, not plan.
 
@@ -61,8 +63,6 @@ from training.engine.optimizers.card import DRAWS, ONCE, Card
 from training.engine.optimizers.catalog import card_of
 from training.engine.optimizers.final_selection import TOP_K
 
-#: Share of the epochs after the first that start under a new best candidate (``expected``).
-EXPECTED_BEST_CHANGE = 0.5
 #: Share of OMEGA's steps whose new candidate is scored (not failed, not a duplicate).
 EXPECTED_STEP_SCORED = 0.8
 
@@ -323,16 +323,36 @@ def _new_candidates(
     return Span(0, stepped * EXPECTED_STEP_SCORED, stepped), Span.exact(stepped)
 
 
+def record_chance(scored: float, epoch: int) -> float:
+    """The chance that the ``scored`` candidates of epoch ``epoch`` (from 1) hold a new best.
+
+    Before a run nothing says which candidate is better, so the seed and the candidates are
+    taken as exchangeable: after ``epoch`` epochs of ``scored`` candidates each there are
+    ``epoch * scored + 1`` values, and the best of them is among the newest ``scored`` with
+    chance ``scored / (epoch * scored + 1)``. A new best grows rarer as training goes on (a
+    half after the first epoch's one candidate, a third after the second's), and a tie keeps
+    the best it has, so this is the most it happens, on average.
+
+    Example:
+        >>> round(record_chance(1, 2), 3)
+        0.333
+    """
+    if scored <= 0:
+        return 0.0
+    return scored / (epoch * scored + 1)
+
+
 def _best_changes(card: Card, epochs: int, candidates: Span) -> Span:
     """Epochs (after the first) that may start under a new best: only after a candidate."""
     later = max(0, epochs - 1)
     if card.proposes == ONCE:  # one value, proposed once: at most one change
         later = min(1, later)
-    return Span(
-        0,
-        EXPECTED_BEST_CHANGE * later if candidates.expected else 0,
-        later if candidates.high else 0,
-    )
+    per_epoch = candidates.expected / epochs if epochs else 0.0
+    if card.proposes == ONCE:  # proposed at the first epoch's end, never again
+        expected = record_chance(candidates.expected, 1) if later else 0.0
+    else:
+        expected = sum(record_chance(per_epoch, epoch) for epoch in range(1, later + 1))
+    return Span(0, expected, later if candidates.high else 0)
 
 
 def _fit_predictions(

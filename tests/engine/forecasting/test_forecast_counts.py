@@ -199,6 +199,24 @@ async def test_random_few_shot_whose_best_never_changes_predicts_training_once()
     assert calls < forecast.count_calls(rule).total.expected  # the forecast allows for new bests
 
 
+def test_a_new_best_is_expected_as_often_as_a_record_among_exchangeable_candidates():
+    """Before a run the seed and its candidates are alike: epoch j's k candidates hold the best
+    of the j * k + 1 values so far with chance k / (j * k + 1), rarer as training goes on."""
+    assert [forecast.record_chance(1, j) for j in (1, 2, 3)] == pytest.approx([1 / 2, 1 / 3, 1 / 4])
+    assert forecast.record_chance(4, 1) == pytest.approx(4 / 5)  # more candidates, likelier
+    assert forecast.record_chance(0, 1) == 0
+    pool = [{"query": f"question {i}"} for i in range(400)]  # no draw repeats: 1 set an epoch
+    rule = shape(train_inputs=pool, epochs=10, nb_candidates=1, validation_split=0.25)
+    counted = forecast.count_calls(rule)
+    never = forecast.count_calls(rule, best_changes=0)
+    retrain = 300  # the training rows a new best predicts again
+    new_bests = sum(1 / (j + 1) for j in range(1, 10))
+    assert counted.predictions.expected - never.predictions.expected == pytest.approx(
+        new_bests * retrain, rel=1e-3
+    )
+    assert counted.predictions.high - never.predictions.high == 9 * retrain
+
+
 async def test_non_deterministic_program_pays_every_prediction():
     program = await rfs_program(few_shot_learner(temperature=0.7), nb_candidates=1)
     calls, _ = await counted_run(program, epochs=2, batch_size=5, validation_split=0.25)
