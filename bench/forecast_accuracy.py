@@ -86,7 +86,13 @@ HOG_WARMUP = 45.0
 CONDITIONS = ("quiet", "loaded")
 
 
-def setup(var_dir: str) -> None:
+def setup(var_dir: str):
+    """Django on a private SQLite database and an embedded Redis under ``var_dir`` (what
+    ``make run`` starts: a run's liveness pulse and the worker beats live there); returns the
+    Redis process."""
+    from core.local_runtime import embedded_redis
+
+    redis = embedded_redis.start(Path(var_dir) / "redis.sock", log_path=Path(var_dir) / "redis.log")
     for name in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(name, None)
     os.environ.update(
@@ -110,6 +116,7 @@ def setup(var_dir: str) -> None:
 
     preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])
     preload.wait(timeout=300)
+    return redis
 
 
 def subset(user, demo, train: int, test: int):
@@ -343,11 +350,20 @@ def main() -> None:
     parser.add_argument("--only", choices=CONDITIONS, help="one condition only")
     parser.add_argument("--also", help="MODULE:FUNC, another forecast measured beside")
     args = parser.parse_args()
-    import forecast_parts  # bench/ is on the path
-
     var_dir = tempfile.mkdtemp(prefix="tb-forecast-bench-")
     bench_started = time.perf_counter()
-    setup(var_dir)
+    redis = setup(var_dir)
+    try:
+        measure(args, bench_started)
+    finally:
+        from core.local_runtime import embedded_redis
+
+        embedded_redis.stop(redis, Path(var_dir) / "redis.sock")
+
+
+def measure(args: argparse.Namespace, bench_started: float) -> None:
+    """The first run, then each condition's runs, then the last line."""
+    import forecast_parts  # bench/ is on the path
     from django.contrib.auth import get_user_model
 
     from training.programs.demo import ensure_demo_program
