@@ -396,16 +396,21 @@ def _settled(
     assumptions: list[str],
 ) -> call_forecast.CallForecast:
     """``calls`` expected where the model's answers took the last runs of this program with
-    this optimizer (:mod:`training.forecasting.decided`), the range as counted."""
+    this optimizer, else this optimizer's runs of the model's other programs
+    (:mod:`training.forecasting.decided`), the range as counted."""
     if calls.total.high <= calls.total.low:
         return calls
     optimizer = (config.get("optimizer") or {}).get("name")
     value, runs = observed_calls.recent_share(sizes, getattr(program_row, "pk", None), optimizer)
+    which = f"{runs} recent run(s) of this program with {optimizer}"
+    if value is None:
+        value, runs = observed_calls.optimizer_share(sizes, optimizer)
+        which = f"{runs} recent run(s) of this model's other programs with {optimizer}"
     if value is None:
         return calls
     assumptions.append(
-        f"calls the model's answers decide expected where {runs} recent run(s) of this "
-        f"program with {optimizer} took them ({value:.0%} of the way from the fewest to the most)"
+        f"calls the model's answers decide expected where {which} took them ({value:.0%} of "
+        "the way from the fewest to the most)"
     )
     return decided.settled(calls, value)
 

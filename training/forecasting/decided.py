@@ -7,7 +7,10 @@ its training rows again, whether an OMEGA step gives a new value to score). Noth
 run knows those answers, but the runs of the same program with the same optimizer show where
 the model's answers took the count: the :func:`share` of the open range a finished run used.
 The next forecast of that program and optimizer expects its calls at that share
-(:func:`settled`), its range unchanged; with no such run, the count's own ``expected``.
+(:func:`settled`), its range unchanged. A program not yet run with that optimizer takes the
+share of the optimizer's runs of the model's other programs (:func:`optimizer_share`): on the
+local model a new best is far rarer than chance alone would say, for every task alike. With
+no such run, the count's own ``expected``.
 
 Example:
     >>> share(83, Span(69, 112, 141))  # a run that made 83 of 69–141 calls
@@ -53,6 +56,17 @@ def recent_share(
         and e.get("program") == program
         and e.get("optimizer") == optimizer
         and e.get("share") is not None
+    ]
+    return (moving_mean(found), len(found)) if found else (None, 0)
+
+
+def optimizer_share(entries: list[Any], optimizer: str | None) -> tuple[float | None, int]:
+    """Where the kept runs of ``optimizer`` on any program took their open calls (the moving
+    mean, the newest weighing most; None without such a run) and how many runs say so."""
+    found = [
+        float(e["share"])
+        for e in entries
+        if isinstance(e, dict) and e.get("optimizer") == optimizer and e.get("share") is not None
     ]
     return (moving_mean(found), len(found)) if found else (None, 0)
 

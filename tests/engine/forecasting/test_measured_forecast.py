@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from training.forecasting.decided import KEPT, kept, recent_share, settled, share
+from training.forecasting.decided import (
+    KEPT,
+    kept,
+    optimizer_share,
+    recent_share,
+    settled,
+    share,
+)
 from training.forecasting.forecast import CallForecast, Span
 from training.forecasting.measured import (
     SPREAD_BY_COUNT,
@@ -260,6 +267,10 @@ def test_each_program_and_optimizer_keeps_its_own_shares_among_the_models_newest
     value, runs = recent_share(entries, 1, "RandomFewShot")
     assert runs == 2 and value == pytest.approx((0.4 + 0.5 * 0.2) / 1.5)  # the newest weighs most
     assert recent_share(entries, 3, "RandomFewShot") == (None, 0)
+    # a program never run with RandomFewShot: where its runs of every program went
+    value, runs = optimizer_share(entries, "RandomFewShot")
+    assert runs == 3 and value == pytest.approx((0.4 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75)
+    assert optimizer_share(entries, "NearestFewShot") == (None, 0)
     for _ in range(KEPT):
         entries = kept(entries, 2, "OMEGA", 0.5)
     assert len(entries) == KEPT and recent_share(entries, 1, "RandomFewShot") == (None, 0)

@@ -160,6 +160,8 @@ def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took
     config = run_config(model=MODEL, epochs=3, batch_size=4)
     counted = forecasts.forecast(program, demo_dataset, config)["calls"]
     assert counted["low"] < counted["high"]  # whether an epoch starts under a new best is open
+    omega = run_config(model=MODEL, epochs=3, batch_size=4, optimizer="OMEGA")
+    omega_counted = forecasts.forecast(program, demo_dataset, omega)["calls"]
     run = executed(user, program, demo_dataset, config)
     run.refresh_from_db()
     assert counted["low"] <= run.lm_calls <= counted["high"]
@@ -169,6 +171,15 @@ def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took
     assert any(
         "1 recent run(s) of this program with RandomFewShot" in a for a in again["assumptions"]
     )
-    # another program of the model has no run of its own: the count's own expectation
+    # another program with no run of its own: where this optimizer's runs of the model went
     other = make_program(user, demo_dataset, model=MODEL, name="Other router")
-    assert forecasts.forecast(other, demo_dataset, config)["calls"] == counted
+    borrowed = forecasts.forecast(other, demo_dataset, config)
+    assert borrowed["calls"] == {**counted, "expected": run.lm_calls}
+    assert any(
+        "1 recent run(s) of this model's other programs with RandomFewShot" in a
+        for a in borrowed["assumptions"]
+    )
+    # ... and with an optimizer the model never ran: the count's own expectation
+    first = forecasts.forecast(other, demo_dataset, omega)
+    assert first["calls"] == omega_counted
+    assert not any("took them" in a for a in first["assumptions"])

@@ -145,6 +145,11 @@ def recent_share(
     return decided.recent_share(sizes.get(DECIDED_KEY) or [], program, optimizer)
 
 
+def optimizer_share(sizes: dict[str, Any], optimizer: str | None) -> tuple[float | None, int]:
+    """Where the model's kept runs of ``optimizer``, on any program, took their open calls."""
+    return decided.optimizer_share(sizes.get(DECIDED_KEY) or [], optimizer)
+
+
 def observations(key: str) -> list[Observation]:
     return observations_in(stored_sizes(key))
 
