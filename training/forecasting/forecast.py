@@ -245,7 +245,9 @@ def count_calls(
     candidates, optimizer_calls = _new_candidates(shape, card, train, epochs, steps)
     if scored is not None:
         candidates = Span.exact(scored)
-    changes = _best_changes(card, epochs, candidates)
+    changes = _best_changes(
+        _scored_by_epoch(shape, card, train, epochs, steps, candidates), card, candidates
+    )
     if best_changes is not None:
         changes = Span.exact(best_changes)
     predictions, under_candidates = _fit_predictions(
@@ -323,35 +325,62 @@ def _new_candidates(
     return Span(0, stepped * EXPECTED_STEP_SCORED, stepped), Span.exact(stepped)
 
 
-def record_chance(scored: float, epoch: int) -> float:
-    """The chance that the ``scored`` candidates of epoch ``epoch`` (from 1) hold a new best.
+def record_chance(new: float, scored: float) -> float:
+    """The chance that an epoch's ``new`` candidates, of the ``scored`` so far (theirs
+    included), hold a new best: a heuristic, for before a run nothing says which is better.
 
-    Before a run nothing says which candidate is better, so the seed and the candidates are
-    taken as exchangeable: after ``epoch`` epochs of ``scored`` candidates each there are
-    ``epoch * scored + 1`` values, and the best of them is among the newest ``scored`` with
-    chance ``scored / (epoch * scored + 1)``. A new best grows rarer as training goes on (a
-    half after the first epoch's one candidate, a third after the second's), and a tie keeps
-    the best it has, so this is the most it happens, on average.
+    Taking the seed and the candidates as exchangeable, the best of the ``scored + 1`` values
+    is among the newest ``new`` with chance ``new / (scored + 1)``: a new best grows rarer as
+    training goes on (a half after the first epoch's one candidate, a third after the
+    second's). It leaves out the engine's rule (a candidate replaces the seed only beyond
+    noise, and a tie keeps the best), which makes a new best rarer still on a model whose
+    candidates answer much as its seed does.
 
     Example:
         >>> round(record_chance(1, 2), 3)
         0.333
     """
-    if scored <= 0:
+    if new <= 0:
         return 0.0
-    return scored / (epoch * scored + 1)
+    return new / (scored + 1)
 
 
-def _best_changes(card: Card, epochs: int, candidates: Span) -> Span:
-    """Epochs (after the first) that may start under a new best: only after a candidate."""
-    later = max(0, epochs - 1)
+def _scored_by_epoch(
+    shape: RunShape, card: Card, train: list, epochs: int, steps: int, candidates: Span
+) -> list[float]:
+    """New candidates scored by the end of each epoch (expected), adding up to
+    ``candidates.expected``: a small pool's draws repeat more as they go on, so its new sets
+    come early; a value proposed once comes at the first epoch's end."""
+    if card.proposes == DRAWS:
+        per_epoch = shape.nb_candidates if shape.proposes else 0
+        pool = len({canonical(item) for item in train})
+        by_epoch = [
+            expected_distinct_draws(
+                pool, shape.nb_min_examples, shape.nb_max_examples, epoch * per_epoch
+            )
+            if shape.deterministic
+            else float(epoch * per_epoch)
+            for epoch in range(1, epochs + 1)
+        ]
+    elif card.proposes == ONCE:
+        by_epoch = [1.0] * epochs
+    else:
+        by_epoch = [float(epoch * steps) for epoch in range(1, epochs + 1)]
+    total = by_epoch[-1] if by_epoch else 0.0
+    factor = candidates.expected / total if total else 0.0
+    return [value * factor for value in by_epoch]
+
+
+def _best_changes(scored_by_epoch: list[float], card: Card, candidates: Span) -> Span:
+    """Epochs (after the first) that may start under a new best: only after a candidate
+    (``low`` never, ``high`` each, ``expected`` at :func:`record_chance`)."""
+    later = max(0, len(scored_by_epoch) - 1)
     if card.proposes == ONCE:  # one value, proposed once: at most one change
         later = min(1, later)
-    per_epoch = candidates.expected / epochs if epochs else 0.0
-    if card.proposes == ONCE:  # proposed at the first epoch's end, never again
-        expected = record_chance(candidates.expected, 1) if later else 0.0
-    else:
-        expected = sum(record_chance(per_epoch, epoch) for epoch in range(1, later + 1))
+    expected, before = 0.0, 0.0
+    for scored in scored_by_epoch[:later]:
+        expected += record_chance(scored - before, scored)
+        before = scored
     return Span(0, expected, later if candidates.high else 0)
 
 
@@ -510,5 +539,8 @@ def expected_distinct_draws(pool: int, nb_min: int, nb_max: int, draws: int) -> 
     for size in range(max(low, 1), high + 1):
         count = float(math.perm(pool, size))
         chance = 1.0 / (sizes * count)
+        if chance >= 1.0:  # the pool's one set of this size: drawn at the first draw
+            expected += count
+            continue
         expected += count * -math.expm1(draws * math.log1p(-chance))
     return expected

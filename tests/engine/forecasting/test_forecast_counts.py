@@ -203,7 +203,7 @@ def test_a_new_best_is_expected_as_often_as_a_record_among_exchangeable_candidat
     """Before a run the seed and its candidates are alike: epoch j's k candidates hold the best
     of the j * k + 1 values so far with chance k / (j * k + 1), rarer as training goes on."""
     assert [forecast.record_chance(1, j) for j in (1, 2, 3)] == pytest.approx([1 / 2, 1 / 3, 1 / 4])
-    assert forecast.record_chance(4, 1) == pytest.approx(4 / 5)  # more candidates, likelier
+    assert forecast.record_chance(4, 4) == pytest.approx(4 / 5)  # more candidates, likelier
     assert forecast.record_chance(0, 1) == 0
     pool = [{"query": f"question {i}"} for i in range(400)]  # no draw repeats: 1 set an epoch
     rule = shape(train_inputs=pool, epochs=10, nb_candidates=1, validation_split=0.25)
@@ -215,6 +215,36 @@ def test_a_new_best_is_expected_as_often_as_a_record_among_exchangeable_candidat
         new_bests * retrain, rel=1e-3
     )
     assert counted.predictions.high - never.predictions.high == 9 * retrain
+
+
+def test_a_small_pools_new_bests_are_expected_early_as_its_new_sets_come():
+    """Two training rows, one example a set: the two sets are drawn in the first epochs and
+    then only repeat, so new bests are expected then (exactly, 1/2 + 1/3 for the two sets),
+    not spread over all ten epochs."""
+    rows = [{"query": f"question {i}"} for i in range(4)]
+    rule = shape(
+        train_inputs=rows,
+        epochs=10,
+        nb_candidates=1,
+        nb_min_examples=1,
+        nb_max_examples=1,
+        validation_split=0.5,
+    )
+    retrain = 2
+    new_bests = (
+        forecast.count_calls(rule).predictions.expected
+        - forecast.count_calls(rule, best_changes=0).predictions.expected
+    ) / retrain
+    assert new_bests == pytest.approx(1 / 2 + 1 / 3, rel=0.06)
+    sets = forecast.expected_distinct_draws(2, 1, 1, 10)
+    spread = sum(forecast.record_chance(sets / 10, sets * j / 10) for j in range(1, 10))
+    assert new_bests < spread
+
+
+def test_a_one_row_pool_is_drawn_once():
+    assert forecast.expected_distinct_draws(1, 1, 3, 4) == 1
+    rule = shape(train_inputs=[{"query": "one"}, {"query": "two"}], validation_split=0.5)
+    assert forecast.count_calls(rule).candidates.expected == 1
 
 
 async def test_non_deterministic_program_pays_every_prediction():
