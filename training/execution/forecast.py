@@ -396,15 +396,15 @@ def _settled(
     assumptions: list[str],
 ) -> call_forecast.CallForecast:
     """``calls`` expected where the model's answers took the last runs of this program with
-    this optimizer, else this optimizer's runs of the model's other programs
-    (:mod:`training.forecasting.decided`), the range as counted."""
+    this optimizer, else this optimizer's runs of the same shape on the model's other
+    programs (:mod:`training.forecasting.decided`), the range as counted."""
     if calls.total.high <= calls.total.low:
         return calls
     optimizer = (config.get("optimizer") or {}).get("name")
     value, runs = observed_calls.recent_share(sizes, getattr(program_row, "pk", None), optimizer)
     which = f"{runs} recent run(s) of this program with {optimizer}"
     if value is None:
-        value, runs = observed_calls.optimizer_share(sizes, optimizer)
+        value, runs = observed_calls.optimizer_share(sizes, optimizer, config)
         which = f"{runs} recent run(s) of this model's other programs with {optimizer}"
     if value is None:
         return calls

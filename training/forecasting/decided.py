@@ -8,9 +8,10 @@ run knows those answers, but the runs of the same program with the same optimize
 the model's answers took the count: the :func:`share` of the open range a finished run used.
 The next forecast of that program and optimizer expects its calls at that share
 (:func:`settled`), its range unchanged. A program not yet run with that optimizer takes the
-share of the optimizer's runs of the model's other programs (:func:`optimizer_share`): on the
-local model a new best is far rarer than chance alone would say, for every task alike. With
-no such run, the count's own ``expected``.
+share of the optimizer's runs of the model's other programs of the same shape
+(:func:`optimizer_share`): how often a model's candidates beat its seeds is much the model's
+doing (on the local model, four public label tasks alike, a new best was far rarer than
+chance alone would say). With no such run, the count's own ``expected``.
 
 Example:
     >>> share(83, Span(69, 112, 141))  # a run that made 83 of 69–141 calls
@@ -38,9 +39,17 @@ def share(actual: float, counted: Span) -> float | None:
     return min(1.0, max(0.0, (actual - counted.low) / (counted.high - counted.low)))
 
 
-def kept(entries: list[Any], program: int | None, optimizer: str | None, value: float) -> list:
-    """``entries`` (a model's kept shares, newest last) with a finished run's ``value``."""
-    entry = {"program": program, "optimizer": optimizer, "share": round(value, 3)}
+def kept(
+    entries: list[Any],
+    program: int | None,
+    optimizer: str | None,
+    value: float,
+    shape: str | None = None,
+) -> list:
+    """``entries`` (a model's kept shares, newest last) with a finished run's ``value``;
+    ``shape``: what makes its range what it was (another program's run lends its share only
+    to a run of the same shape, :func:`optimizer_share`)."""
+    entry = {"program": program, "optimizer": optimizer, "share": round(value, 3), "shape": shape}
     return [*[e for e in entries if isinstance(e, dict)], entry][-KEPT:]
 
 
@@ -60,13 +69,21 @@ def recent_share(
     return (moving_mean(found), len(found)) if found else (None, 0)
 
 
-def optimizer_share(entries: list[Any], optimizer: str | None) -> tuple[float | None, int]:
-    """Where the kept runs of ``optimizer`` on any program took their open calls (the moving
-    mean, the newest weighing most; None without such a run) and how many runs say so."""
+def optimizer_share(
+    entries: list[Any], optimizer: str | None, shape: str | None
+) -> tuple[float | None, int]:
+    """Where the kept runs of ``optimizer`` on any program, each of ``shape``, took their open
+    calls (the moving mean, the newest weighing most; None without such a run) and how many
+    runs say so. A share is a place in its run's range, and what that range holds depends on
+    the run's shape (epochs, a validation split or none), so only runs of one shape share."""
     found = [
         float(e["share"])
         for e in entries
-        if isinstance(e, dict) and e.get("optimizer") == optimizer and e.get("share") is not None
+        if isinstance(e, dict)
+        and shape is not None
+        and e.get("optimizer") == optimizer
+        and e.get("shape") == shape
+        and e.get("share") is not None
     ]
     return (moving_mean(found), len(found)) if found else (None, 0)
 

@@ -260,17 +260,20 @@ def test_a_runs_share_of_its_open_calls_sets_the_next_expectation_and_keeps_the_
 
 def test_each_program_and_optimizer_keeps_its_own_shares_among_the_models_newest():
     entries: list = []
-    entries = kept(entries, 1, "RandomFewShot", 0.2)
-    entries = kept(entries, 2, "RandomFewShot", 0.9)
-    entries = kept(entries, 1, "OMEGA", 0.7)
-    entries = kept(entries, 1, "RandomFewShot", 0.4)
+    entries = kept(entries, 1, "RandomFewShot", 0.2, "epochs=3")
+    entries = kept(entries, 2, "RandomFewShot", 0.9, "epochs=3")
+    entries = kept(entries, 4, "RandomFewShot", 0.0, "epochs=5")
+    entries = kept(entries, 1, "OMEGA", 0.7, "epochs=3")
+    entries = kept(entries, 1, "RandomFewShot", 0.4, "epochs=3")
     value, runs = recent_share(entries, 1, "RandomFewShot")
     assert runs == 2 and value == pytest.approx((0.4 + 0.5 * 0.2) / 1.5)  # the newest weighs most
     assert recent_share(entries, 3, "RandomFewShot") == (None, 0)
-    # a program never run with RandomFewShot: where its runs of every program went
-    value, runs = optimizer_share(entries, "RandomFewShot")
+    # a program never run with RandomFewShot: where its runs of every program of its shape went
+    value, runs = optimizer_share(entries, "RandomFewShot", "epochs=3")
     assert runs == 3 and value == pytest.approx((0.4 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75)
-    assert optimizer_share(entries, "NearestFewShot") == (None, 0)
+    assert optimizer_share(entries, "RandomFewShot", "epochs=5") == (0.0, 1)
+    assert optimizer_share(entries, "RandomFewShot", "epochs=2") == (None, 0)
+    assert optimizer_share(entries, "NearestFewShot", "epochs=3") == (None, 0)
     for _ in range(KEPT):
         entries = kept(entries, 2, "OMEGA", 0.5)
     assert len(entries) == KEPT and recent_share(entries, 1, "RandomFewShot") == (None, 0)

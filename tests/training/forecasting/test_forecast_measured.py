@@ -162,6 +162,7 @@ def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took
     assert counted["low"] < counted["high"]  # whether an epoch starts under a new best is open
     omega = run_config(model=MODEL, epochs=3, batch_size=4, optimizer="OMEGA")
     omega_counted = forecasts.forecast(program, demo_dataset, omega)["calls"]
+    assert omega_counted["low"] < omega_counted["high"]  # OMEGA's steps leave calls open too
     run = executed(user, program, demo_dataset, config)
     run.refresh_from_db()
     assert counted["low"] <= run.lm_calls <= counted["high"]
@@ -179,7 +180,11 @@ def test_calls_the_answers_decide_are_expected_where_this_programs_last_run_took
         "1 recent run(s) of this model's other programs with RandomFewShot" in a
         for a in borrowed["assumptions"]
     )
-    # ... and with an optimizer the model never ran: the count's own expectation
+    # ... not with other epochs (another range), nor with an optimizer the model never ran
+    longer = run_config(model=MODEL, epochs=4, batch_size=4)
+    assert not any(
+        "took them" in a for a in forecasts.forecast(other, demo_dataset, longer)["assumptions"]
+    )
     first = forecasts.forecast(other, demo_dataset, omega)
     assert first["calls"] == omega_counted
     assert not any("took them" in a for a in first["assumptions"])

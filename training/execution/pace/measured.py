@@ -145,9 +145,23 @@ def recent_share(
     return decided.recent_share(sizes.get(DECIDED_KEY) or [], program, optimizer)
 
 
-def optimizer_share(sizes: dict[str, Any], optimizer: str | None) -> tuple[float | None, int]:
-    """Where the model's kept runs of ``optimizer``, on any program, took their open calls."""
-    return decided.optimizer_share(sizes.get(DECIDED_KEY) or [], optimizer)
+def optimizer_share(
+    sizes: dict[str, Any], optimizer: str | None, config: dict[str, Any]
+) -> tuple[float | None, int]:
+    """Where the model's kept runs of ``optimizer``, on any program, of the shape of
+    ``config`` (:func:`calls_shape`) took their open calls."""
+    return decided.optimizer_share(sizes.get(DECIDED_KEY) or [], optimizer, calls_shape(config))
+
+
+def calls_shape(config: dict[str, Any]) -> str:
+    """What decides what a run's open calls are, besides its program and data: its epochs
+    and whether it has a validation and a selection split (without a validation split a new
+    best costs nothing; a selection split adds the contenders' scoring)."""
+    return (
+        f"epochs={int(config.get('epochs') or 0)}"
+        f" validation={float(config.get('validation_split') or 0) > 0}"
+        f" selection={float(config.get('selection_split') or 0) > 0}"
+    )
 
 
 def observations(key: str) -> list[Observation]:
@@ -211,6 +225,7 @@ def record(run: Any, sizes: dict[str, Any], during: float | None) -> None:
             run.program_id,
             ((run.config or {}).get("optimizer") or {}).get("name"),
             share,
+            calls_shape(run.config or {}),
         )
     if found is None:
         return
