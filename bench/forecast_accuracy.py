@@ -86,13 +86,10 @@ HOG_WARMUP = 45.0
 CONDITIONS = ("quiet", "loaded")
 
 
-def setup(var_dir: str):
-    """Django on a private SQLite database and an embedded Redis under ``var_dir`` (what
-    ``make run`` starts: a run's liveness pulse and the worker beats live there); returns the
-    Redis process."""
-    from core.local_runtime import embedded_redis
-
-    redis = embedded_redis.start(Path(var_dir) / "redis.sock", log_path=Path(var_dir) / "redis.log")
+def setup(var_dir: str) -> None:
+    """Django on a private SQLite database under ``var_dir``, beside the embedded Redis that
+    ``main`` started there (as ``make run`` does: a run's liveness pulse and the worker beats
+    live in it)."""
     for name in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(name, None)
     os.environ.update(
@@ -116,7 +113,6 @@ def setup(var_dir: str):
 
     preload.start_preload([settings.TRAINBOARD_LM, settings.TRAINBOARD_EMBEDDING_MODEL])
     preload.wait(timeout=300)
-    return redis
 
 
 def subset(user, demo, train: int, test: int):
@@ -352,13 +348,15 @@ def main() -> None:
     args = parser.parse_args()
     var_dir = tempfile.mkdtemp(prefix="tb-forecast-bench-")
     bench_started = time.perf_counter()
-    redis = setup(var_dir)
+    from core.local_runtime import embedded_redis
+
+    socket = Path(var_dir) / "redis.sock"
+    redis = embedded_redis.start(socket, log_path=Path(var_dir) / "redis.log")
     try:
+        setup(var_dir)
         measure(args, bench_started)
     finally:
-        from core.local_runtime import embedded_redis
-
-        embedded_redis.stop(redis, Path(var_dir) / "redis.sock")
+        embedded_redis.stop(redis, socket)
 
 
 def measure(args: argparse.Namespace, bench_started: float) -> None:
