@@ -45,6 +45,14 @@ def stored_observation(model: str, seconds: float = 0.05, tokens: float = 200.0)
     )
 
 
+def omega_sizes(program, dataset, model: str, **fields) -> dict:
+    """The sizes of each kind of call an OMEGA run of ``program`` is forecast with."""
+    config = run_config(
+        optimizer="OMEGA", model=model, omega_embedding_model="fake/minilm", **fields
+    )
+    return forecast_services.forecast(program, dataset, config)["sizes"]
+
+
 def forecast_html(client, program, dataset, **overrides) -> str:
     response = client.get(
         reverse("training:run-forecast"), launch_data(program, dataset, **overrides)
@@ -122,14 +130,8 @@ def test_a_mutation_is_sized_by_the_batch_items_its_lm_is_shown(user, demo_datas
     stored_observation("fake/rules")
 
     def mutation_prompt(batch_size):
-        config = run_config(
-            optimizer="OMEGA",
-            model="fake/rules",
-            omega_embedding_model="fake/minilm",
-            batch_size=batch_size,
-        )
-        found = forecast_services.forecast(program, demo_dataset, config)
-        return found["sizes"]["mutation"]["prompt"]
+        sizes = omega_sizes(program, demo_dataset, "fake/rules", batch_size=batch_size)
+        return sizes["mutation"]["prompt"]
 
     assert mutation_prompt(16) == mutation_prompt(MAX_BATCH_ITEMS) > mutation_prompt(1)
 
@@ -155,13 +157,14 @@ def test_an_lm_judge_is_sized_by_an_assumption_until_a_run_measures_it(
 def test_an_lm_judge_never_measured_is_sized_by_its_own_prompt(user, demo_dataset):
     program = make_program(user, demo_dataset, model="fake/rules")
 
-    def judge_prompt(criteria: str) -> float:
+    def judge_prompt(criteria: str, **fields) -> float:
         config = run_config(
             model="fake/rules",
             reward="LMAsJudge",
             reward_language_model="fake/rules",
             reward_criteria=criteria,
             epochs=1,
+            **fields,
         )
         found = forecast_services.forecast(program, demo_dataset, config)
         return found["sizes"]["judge"]["prompt"]
@@ -170,16 +173,7 @@ def test_an_lm_judge_never_measured_is_sized_by_its_own_prompt(user, demo_datase
     # the criteria are in every judgement's prompt: 900 more characters at 4 a token
     assert long - short == pytest.approx(900 / 4, abs=2)
     # people's marks first, the LM judge for the rest: the same judge, the same prompt
-    marked = run_config(
-        model="fake/rules",
-        reward="LMAsJudge",
-        reward_language_model="fake/rules",
-        reward_criteria="accuracy",
-        reward_human_marks=True,
-        epochs=1,
-    )
-    found = forecast_services.forecast(program, demo_dataset, marked)
-    assert found["sizes"]["judge"]["prompt"] == short
+    assert judge_prompt("accuracy", reward_human_marks=True) == short
 
 
 def test_an_lm_judge_is_sized_by_this_programs_runs_on_this_data_before_other_programs(
@@ -279,14 +273,10 @@ def test_omega_s_candidates_carry_the_examples_they_sample(user, demo_dataset):
     stored_observation("local/smollm2")
 
     def candidates(few_shot: bool) -> float:
-        config = run_config(
-            model="local/smollm2",
-            optimizer="OMEGA",
-            omega_embedding_model="fake/minilm",
-            omega_few_shot_learning=few_shot,
+        sizes = omega_sizes(
+            program, demo_dataset, "local/smollm2", omega_few_shot_learning=few_shot
         )
-        found = forecast_services.forecast(program, demo_dataset, config)
-        return found["sizes"]["prediction_candidates"]["prompt"]
+        return sizes["prediction_candidates"]["prompt"]
 
     assert candidates(True) > candidates(False) + 20  # 1–3 examples of the demo's rows
 
