@@ -35,9 +35,11 @@ from typing import Any
 from datasets.services import get_split
 from training import conf, optimizer_registry
 from training.engine.language_models.output_format import output_note, with_output_note
+from training.engine.masking import apply_mask
 from training.engine.modules.chain_of_thought import ChainOfThought
 from training.engine.optimizers.card import DRAWS, EDITABLE, EXAMPLES, INSTRUCTIONS, NEAREST
 from training.engine.optimizers.mutation import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
+from training.engine.rewards.judging import to_json_text
 from training.engine.trainers.data_adapter import scoring_positions
 from training.engine.utils.paired_bootstrap import detectable_gain
 from training.execution import budget, forecast_text, run_config
@@ -282,13 +284,8 @@ def _judge_prompt_chars(config: dict[str, Any], generators: list, targets: list)
         return None
     sizes = []
     for target in targets:
-        fields = {
-            name: value
-            for name, value in dict(target).items()
-            if (not reward.in_mask or name in reward.in_mask)
-            and name not in (reward.out_mask or ())
-        }
-        answer = json.dumps(fields, ensure_ascii=False, sort_keys=True)  # as the judge sees it
+        # the target's compared fields, as the judge sees them
+        answer = to_json_text(apply_mask(target, reward.in_mask, reward.out_mask, strict=False))
         request = {"criteria": reward.criteria, "reference": answer, "prediction": answer}
         sizes.append(_prompt_chars(judge, request)[0])
     return sum(sizes) / len(sizes)
