@@ -264,7 +264,7 @@ def estimate(
     closest = [o for o in mine if o.optimizer == optimizer]
     seconds_each: dict[str, float] = {}
     tokens_each: dict[str, float] = {}
-    measured_tokens: dict[str, float] = {}  # as the observed runs counted them: their seconds'
+    measured_tokens: dict[str, float] = {}  # as the observed runs counted them, unscaled
     observed: dict[str, int] = {}
     own: dict[str, int] = {}  # of them, this program's runs with this optimizer
     spreads: list[float] = []
